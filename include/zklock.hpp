@@ -1,0 +1,8 @@
+// zklock: distributed locks on Apache ZooKeeper for Boost.Asio programs.
+#pragma once
+
+#include <zklock/error.hpp>
+#include <zklock/guard.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/path.hpp>
+#include <zklock/session.hpp>

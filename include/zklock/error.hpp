@@ -1,0 +1,109 @@
+// zklock/error.hpp: error codes of zklock and of the ZooKeeper server.
+//
+// Two categories:
+//  - zklock::error_category() ("zklock") for conditions that zklock itself detects
+//    (bad input, deadlines, lock loss, ...), with values from zklock::errc;
+//  - zklock::zookeeper_category() ("zookeeper") for ZooKeeper's own return codes
+//    (ZNONODE, ZCONNECTIONLOSS, ...), with the C client's numeric values, so they stay
+//    recognisable: `ec == zklock::zk_errc::no_node`.
+#pragma once
+
+#include <boost/system/error_code.hpp>
+#include <type_traits>
+
+namespace zklock {
+
+using boost::system::error_code;
+
+/// Conditions detected by zklock. Every value has a message that names the problem.
+enum class errc {
+    ok = 0,
+    // -- bad input (nothing was sent to ZooKeeper) --
+    path_empty = 1,         ///< a lock path is empty
+    path_not_absolute,      ///< a lock path does not start with '/'
+    path_trailing_slash,    ///< a lock path ends with '/'
+    path_empty_segment,     ///< a lock path contains "//"
+    path_relative_segment,  ///< a lock path contains a "." or ".." segment
+    path_bad_character,     ///< a lock path contains NUL or a control/unassigned character
+    path_reserved,          ///< a lock path is in ZooKeeper's reserved /zookeeper tree
+    invalid_connect_string, ///< the connect string is not host:port[,host:port...][/chroot]
+    invalid_argument,       ///< another argument is out of range (e.g. a session timeout <= 0)
+    // -- session --
+    connect_timeout = 20,   ///< no ZooKeeper server answered within the connect timeout
+    not_connected,          ///< the operation needs a session, and async_connect has not completed
+    session_expired,        ///< the ZooKeeper session expired: every lock it held is gone
+    session_closed,         ///< the session was closed by this process
+    // -- locks --
+    lock_busy = 40,         ///< try-acquire: another contender holds the lock
+    acquire_timeout,        ///< the acquire deadline passed before the lock was granted
+    lock_lost_suspended,    ///< lost by policy: disconnected longer than the configured fraction of the session timeout
+    lock_node_deleted,      ///< the holder's (or waiter's) node was deleted by someone else
+    lock_released,          ///< the lock was released by its holder (loss waiters complete with this)
+    not_held,               ///< the guard holds no lock (moved-from, released or never acquired)
+};
+
+/// The "zklock" category.
+const boost::system::error_category& error_category() noexcept;
+
+inline error_code make_error_code(errc e) noexcept {
+    return {static_cast<int>(e), error_category()};
+}
+
+/// ZooKeeper's return codes (values as in the C client's zookeeper.h).
+enum class zk_errc {
+    ok = 0,
+    system_error = -1,
+    runtime_inconsistency = -2,
+    data_inconsistency = -3,
+    connection_loss = -4,
+    marshalling_error = -5,
+    unimplemented = -6,
+    operation_timeout = -7,
+    bad_arguments = -8,
+    invalid_state = -9,
+    new_config_no_quorum = -13,
+    reconfig_in_progress = -14,
+    api_error = -100,
+    no_node = -101,
+    no_auth = -102,
+    bad_version = -103,
+    no_children_for_ephemerals = -108,
+    node_exists = -110,
+    not_empty = -111,
+    session_expired = -112,
+    invalid_callback = -113,
+    invalid_acl = -114,
+    auth_failed = -115,
+    closing = -116,
+    nothing = -117,
+    session_moved = -118,
+    not_read_only = -119,
+    ephemeral_on_local_session = -120,
+    no_watcher = -121,
+    reconfig_disabled = -123,
+    session_closed_require_sasl_auth = -124,
+    quota_exceeded = -125,
+    throttled_op = -127,
+};
+
+/// The "zookeeper" category: the server's and the C client's return codes.
+const boost::system::error_category& zookeeper_category() noexcept;
+
+inline error_code make_error_code(zk_errc e) noexcept {
+    return {static_cast<int>(e), zookeeper_category()};
+}
+
+/// True when the error means the session (and every lock it held) is gone for good:
+/// session expired or closed, authentication failed. Retrying with the same session is pointless.
+bool is_fatal(const error_code& ec) noexcept;
+
+/// True when the outcome of a write is unknown (connection loss, operation timeout):
+/// the request may or may not have been applied by the server.
+bool is_connection_error(const error_code& ec) noexcept;
+
+} // namespace zklock
+
+template <>
+struct boost::system::is_error_code_enum<zklock::errc> : std::true_type {};
+template <>
+struct boost::system::is_error_code_enum<zklock::zk_errc> : std::true_type {};

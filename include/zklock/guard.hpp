@@ -1,0 +1,118 @@
+// zklock/guard.hpp: ownership of one acquired lock node.
+#pragma once
+
+#include <zklock/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+namespace detail {
+struct held_lock;
+}
+
+/// Owns one granted lock: a movable handle, not tied to a thread (coroutines move between threads).
+///
+/// Release: async_release() deletes the lock node and completes when it is gone (or the session
+/// is gone, which deletes it too). It is idempotent. If the guard is destroyed or assigned while
+/// it still owns the lock, the release is scheduled in the background ("guaranteed delete":
+/// retried across reconnects until it succeeds or the session ends); the destructor never blocks
+/// and never throws.
+///
+/// Loss: the lock can be lost while held: session expiry (errc::session_expired), session close
+/// (errc::session_closed), the node deleted by someone else (errc::lock_node_deleted) or, by the
+/// session's policy, a connection down for too long (errc::lock_lost_suspended). Then the holder
+/// must stop acting as the owner. Learn it with async_wait_lost(), by binding work to
+/// loss_slot(), or by polling is_lost().
+///
+/// Fencing: fencing_token() is the node's czxid, which increases with every grant across the
+/// ensemble. Pass it to the resource you protect and have that resource refuse smaller tokens:
+/// it is what keeps a paused or partitioned former holder from doing damage after its loss.
+///
+/// Thread safety: distinct objects: safe. Shared object: unsafe, except the const accessors.
+class guard {
+public:
+    /// An empty guard (owns_lock() == false).
+    guard() noexcept;
+    explicit guard(std::shared_ptr<detail::held_lock> h) noexcept;
+    guard(guard&&) noexcept;
+    /// Releases the currently owned lock in the background, then takes `other`'s.
+    guard& operator=(guard&&) noexcept;
+    guard(const guard&) = delete;
+    guard& operator=(const guard&) = delete;
+    /// Releases in the background if the lock is still owned. Never blocks, never throws.
+    ~guard();
+
+    /// True if this guard owns a lock that was granted and not released (it may have been lost).
+    bool owns_lock() const noexcept { return h_ != nullptr; }
+    explicit operator bool() const noexcept { return owns_lock(); }
+    /// True once the lock is known to be lost (see the class comment).
+    bool is_lost() const noexcept;
+    /// Why the lock was lost (empty while it is not).
+    error_code loss_reason() const;
+
+    /// Full path of the lock node, e.g. "/locks/orders/_c_<uuid>-lock-0000000042".
+    const std::string& node_path() const noexcept;
+    /// The node's sequence number (the parent's cversion at creation; may be negative after overflow).
+    std::int32_t sequence() const noexcept;
+    /// The node's czxid: strictly increasing across successive grants of any lock of the ensemble.
+    std::int64_t fencing_token() const noexcept;
+    /// The id of the session that holds the node.
+    std::int64_t session_id() const noexcept;
+
+    /// Releases the lock: deletes the node, completing when it is deleted or the session is gone.
+    /// The guard is empty as soon as this is called. Calling it on an empty guard completes with
+    /// success (idempotent).
+    /// While the connection is down the delete waits for the reconnect; once the session is
+    /// known to be gone (expired or closed) the release completes with success, since the server
+    /// deleted the node. Completion signature: void(error_code). Not cancellable.
+    template <class CompletionToken>
+    auto async_release(CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [h = std::move(h_)](auto handler) mutable {
+                start_release(std::move(h), asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            },
+            token);
+    }
+
+    /// Completes when the lock is lost (with the reason) or released (errc::lock_released).
+    /// On an empty guard: errc::not_held. The first call arms a watch on the node itself, so
+    /// that its deletion by someone else is noticed (one extra request, paid only if asked).
+    /// Completion signature: void(error_code). Cancellation: terminal, partial, total
+    /// (completes with operation_aborted; the lock is not affected).
+    template <class CompletionToken>
+    auto async_wait_lost(CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [h = h_](auto handler) {
+                start_wait_lost(h, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            },
+            token);
+    }
+
+    /// A cancellation slot that emits cancellation_type::terminal when the lock is lost, so a
+    /// critical section can bind its work to the lock:
+    ///   co_await do_work(asio::bind_cancellation_slot(g.loss_slot(), asio::use_awaitable));
+    /// One operation at a time may be bound. The signal is emitted on the session's strand:
+    /// bind work that runs on the same thread (single-threaded io_context) or handle it with care.
+    /// Also arms the node watch (see async_wait_lost). On an empty guard: an unconnected slot.
+    asio::cancellation_slot loss_slot();
+
+    /// Gives up ownership without waiting: the node is deleted in the background.
+    void release_in_background() noexcept;
+
+private:
+    static void start_release(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
+    static void start_wait_lost(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
+
+    std::shared_ptr<detail::held_lock> h_;
+};
+
+} // namespace zklock

@@ -1,0 +1,109 @@
+// zklock/mutex.hpp: the fair, herd-free exclusive lock of the ZooKeeper recipes.
+#pragma once
+
+#include <zklock/error.hpp>
+#include <zklock/guard.hpp>
+#include <zklock/session.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+struct mutex_options {
+    /// Data stored in the lock node (the holder description shown to inspection tools).
+    /// Empty means "zklock <hostname> pid <pid>".
+    std::string node_data;
+};
+
+namespace detail {
+struct acquire_request {
+    std::string path;
+    std::string node_data;
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    bool try_only = false;
+};
+void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+                   asio::any_completion_handler<void(error_code, guard)> handler);
+} // namespace detail
+
+/// An exclusive lock on a ZooKeeper path, granted in FIFO order.
+///
+/// Protocol: each acquire creates an EPHEMERAL_SEQUENTIAL node "<path>/_c_<uuid>-lock-<seq>"
+/// (Curator's InterProcessMutex naming, so the two exclude each other on one path); the lowest
+/// sequence holds the lock; every other contender watches only its predecessor (getData watch)
+/// and lists the children again when it goes. Parents are created as CONTAINER nodes.
+/// Children not of the form "...-lock-<10-char sequence>" are ignored.
+///
+/// A mutex object is a cheap description (session + path); it may be destroyed while its
+/// operations are pending. Thread safety: distinct and shared objects: safe.
+class mutex {
+public:
+    mutex(session& s, std::string path, mutex_options opts = {})
+        : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}
+
+    const std::string& path() const noexcept { return path_; }
+
+    /// Waits for the lock, with no deadline.
+    ///
+    /// Completion signature: void(error_code, guard). On success the guard owns the lock.
+    /// Errors: path errors (errc::path_*), errc::not_connected, errc::session_expired,
+    /// errc::lock_node_deleted (our node was deleted by someone else while waiting),
+    /// a zk_errc from the server, asio::error::operation_aborted (cancelled or session closed).
+    /// Connection loss while waiting is ridden out: the acquire resumes after reconnecting.
+    /// Per-operation cancellation: terminal, partial, total. After cancellation no node of
+    /// this acquire is left behind: it is deleted before completion when the server is
+    /// reachable, and in the background (retried until it succeeds or the session ends) when not.
+    /// Executor: the handler's associated executor (default: the session's executor).
+    template <class CompletionToken>
+    auto async_acquire(CompletionToken&& token) {
+        return initiate(std::nullopt, false, std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
+        return initiate(std::chrono::steady_clock::now() +
+                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
+                        false, std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.
+    template <class CompletionToken>
+    auto async_acquire_until(std::chrono::steady_clock::time_point deadline, CompletionToken&& token) {
+        return initiate(deadline, false, std::forward<CompletionToken>(token));
+    }
+
+    /// Takes the lock only if no other contender is queued: errc::lock_busy otherwise
+    /// (the node it created is deleted before completion). Costs the same round trips as an
+    /// uncontended acquire.
+    template <class CompletionToken>
+    auto async_try_acquire(CompletionToken&& token) {
+        return initiate(std::nullopt, true, std::forward<CompletionToken>(token));
+    }
+
+private:
+    template <class CompletionToken>
+    auto initiate(std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only,
+                  CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code, guard)>(
+            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req) {
+                detail::start_acquire(s, std::move(req),
+                    asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
+            },
+            token, session_, detail::acquire_request{path_, opts_.node_data, deadline, try_only});
+    }
+
+    std::shared_ptr<detail::session_impl> session_;
+    std::string path_;
+    mutex_options opts_;
+};
+
+} // namespace zklock

@@ -1,0 +1,161 @@
+// zklock/session.hpp: one ZooKeeper session, bridged into an Asio executor.
+#pragma once
+
+#include <zklock/error.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+namespace detail {
+class session_impl;
+}
+
+/// Where a session stands. Observable with session::state() and session::async_wait_state().
+enum class session_state {
+    disconnected, ///< not connected yet (or the last async_connect failed)
+    connecting,   ///< async_connect in progress, or a new session is being made after an expiry
+    connected,    ///< the session is live; locks are held
+    suspended,    ///< the connection dropped; the client is reconnecting with the same session.
+                  ///< Locks are still held unless the loss policy (session_options::lost_after_suspended) fires.
+    expired,      ///< the server expired the session: every lock it held is gone
+    closed,       ///< async_close was called or the session object was destroyed
+};
+
+/// A short name for the state ("connected", ...).
+const char* to_string(session_state s) noexcept;
+
+/// How to connect, and the loss policy.
+struct session_options {
+    /// Comma-separated host:port list, with an optional chroot: "127.0.0.1:2181,127.0.0.1:2182/app".
+    std::string connect;
+    /// Requested session timeout. The server clamps it to [2, 20] x tickTime; the negotiated
+    /// value is session::negotiated_timeout().
+    std::chrono::milliseconds session_timeout{10'000};
+    /// async_connect fails with errc::connect_timeout if no server answers within this time.
+    std::chrono::milliseconds connect_timeout{10'000};
+    /// Loss policy for a dropped connection: a held lock is reported lost (errc::lock_lost_suspended)
+    /// once the connection has been down for this fraction of the negotiated session timeout.
+    /// The server may expire the session as early as 1/3 of the timeout after the client notices
+    /// a silent partition, so the default (0.25) errs on the side of safety. 0 means "lost as soon
+    /// as the connection drops"; a value >= 1 means "only on confirmed expiry" (unsafe).
+    double lost_after_suspended = 0.25;
+    /// After an expiry, open a new session automatically (locks of the old one stay lost).
+    bool renew_after_expiry = true;
+};
+
+/// Counters of the requests this session sent and the watch events it received.
+struct session_statistics {
+    std::uint64_t creates = 0;
+    std::uint64_t deletes = 0;
+    std::uint64_t get_children = 0;
+    std::uint64_t get_data = 0;
+    std::uint64_t exists = 0;
+    std::uint64_t set_data = 0;
+    std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
+    std::uint64_t requests() const noexcept {
+        return creates + deletes + get_children + get_data + exists + set_data;
+    }
+};
+
+/// Route the ZooKeeper C client's log lines (all sessions; the C client's logger is global).
+/// Without a handler the C client is silent. The handler may be called from any thread.
+void set_log_handler(std::function<void(std::string_view)> handler);
+
+/// A ZooKeeper session (one zhandle_t of libzookeeper_mt) whose completions and watch events
+/// are posted to one strand, so that locks built on it see every event in server order.
+///
+/// Thread safety: distinct objects: safe. Shared object: all member functions may be called
+/// concurrently; completion handlers run on their own associated executor (default: the
+/// session's executor), never inside the initiating function.
+///
+/// Destroying a session closes it (blocking for the close request, at most ~2 s against a dead
+/// server); operations in flight complete with asio::error::operation_aborted and held locks
+/// report errc::session_closed. Destroy it before its execution context.
+class session {
+public:
+    using executor_type = asio::any_io_executor;
+
+    /// Does not connect; call async_connect. Throws nothing (bad options fail async_connect).
+    session(executor_type ex, session_options opts);
+    ~session();
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    executor_type get_executor() const noexcept;
+    const session_options& options() const noexcept;
+
+    /// Connects, completing on the first ZOO_CONNECTED_STATE event.
+    ///
+    /// Completion signature: void(error_code). Errors: errc::invalid_connect_string,
+    /// errc::invalid_argument, errc::connect_timeout (no server answered within
+    /// options().connect_timeout; the attempt is abandoned), asio::error::operation_aborted
+    /// (closed meanwhile). Completes at once (posted) if already connected.
+    /// Cancellation: terminal, partial (the attempt is abandoned, state back to disconnected).
+    template <class CompletionToken>
+    auto async_connect(CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [impl = impl_](auto handler) {
+                start_connect(impl, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            },
+            token);
+    }
+
+    /// Closes the session: the server deletes its ephemeral nodes, so every lock is released.
+    /// Operations in flight complete with operation_aborted; guards report errc::session_closed.
+    /// Completion signature: void(error_code). Idempotent. Not cancellable.
+    template <class CompletionToken>
+    auto async_close(CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [impl = impl_](auto handler) {
+                start_close(impl, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            },
+            token);
+    }
+
+    /// Waits until the state differs from `last_seen`, then completes with the new state.
+    /// Completes at once (posted) if it already differs. Intermediate states may be skipped.
+    /// Completion signature: void(error_code, session_state). Cancellation: terminal, partial, total.
+    template <class CompletionToken>
+    auto async_wait_state(session_state last_seen, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code, session_state)>(
+            [impl = impl_](auto handler, session_state s) {
+                start_wait_state(impl, s,
+                    asio::any_completion_handler<void(error_code, session_state)>(std::move(handler)));
+            },
+            token, last_seen);
+    }
+
+    /// The current state (a snapshot; thread-safe).
+    session_state state() const noexcept;
+    /// The server-assigned session id (0 before the first connect).
+    std::int64_t session_id() const noexcept;
+    /// The negotiated session timeout (0 before the first connect).
+    std::chrono::milliseconds negotiated_timeout() const noexcept;
+    /// A snapshot of the request and watch counters.
+    session_statistics statistics() const noexcept;
+
+    /// Internal: the shared implementation, used by the lock types.
+    const std::shared_ptr<detail::session_impl>& impl() const noexcept { return impl_; }
+
+private:
+    static void start_connect(std::shared_ptr<detail::session_impl>, asio::any_completion_handler<void(error_code)>);
+    static void start_close(std::shared_ptr<detail::session_impl>, asio::any_completion_handler<void(error_code)>);
+    static void start_wait_state(std::shared_ptr<detail::session_impl>, session_state,
+                                 asio::any_completion_handler<void(error_code, session_state)>);
+
+    std::shared_ptr<detail::session_impl> impl_;
+};
+
+} // namespace zklock

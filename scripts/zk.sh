@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Throwaway ZooKeeper servers from Debian's jars, on free loopback ports, in a temp dir.
+#
+#   scripts/zk.sh start [--servers N] [--tick MS] [--fsync yes|no] [--dir DIR]
+#       Starts a standalone server (N=1, default) or an N-server ensemble on 127.0.0.1.
+#       Prints two lines:  ZK_CONNECT=host:port[,host:port...]  and  ZK_DIR=<state dir>
+#   scripts/zk.sh stop  DIR          stops every server of DIR and removes DIR
+#   scripts/zk.sh kill  DIR I        SIGKILLs server I (1-based) of DIR
+#   scripts/zk.sh pause|resume DIR I SIGSTOP/SIGCONT server I
+#   scripts/zk.sh restart DIR I      starts server I of DIR again (after kill)
+#   scripts/zk.sh srvr DIR I         prints the four-letter 'srvr' answer of server I
+#   scripts/zk.sh wait DIR I         waits until server I serves requests
+set -euo pipefail
+
+JARS=/usr/share/java
+CP="$JARS/zookeeper.jar:$JARS/zookeeper-jute.jar:$JARS/slf4j-api.jar:$JARS/slf4j-nop.jar:$JARS/netty-handler.jar:$JARS/netty-common.jar:$JARS/netty-buffer.jar:$JARS/netty-transport.jar:$JARS/netty-codec.jar:$JARS/netty-resolver.jar:$JARS/netty-transport-native-epoll.jar:$JARS/netty-transport-native-unix-common.jar:$JARS/metrics-core.jar:$JARS/snappy-java.jar:$JARS/commons-cli.jar:$JARS/commons-io.jar"
+
+die() { echo "zk.sh: $*" >&2; exit 1; }
+
+free_port() {
+  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+four() { # four-letter word to 127.0.0.1:$1, prints the answer
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf '%s' "$2" >&3
+  timeout 2 cat <&3 || true
+  exec 3<&- 3>&-
+}
+
+launch() { # launch DIR I
+  local dir=$1 i=$2
+  [ -f "$dir/zoo$i.cfg" ] || die "no server $i in $dir"
+  # -Xss/-Xmx keep memory small; each server is its own JVM
+  nohup java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.admin.enableServer=false \
+    -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg" \
+    >"$dir/server$i.log" 2>&1 </dev/null &
+  echo $! >"$dir/server$i.pid"
+}
+
+wait_up() { # wait_up DIR I : until srvr answers with a mode
+  local dir=$1 i=$2 port
+  port=$(cat "$dir/port$i")
+  for _ in $(seq 1 300); do
+    if four "$port" srvr 2>/dev/null | grep -q '^Mode: '; then return 0; fi
+    kill -0 "$(cat "$dir/server$i.pid")" 2>/dev/null || { tail -20 "$dir/server$i.log" >&2; die "server $i died"; }
+    sleep 0.1
+  done
+  die "server $i of $dir did not come up within 30 s"
+}
+
+cmd=${1:-}; shift || true
+case "$cmd" in
+  start)
+    n=1 tick=500 fsync=no dir=""
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --servers) n=$2; shift 2;;
+        --tick) tick=$2; shift 2;;
+        --fsync) fsync=$2; shift 2;;
+        --dir) dir=$2; shift 2;;
+        *) die "unknown option $1";;
+      esac
+    done
+    command -v java >/dev/null || die "java not found: run scripts/setup.sh"
+    [ -f "$JARS/zookeeper.jar" ] || die "Debian's zookeeper package is missing: run scripts/setup.sh"
+    [ -n "$dir" ] || dir=$(mktemp -d /tmp/zklock-zk.XXXXXX)
+    mkdir -p "$dir"
+    declare -a cports qports eports
+    for i in $(seq 1 "$n"); do cports[$i]=$(free_port); qports[$i]=$(free_port); eports[$i]=$(free_port); done
+    connect=""
+    for i in $(seq 1 "$n"); do
+      mkdir -p "$dir/data$i"
+      {
+        echo "tickTime=$tick"
+        echo "initLimit=20"
+        echo "syncLimit=10"
+        echo "dataDir=$dir/data$i"
+        echo "clientPort=${cports[$i]}"
+        echo "clientPortAddress=127.0.0.1"
+        echo "maxClientCnxns=0"
+        echo "admin.enableServer=false"
+        echo "4lw.commands.whitelist=*"
+        echo "forceSync=$fsync"
+        echo "extendedTypesEnabled=true"
+        echo "emulate353TTLNodes=false"
+        # container nodes are reaped quickly so tests see it happen
+        echo "znode.container.checkIntervalMs=1000"
+        if [ "$n" -gt 1 ]; then
+          echo "standaloneEnabled=false"
+          for j in $(seq 1 "$n"); do echo "server.$j=127.0.0.1:${qports[$j]}:${eports[$j]}"; done
+        fi
+      } >"$dir/zoo$i.cfg"
+      [ "$n" -gt 1 ] && echo "$i" >"$dir/data$i/myid"
+      echo "${cports[$i]}" >"$dir/port$i"
+      connect="${connect:+$connect,}127.0.0.1:${cports[$i]}"
+    done
+    echo "$n" >"$dir/servers"
+    echo "$connect" >"$dir/connect"
+    for i in $(seq 1 "$n"); do launch "$dir" "$i"; done
+    for i in $(seq 1 "$n"); do wait_up "$dir" "$i"; done
+    echo "ZK_CONNECT=$connect"
+    echo "ZK_DIR=$dir"
+    ;;
+  stop)
+    dir=${1:?dir}
+    [ -d "$dir" ] || exit 0
+    for f in "$dir"/server*.pid; do
+      [ -f "$f" ] || continue
+      pid=$(cat "$f"); kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true
+    done
+    for f in "$dir"/server*.pid; do
+      [ -f "$f" ] || continue
+      pid=$(cat "$f")
+      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+    done
+    case "$dir" in /tmp/zklock-zk.*) rm -rf "$dir";; esac
+    ;;
+  kill) kill -9 "$(cat "${1:?dir}/server${2:?i}.pid")"; sleep 0.2;;
+  pause) kill -STOP "$(cat "${1:?dir}/server${2:?i}.pid")";;
+  resume) kill -CONT "$(cat "${1:?dir}/server${2:?i}.pid")";;
+  restart) launch "${1:?dir}" "${2:?i}"; wait_up "$1" "$2";;
+  wait) wait_up "${1:?dir}" "${2:?i}";;
+  srvr) four "$(cat "${1:?dir}/port${2:?i}")" srvr;;
+  mntr) four "$(cat "${1:?dir}/port${2:?i}")" mntr;;
+  wchs) four "$(cat "${1:?dir}/port${2:?i}")" wchs;;
+  *) sed -n '2,15p' "$0"; exit 2;;
+esac

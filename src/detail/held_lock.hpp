@@ -1,0 +1,52 @@
+// The state behind a guard: one granted lock node, following the session's fate.
+#pragma once
+
+#include "detail/pending.hpp"
+#include "detail/session_impl.hpp"
+
+#include <zklock/error.hpp>
+
+#include <boost/asio/cancellation_signal.hpp>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace zklock::detail {
+
+struct held_lock final : session_listener, std::enable_shared_from_this<held_lock> {
+    enum class status { held, lost, released };
+
+    held_lock(std::shared_ptr<session_impl> s, std::string node, std::int32_t seq, std::int64_t czxid,
+              std::int64_t sid)
+        : session(std::move(s)), node(std::move(node)), seq(seq), czxid(czxid), session_id(sid) {}
+
+    /// Registers with the session (strand). Call once, right after the grant.
+    void start();
+    /// The holder lets go (strand). `done` completes when the node is gone.
+    void release(std::optional<pending<void(error_code)>> done);
+    /// Loss waiters (strand).
+    void wait_lost(pending<void(error_code)> h);
+    /// Arms a data watch on the node itself, once (strand).
+    void arm_watch();
+    void on_session_event(session_event e) override;
+    void lose(error_code why);
+
+    const std::shared_ptr<session_impl> session;
+    const std::string node;
+    const std::int32_t seq;
+    const std::int64_t czxid;
+    const std::int64_t session_id;
+
+    std::atomic<bool> lost{false};
+    error_code reason;           // written on the strand before `lost` is set
+    status st = status::held;    // strand
+    std::uint64_t listener_id = 0;
+    std::uint64_t watch_id = 0;
+    std::uint64_t next_waiter = 1;
+    std::map<std::uint64_t, pending<void(error_code)>> loss_waiters;
+    asio::cancellation_signal loss_signal;
+};
+
+} // namespace zklock::detail

@@ -1,0 +1,59 @@
+// Pure protocol logic of the lock recipes: no I/O, unit-tested without a server.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace zklock::detail {
+
+/// The marker between a contender's prefix and its sequence (Curator's InterProcessMutex).
+inline constexpr std::string_view lock_marker = "-lock-";
+/// Our node prefix: "_c_" + 36-char uuid (Curator's "protected" naming).
+inline constexpr std::string_view protected_prefix = "_c_";
+
+/// A child recognised as a lock contender.
+struct contender {
+    std::string_view name;     ///< the child's name
+    std::string_view seq_text; ///< the 10-character sequence suffix, compared as a string
+    std::int32_t seq = 0;      ///< its value (negative after the parent's cversion overflowed)
+};
+
+/// Parses "<anything>lock-<seq>" (Curator's form, with or without its "_c_<uuid>-" prefix) where <seq> is exactly what ZooKeeper appends: "%010d" of an
+/// int32, i.e. 10 digits, or '-' and 9 digits. Anything else is not a contender.
+std::optional<contender> parse_contender(std::string_view child) noexcept;
+
+/// Parses a sequence suffix: 10 digits, or '-' followed by 9 digits.
+std::optional<std::int32_t> parse_sequence(std::string_view text) noexcept;
+
+/// Contenders among `children`, ordered as Curator and kazoo order them: by the sequence
+/// suffix compared as a string (ties by full name, which cannot happen on one parent).
+std::vector<contender> sorted_contenders(std::span<const std::string> children);
+
+/// What an exclusive contender should do after listing the children.
+struct exclusive_decision {
+    enum kind { acquired, wait, missing } what = missing;
+    std::string predecessor; ///< with `wait`: the child to watch (the next lower contender)
+    std::size_t position = 0; ///< index of our node among the contenders (0 = holder)
+};
+exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine);
+
+/// The child whose name contains `guid` (our node after a lost create reply), if any.
+std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid);
+
+/// A random RFC 4122 version-4 UUID in its 36-character form.
+std::string make_guid();
+
+/// "<parent>/_c_<guid>-lock-": the path passed to create with ZOO_EPHEMERAL_SEQUENTIAL.
+std::string protected_node_prefix(std::string_view parent, std::string_view guid);
+
+/// The last segment of a path ("/a/b/c" -> "c").
+std::string_view basename(std::string_view path) noexcept;
+
+/// The proper ancestors of an absolute path, shortest first ("/a/b/c" -> "/a", "/a/b").
+std::vector<std::string> ancestors(std::string_view path);
+
+} // namespace zklock::detail

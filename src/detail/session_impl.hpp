@@ -1,0 +1,222 @@
+// The session bridge: one zhandle_t of libzookeeper_mt, its completions and watch events
+// posted to one strand, plus the session-wide machinery the lock recipes share
+// (listeners, watch registry, guaranteed background deletes).
+#pragma once
+
+#include "detail/pending.hpp"
+
+#include <zklock/session.hpp>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace zklock::detail {
+
+/// What a ZooKeeper request returned (copied out of the C client's buffers).
+struct zk_result {
+    int rc = 0;                        ///< ZOK or a ZooKeeper error code
+    std::string path;                  ///< create: the created path
+    Stat stat{};                       ///< create2, exists, get: the node's stat
+    std::vector<std::string> children; ///< get_children, create_and_list
+    std::string data;                  ///< get_data
+    int list_rc = ZOK;                 ///< create_and_list: the getChildren's code
+};
+using zk_handler = asio::any_completion_handler<void(zk_result)>;
+
+/// Session events delivered to listeners (on the strand).
+enum class session_event { reconnected, suspended, suspended_too_long, expired, closed };
+
+/// Anything whose fate follows the session: an acquire in progress, a held lock.
+class session_listener {
+public:
+    virtual ~session_listener() = default;
+    virtual void on_session_event(session_event e) = 0;
+};
+
+class session_impl;
+struct c_op;
+
+/// One zhandle_t generation. Calls into the C client are serialised with close() by a mutex,
+/// so no call can touch a closed handle; in-flight requests are registered so that the ones
+/// whose completion the C client never runs (close, expiry) are completed by sweep.
+class zk_handle {
+public:
+    zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen);
+    ~zk_handle();
+    /// zookeeper_init2; false (with errno) if the C client refused the arguments.
+    bool init(const std::string& connect, int timeout_ms);
+    /// Registers `op` and runs `call(zh)` unless closed. Returns the synchronous code.
+    template <class F>
+    int submit(c_op* op, bool register_op, F&& call);
+    /// Blocking: zookeeper_close, then completes every request still registered with ZCLOSING.
+    void close();
+    /// Called by the C completion thread: true if `op` was still registered (caller owns it now).
+    bool take(c_op* op);
+    /// The session id and negotiated timeout, unless closed.
+    bool session_info(std::int64_t& id, int& timeout_ms);
+    zhandle_t* raw() const noexcept { return zh_; }
+
+    const std::weak_ptr<session_impl> session;
+    const asio::strand<asio::any_io_executor> strand;
+    const std::uint64_t generation;
+
+private:
+    std::mutex mu_;
+    zhandle_t* zh_ = nullptr;
+    bool closed_ = false;
+    std::unordered_set<c_op*> inflight_;
+};
+
+class session_impl : public std::enable_shared_from_this<session_impl> {
+public:
+    using strand_type = asio::strand<asio::any_io_executor>;
+
+    session_impl(asio::any_io_executor ex, session_options opts);
+    ~session_impl();
+
+    const asio::any_io_executor& executor() const noexcept { return ex_; }
+    strand_type& strand() noexcept { return strand_; }
+    const session_options& options() const noexcept { return opts_; }
+
+    // -- thread-safe snapshots --
+    session_state state() const noexcept { return state_.load(std::memory_order_acquire); }
+    std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
+    std::chrono::milliseconds negotiated_timeout() const noexcept {
+        return std::chrono::milliseconds(timeout_ms_.load(std::memory_order_acquire));
+    }
+    session_statistics statistics() const noexcept;
+    std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+
+    // -- public operations (any thread) --
+    void connect(pending<void(error_code)> h);
+    void close(pending<void(error_code)> h);
+    void wait_state(session_state last_seen, pending<void(error_code, session_state)> h);
+    /// Synchronous close for the destructor of `session`.
+    void shutdown() noexcept;
+
+    // -- requests (call on the strand); the handler runs on the strand --
+    void create(const std::string& path, const std::string& data, int flags, zk_handler h);
+    /// create2 immediately followed by getChildren(parent) in the same flight: ZooKeeper runs one
+    /// session's requests in order, so the listing already contains the new node.
+    void create_and_list(const std::string& path, const std::string& data, int flags,
+                         const std::string& parent, zk_handler h);
+    void get_children(const std::string& path, zk_handler h);
+    /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
+    void get_data(const std::string& path, std::uint64_t watch_id, zk_handler h);
+    void exists(const std::string& path, zk_handler h);
+    void remove(const std::string& path, int version, zk_handler h);
+    void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
+
+    template <class Token> auto async_create_and_list(const std::string& path, const std::string& data,
+                                                     int flags, const std::string& parent, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [&](auto h) { create_and_list(path, data, flags, parent, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token> auto async_create(const std::string& path, const std::string& data, int flags, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [&](auto h) { create(path, data, flags, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token> auto async_get_children(const std::string& path, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [&](auto h) { get_children(path, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token> auto async_get_data(const std::string& path, std::uint64_t watch_id, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [&](auto h) { get_data(path, watch_id, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token> auto async_exists(const std::string& path, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [&](auto h) { exists(path, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token> auto async_remove(const std::string& path, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [&](auto h) { remove(path, -1, zk_handler(std::move(h))); }, t);
+    }
+
+    // -- watch registry (strand) --
+    /// Registers `fn(event type)`, called once on the strand when the node watch fires.
+    std::uint64_t add_watch(std::function<void(int)> fn);
+    void drop_watch(std::uint64_t id) { watches_.erase(id); }
+
+    // -- listeners (strand) --
+    std::uint64_t add_listener(std::weak_ptr<session_listener> l);
+    void remove_listener(std::uint64_t id) { listeners_.erase(id); }
+
+    // -- guaranteed deletes (strand) --
+    /// Deletes `node` now if connected, else on the next reconnect, until it is gone or the
+    /// session ends. `done` (optional) completes when that happens.
+    void delete_in_background(std::string node, std::optional<pending<void(error_code)>> done = std::nullopt);
+    /// Same, for a node known only by the guid in its name (a create whose reply was lost).
+    void delete_by_guid_in_background(std::string parent, std::string guid);
+    std::size_t background_deletes() const noexcept { return cleanups_.size(); }
+
+    // -- called by the C-client bridge (on the strand) --
+    void on_session_event(std::uint64_t gen, int state);
+    void on_watch(std::uint64_t id, int type);
+
+    // statistics
+    std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
+        n_watch{0};
+
+private:
+    struct cleanup_job {
+        std::string node;   // known path, or empty while looking it up by guid
+        std::string parent; // with guid
+        std::string guid;
+        std::vector<pending<void(error_code)>> waiters;
+        bool running = false;
+    };
+
+    void set_state(session_state s);
+    void notify(session_event e);
+    void start_handle();
+    void close_handle_in_background(std::shared_ptr<zk_handle> h);
+    void run_cleanups();
+    void run_cleanup(std::list<cleanup_job>::iterator it);
+    void finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec);
+    void finish_all_cleanups();
+    bool cleanup_alive(std::uint64_t gen) const noexcept;
+    template <class F>
+    void submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter);
+
+    asio::any_io_executor ex_;
+    strand_type strand_;
+    session_options opts_;
+
+    std::atomic<session_state> state_{session_state::disconnected};
+    std::atomic<std::int64_t> session_id_{0};
+    std::atomic<int> timeout_ms_{0};
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<bool> shut_down_{false};
+
+    std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
+    std::mutex handle_mu_;               // guards handle_ against shutdown()
+    asio::steady_timer connect_timer_;
+    asio::steady_timer suspend_timer_;
+    std::vector<pending<void(error_code)>> connect_waiters_;
+    std::vector<pending<void(error_code)>> close_waiters_;
+    std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>> state_waiters_;
+    std::uint64_t next_id_ = 1;
+    std::unordered_map<std::uint64_t, std::function<void(int)>> watches_;
+    std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;
+    std::list<cleanup_job> cleanups_;
+    std::mutex closers_mu_;
+    std::vector<std::thread> closers_;
+};
+
+} // namespace zklock::detail

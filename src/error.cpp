@@ -1,0 +1,71 @@
+#include <zklock/error.hpp>
+
+#include <zookeeper/zookeeper.h>
+
+#include <string>
+
+namespace zklock {
+namespace {
+
+class zklock_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "zklock"; }
+    std::string message(int ev) const override {
+        switch (static_cast<errc>(ev)) {
+        case errc::ok: return "success";
+        case errc::path_empty: return "invalid lock path: the path is empty";
+        case errc::path_not_absolute: return "invalid lock path: the path must start with '/'";
+        case errc::path_trailing_slash: return "invalid lock path: the path must not end with '/'";
+        case errc::path_empty_segment: return "invalid lock path: the path contains an empty segment (\"//\")";
+        case errc::path_relative_segment: return "invalid lock path: the path contains a \".\" or \"..\" segment";
+        case errc::path_bad_character: return "invalid lock path: the path contains NUL or a control character";
+        case errc::path_reserved: return "invalid lock path: \"/\" and the /zookeeper tree are reserved";
+        case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535";
+        case errc::invalid_argument: return "invalid argument: a timeout or option is out of range";
+        case errc::connect_timeout: return "connect timeout: no ZooKeeper server answered within the connect timeout";
+        case errc::not_connected: return "not connected: call async_connect and wait for it to complete first";
+        case errc::session_expired: return "ZooKeeper session expired: every lock held by it is lost";
+        case errc::session_closed: return "the ZooKeeper session was closed";
+        case errc::lock_busy: return "lock busy: another contender holds or waits for the lock";
+        case errc::acquire_timeout: return "acquire timed out: the lock was not granted before the deadline";
+        case errc::lock_lost_suspended: return "lock lost: the connection to ZooKeeper was down longer than the loss policy allows";
+        case errc::lock_node_deleted: return "lock lost: the lock node was deleted by another client";
+        case errc::lock_released: return "the lock was released by its holder";
+        case errc::not_held: return "the guard holds no lock (empty, moved-from or released)";
+        }
+        return "zklock error " + std::to_string(ev);
+    }
+};
+
+class zookeeper_category_impl final : public boost::system::error_category {
+public:
+    const char* name() const noexcept override { return "zookeeper"; }
+    std::string message(int ev) const override {
+        std::string s = "ZooKeeper: ";
+        s += zerror(ev);
+        return s;
+    }
+};
+
+} // namespace
+
+const boost::system::error_category& error_category() noexcept {
+    static const zklock_category_impl c;
+    return c;
+}
+
+const boost::system::error_category& zookeeper_category() noexcept {
+    static const zookeeper_category_impl c;
+    return c;
+}
+
+bool is_fatal(const error_code& ec) noexcept {
+    return ec == errc::session_expired || ec == errc::session_closed || ec == zk_errc::session_expired ||
+           ec == zk_errc::auth_failed || ec == zk_errc::closing || ec == zk_errc::invalid_state;
+}
+
+bool is_connection_error(const error_code& ec) noexcept {
+    return ec == zk_errc::connection_loss || ec == zk_errc::operation_timeout;
+}
+
+} // namespace zklock

@@ -1,0 +1,175 @@
+#include <zklock/guard.hpp>
+
+#include "detail/held_lock.hpp"
+
+#include <boost/asio/post.hpp>
+
+namespace zklock {
+namespace detail {
+
+void held_lock::start() { listener_id = session->add_listener(weak_from_this()); }
+
+void held_lock::lose(error_code why) {
+    if (st != status::held) return;
+    st = status::lost;
+    reason = why;
+    lost.store(true, std::memory_order_release);
+    session->remove_listener(listener_id);
+    auto waiters = std::move(loss_waiters);
+    loss_waiters.clear();
+    for (auto& [id, w] : waiters) w.complete(why);
+    loss_signal.emit(asio::cancellation_type::terminal);
+}
+
+void held_lock::on_session_event(session_event e) {
+    switch (e) {
+    case session_event::suspended_too_long:
+        lose(errc::lock_lost_suspended);
+        // The holder has been told; if the session survives, the node must not linger.
+        session->delete_in_background(node);
+        break;
+    case session_event::expired: lose(errc::session_expired); break;
+    case session_event::closed: lose(errc::session_closed); break;
+    case session_event::reconnected:
+    case session_event::suspended: break;
+    }
+}
+
+void held_lock::release(std::optional<pending<void(error_code)>> done) {
+    if (st == status::released) {
+        if (done) done->complete({});
+        return;
+    }
+    bool was_held = st == status::held;
+    st = status::released;
+    session->remove_listener(listener_id);
+    session->drop_watch(watch_id);
+    auto waiters = std::move(loss_waiters);
+    loss_waiters.clear();
+    for (auto& [id, w] : waiters) w.complete(errc::lock_released);
+    if (was_held || reason == errc::lock_lost_suspended) {
+        session->delete_in_background(node, std::move(done));
+    } else if (done) {
+        done->complete({}); // lost with the session or deleted by someone else: nothing to delete
+    }
+}
+
+void held_lock::wait_lost(pending<void(error_code)> h) {
+    if (st == status::lost) return h.complete(reason);
+    if (st == status::released) return h.complete(errc::lock_released);
+    auto id = next_waiter++;
+    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
+        auto self = w.lock();
+        if (!self) return;
+        asio::post(self->session->strand(), [self, id] {
+            auto it = self->loss_waiters.find(id);
+            if (it == self->loss_waiters.end()) return;
+            auto p = std::move(it->second);
+            self->loss_waiters.erase(it);
+            p.complete(asio::error::operation_aborted);
+        });
+    });
+    loss_waiters.emplace(id, std::move(h));
+    arm_watch();
+}
+
+void held_lock::arm_watch() {
+    if (st != status::held || watch_id != 0) return;
+    auto w = weak_from_this();
+    watch_id = session->add_watch([w](int type) {
+        auto self = w.lock();
+        if (!self) return;
+        self->watch_id = 0;
+        if (type == ZOO_DELETED_EVENT)
+            self->lose(errc::lock_node_deleted);
+        else
+            self->arm_watch(); // data changed: keep watching
+    });
+    session->get_data(node, watch_id, zk_handler([w](zk_result r) {
+        auto self = w.lock();
+        if (!self) return;
+        if (r.rc == ZNONODE) {
+            self->session->drop_watch(self->watch_id);
+            self->watch_id = 0;
+            self->lose(errc::lock_node_deleted);
+        } else if (r.rc != ZOK) {
+            // Connection trouble: the session events decide; re-arm after reconnecting.
+            self->session->drop_watch(self->watch_id);
+            self->watch_id = 0;
+        }
+    }));
+}
+
+} // namespace detail
+
+guard::guard() noexcept = default;
+guard::guard(std::shared_ptr<detail::held_lock> h) noexcept : h_(std::move(h)) {}
+guard::guard(guard&& o) noexcept : h_(std::move(o.h_)) {}
+
+guard& guard::operator=(guard&& o) noexcept {
+    if (this != &o) {
+        release_in_background();
+        h_ = std::move(o.h_);
+    }
+    return *this;
+}
+
+guard::~guard() { release_in_background(); }
+
+void guard::release_in_background() noexcept {
+    auto h = std::move(h_);
+    if (!h) return;
+    try {
+        auto& strand = h->session->strand();
+        asio::post(strand, [h = std::move(h)] { h->release(std::nullopt); });
+    } catch (...) {
+        // Out of memory: the node goes with the session.
+    }
+}
+
+bool guard::is_lost() const noexcept { return h_ && h_->lost.load(std::memory_order_acquire); }
+
+error_code guard::loss_reason() const {
+    return is_lost() ? h_->reason : error_code{};
+}
+
+const std::string& guard::node_path() const noexcept {
+    static const std::string empty;
+    return h_ ? h_->node : empty;
+}
+std::int32_t guard::sequence() const noexcept { return h_ ? h_->seq : 0; }
+std::int64_t guard::fencing_token() const noexcept { return h_ ? h_->czxid : 0; }
+std::int64_t guard::session_id() const noexcept { return h_ ? h_->session_id : 0; }
+
+asio::cancellation_slot guard::loss_slot() {
+    if (!h_) return {};
+    asio::post(h_->session->strand(), [h = h_] { h->arm_watch(); });
+    return h_->loss_signal.slot();
+}
+
+void guard::start_release(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
+    if (!h) {
+        // Idempotent: an empty (released, moved-from) guard has nothing to release.
+        detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
+        p.complete({});
+        return;
+    }
+    auto s = h->session;
+    detail::pending<void(error_code)> p(std::move(handler), s->executor());
+    asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable {
+        h->release(std::move(p));
+    });
+}
+
+void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
+    if (!h) {
+        detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
+        p.complete(errc::not_held);
+        return;
+    }
+    auto s = h->session;
+    detail::pending<void(error_code)> p(std::move(handler), s->executor());
+    asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable { h->wait_lost(std::move(p)); });
+}
+
+} // namespace zklock

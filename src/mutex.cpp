@@ -1,0 +1,282 @@
+// The exclusive lock recipe: an acquire is a coroutine on the session's strand.
+#include <zklock/mutex.hpp>
+#include <zklock/path.hpp>
+
+#include "detail/held_lock.hpp"
+#include "detail/protocol.hpp"
+#include "detail/session_impl.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <unistd.h>
+
+namespace zklock::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using asio::use_awaitable;
+
+bool is_connection_rc(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+error_code zk_error(int rc) { return error_code(rc, zookeeper_category()); }
+
+const std::string& default_node_data() {
+    static const std::string data = [] {
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+        return std::string("zklock ") + host + " pid " + std::to_string(::getpid());
+    }();
+    return data;
+}
+
+class acquire_op final : public session_listener, public std::enable_shared_from_this<acquire_op> {
+public:
+    acquire_op(std::shared_ptr<session_impl> s, acquire_request r, pending<void(error_code, guard)> h)
+        : s_(std::move(s)), req_(std::move(r)), handler_(std::move(h)), wake_(s_->strand()) {}
+
+    static void start(std::shared_ptr<acquire_op> op) {
+        op->handler_.on_cancel([w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type) {
+            asio::post(strand, [w] {
+                if (auto o = w.lock()) o->cancel();
+            });
+        });
+        auto& strand = op->s_->strand();
+        asio::co_spawn(strand, run(std::move(op)), [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+    }
+
+    void on_session_event(session_event e) override {
+        switch (e) {
+        case session_event::reconnected: recheck_ = true; break;
+        case session_event::expired: fatal_ = errc::session_expired; break;
+        case session_event::closed: fatal_ = asio::error::operation_aborted; break;
+        case session_event::suspended:
+        case session_event::suspended_too_long: return; // ride it out; the watch survives
+        }
+        wake_.cancel();
+    }
+
+private:
+    void cancel() {
+        cancelled_ = true;
+        wake_.cancel();
+    }
+    bool timed_out() const { return req_.deadline && clock::now() >= *req_.deadline; }
+    bool should_stop() const { return cancelled_ || fatal_ || timed_out(); }
+    error_code stop_reason() const {
+        if (fatal_) return fatal_;
+        if (cancelled_) return asio::error::operation_aborted;
+        return errc::acquire_timeout;
+    }
+    bool session_gone() const {
+        return fatal_ == errc::session_expired || fatal_ == asio::error::operation_aborted ||
+               s_->generation() != gen_;
+    }
+
+    /// Suspends until something happened: a watch fired or the session reconnected (recheck_),
+    /// cancellation, the deadline, or the session ended.
+    asio::awaitable<void> wait_event() {
+        if (recheck_ || should_stop()) co_return;
+        wake_.expires_at(req_.deadline ? *req_.deadline : clock::time_point::max());
+        co_await wake_.async_wait(asio::as_tuple(use_awaitable));
+    }
+
+    /// Waits for a usable connection. False if the acquire must stop (stop_reason() says why).
+    asio::awaitable<bool> wait_connected() {
+        for (;;) {
+            if (should_stop()) co_return false;
+            switch (s_->state()) {
+            case session_state::connected: co_return true;
+            case session_state::disconnected: fatal_ = errc::not_connected; co_return false;
+            case session_state::closed: fatal_ = asio::error::operation_aborted; co_return false;
+            default: break; // connecting, suspended, expired (renewing)
+            }
+            recheck_ = false;
+            co_await wait_event();
+        }
+    }
+
+    /// Creates the lock path and its ancestors as CONTAINER nodes.
+    asio::awaitable<int> ensure_parents() {
+        auto chain = ancestors(req_.path);
+        chain.push_back(req_.path);
+        for (const auto& p : chain) {
+            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable);
+            if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
+        }
+        co_return ZOK;
+    }
+
+    /// After a create whose outcome is unknown: find our node by its guid. Adopts it only if
+    /// this session owns it. True to go on (node adopted, or create again); false to stop.
+    asio::awaitable<bool> recover_create(std::vector<std::string>& children, bool& listed) {
+        for (;;) {
+            if (!co_await wait_connected()) {
+                if (!session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
+                co_return false;
+            }
+            auto l = co_await s_->async_get_children(req_.path, use_awaitable);
+            if (is_connection_rc(l.rc)) continue;
+            if (l.rc == ZNONODE) co_return true; // the parent is gone, so is any node of ours
+            if (l.rc != ZOK) {
+                s_->delete_by_guid_in_background(req_.path, guid_);
+                fatal_ = zk_error(l.rc);
+                co_return false;
+            }
+            auto found = find_by_guid(l.children, guid_);
+            if (!found) co_return true; // never applied: create again
+            auto node = req_.path + "/" + *found;
+            auto e = co_await s_->async_exists(node, use_awaitable);
+            if (is_connection_rc(e.rc)) continue;
+            if (e.rc == ZNONODE) co_return true;
+            if (e.rc != ZOK) {
+                s_->delete_in_background(node);
+                fatal_ = zk_error(e.rc);
+                co_return false;
+            }
+            if (e.stat.ephemeralOwner != s_->session_id()) {
+                // Created by a session that is no longer ours: adopting it could make two holders.
+                s_->delete_in_background(node);
+                co_return true;
+            }
+            my_node_ = std::move(node);
+            czxid_ = e.stat.czxid;
+            children = std::move(l.children);
+            listed = true;
+            co_return true;
+        }
+    }
+
+    /// Gives up: deletes our node (waiting for the delete when connected, so the caller sees
+    /// no leftover; in the background otherwise) and completes with `ec`.
+    asio::awaitable<void> abandon(error_code ec) {
+        if (!my_node_.empty() && !session_gone()) {
+            bool done = false;
+            if (s_->state() == session_state::connected) {
+                auto r = co_await s_->async_remove(my_node_, use_awaitable);
+                done = r.rc == ZOK || r.rc == ZNONODE;
+            }
+            if (!done && !session_gone()) s_->delete_in_background(my_node_);
+        }
+        finish(ec);
+    }
+
+    void finish(error_code ec, guard g = {}) {
+        s_->remove_listener(listener_id_);
+        wake_.cancel();
+        handler_.complete(ec, std::move(g));
+    }
+
+    void grant() {
+        auto parsed = parse_contender(basename(my_node_));
+        auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
+        h->start();
+        finish({}, guard(std::move(h)));
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<acquire_op> self) {
+        auto& op = *self;
+        auto& s = *op.s_;
+        op.listener_id_ = s.add_listener(self);
+        if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
+        op.gen_ = s.generation();
+        op.guid_ = make_guid();
+        const auto prefix = protected_node_prefix(op.req_.path, op.guid_);
+        const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
+        std::vector<std::string> children;
+        bool listed = false;
+
+        // 1. Create our node; the listing rides in the same flight.
+        for (int parent_attempts = 0; op.my_node_.empty();) {
+            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
+                                                      use_awaitable);
+            if (r.rc == ZOK) {
+                op.my_node_ = std::move(r.path);
+                op.czxid_ = r.stat.czxid;
+                if (r.list_rc == ZOK) {
+                    children = std::move(r.children);
+                    listed = true;
+                }
+            } else if (r.rc == ZNONODE && ++parent_attempts <= 5) {
+                // No parent (or a container reaper removed it between our calls): make it, retry.
+                int rc = co_await op.ensure_parents();
+                if (rc != ZOK && !is_connection_rc(rc)) co_return op.finish(zk_error(rc));
+            } else if (is_connection_rc(r.rc)) {
+                if (!co_await op.recover_create(children, listed)) co_return co_await op.abandon(op.stop_reason());
+            } else {
+                co_return op.finish(op.fatal_ ? op.fatal_ : zk_error(r.rc));
+            }
+        }
+        const std::string my_name(basename(op.my_node_));
+
+        // 2. Wait in line, watching only the predecessor.
+        for (;;) {
+            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            if (!listed) {
+                auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
+                if (is_connection_rc(l.rc)) {
+                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                    continue;
+                }
+                if (l.rc != ZOK && l.rc != ZNONODE) co_return co_await op.abandon(op.fatal_ ? op.fatal_ : zk_error(l.rc));
+                children = std::move(l.children); // NONODE: no parent, so no node of ours
+                // Cancellation racing the grant: honour it, and leave no node.
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            }
+            listed = false;
+            auto d = decide_exclusive(children, my_name);
+            if (d.what == exclusive_decision::missing) {
+                op.my_node_.clear();
+                co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
+            }
+            if (d.what == exclusive_decision::acquired) co_return op.grant();
+            if (op.req_.try_only) co_return co_await op.abandon(errc::lock_busy);
+
+            op.recheck_ = false;
+            auto wid = s.add_watch([w = op.weak_from_this()](int) {
+                if (auto o = w.lock()) {
+                    o->recheck_ = true;
+                    o->wake_.cancel();
+                }
+            });
+            // getData, not exists: exists on a vanished node would leave a creation watch behind.
+            auto g = co_await s.async_get_data(op.req_.path + "/" + d.predecessor, wid, use_awaitable);
+            if (g.rc == ZOK) co_await op.wait_event();
+            s.drop_watch(wid);
+            if (is_connection_rc(g.rc)) {
+                if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+            } else if (g.rc != ZOK && g.rc != ZNONODE) {
+                co_return co_await op.abandon(op.fatal_ ? op.fatal_ : zk_error(g.rc));
+            }
+        }
+    }
+
+    std::shared_ptr<session_impl> s_;
+    acquire_request req_;
+    pending<void(error_code, guard)> handler_;
+    asio::steady_timer wake_;
+    std::uint64_t listener_id_ = 0;
+    std::uint64_t gen_ = 0;
+    std::string guid_;
+    std::string my_node_;
+    std::int64_t czxid_ = 0;
+    bool cancelled_ = false;
+    bool recheck_ = false;
+    error_code fatal_;
+};
+
+} // namespace
+
+void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+                   asio::any_completion_handler<void(error_code, guard)> handler) {
+    pending<void(error_code, guard)> p(std::move(handler), s->executor());
+    if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
+    acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));
+}
+
+} // namespace zklock::detail

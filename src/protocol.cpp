@@ -1,0 +1,169 @@
+#include "detail/protocol.hpp"
+
+#include <zklock/path.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <random>
+
+namespace zklock::detail {
+
+std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
+    if (t.size() != 10) return std::nullopt;
+    std::size_t first = (t[0] == '-') ? 1 : 0;
+    for (std::size_t i = first; i < t.size(); ++i)
+        if (t[i] < '0' || t[i] > '9') return std::nullopt;
+    std::int64_t v = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc{} || p != t.data() + t.size()) return std::nullopt;
+    if (v < INT32_MIN || v > INT32_MAX) return std::nullopt;
+    return static_cast<std::int32_t>(v);
+}
+
+std::optional<contender> parse_contender(std::string_view child) noexcept {
+    // Curator names its nodes "[_c_<uuid>-]lock-<seq>": the 5 characters before the 10-character
+    // suffix must be "lock-" (and a kazoo "__lock__<seq>" node is not one of ours).
+    constexpr std::string_view marker = "lock-";
+    if (child.size() < marker.size() + 10) return std::nullopt;
+    if (child.substr(child.size() - 10 - marker.size(), marker.size()) != marker) return std::nullopt;
+    auto seq_text = child.substr(child.size() - 10);
+    auto seq = parse_sequence(seq_text);
+    if (!seq) return std::nullopt;
+    return contender{child, seq_text, *seq};
+}
+
+std::vector<contender> sorted_contenders(std::span<const std::string> children) {
+    std::vector<contender> out;
+    out.reserve(children.size());
+    for (const auto& c : children)
+        if (auto p = parse_contender(c)) out.push_back(*p);
+    std::sort(out.begin(), out.end(), [](const contender& a, const contender& b) {
+        if (a.seq_text != b.seq_text) return a.seq_text < b.seq_text;
+        return a.name < b.name;
+    });
+    return out;
+}
+
+exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine) {
+    auto all = sorted_contenders(children);
+    auto it = std::find_if(all.begin(), all.end(), [&](const contender& c) { return c.name == mine; });
+    exclusive_decision d;
+    if (it == all.end()) return d; // missing
+    d.position = static_cast<std::size_t>(it - all.begin());
+    if (it == all.begin()) {
+        d.what = exclusive_decision::acquired;
+    } else {
+        d.what = exclusive_decision::wait;
+        d.predecessor = std::string((it - 1)->name);
+    }
+    return d;
+}
+
+std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid) {
+    if (guid.empty()) return std::nullopt;
+    for (const auto& c : children)
+        if (c.find(guid) != std::string::npos && parse_contender(c)) return c;
+    return std::nullopt;
+}
+
+std::string make_guid() {
+    thread_local std::mt19937_64 rng{[] {
+        std::random_device rd;
+        std::seed_seq seq{rd(), rd(), rd(), rd()};
+        return std::mt19937_64(seq);
+    }()};
+    std::uint64_t hi = rng(), lo = rng();
+    hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL; // version 4
+    lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; // variant 10
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string s;
+    s.reserve(36);
+    auto put = [&](std::uint64_t v, int nibbles) {
+        for (int i = nibbles - 1; i >= 0; --i) s.push_back(hex[(v >> (i * 4)) & 0xf]);
+    };
+    put(hi >> 32, 8); s.push_back('-');
+    put(hi >> 16, 4); s.push_back('-');
+    put(hi, 4);       s.push_back('-');
+    put(lo >> 48, 4); s.push_back('-');
+    put(lo, 12);
+    return s;
+}
+
+std::string protected_node_prefix(std::string_view parent, std::string_view guid) {
+    std::string s;
+    s.reserve(parent.size() + 1 + protected_prefix.size() + guid.size() + lock_marker.size());
+    s.append(parent).append("/").append(protected_prefix).append(guid).append(lock_marker);
+    return s;
+}
+
+std::string_view basename(std::string_view path) noexcept {
+    auto at = path.rfind('/');
+    return at == std::string_view::npos ? path : path.substr(at + 1);
+}
+
+std::vector<std::string> ancestors(std::string_view path) {
+    std::vector<std::string> out;
+    for (std::size_t at = path.find('/', 1); at != std::string_view::npos; at = path.find('/', at + 1))
+        out.emplace_back(path.substr(0, at));
+    return out;
+}
+
+} // namespace zklock::detail
+
+namespace zklock {
+
+error_code validate_lock_path(std::string_view p) noexcept {
+    if (p.empty()) return errc::path_empty;
+    if (p.front() != '/') return errc::path_not_absolute;
+    if (p.size() == 1) return errc::path_reserved; // "/" itself: the lock would own the root
+    if (p.back() == '/') return errc::path_trailing_slash;
+    std::size_t start = 1;
+    while (start <= p.size()) {
+        auto end = p.find('/', start);
+        if (end == std::string_view::npos) end = p.size();
+        auto seg = p.substr(start, end - start);
+        if (seg.empty()) return errc::path_empty_segment;
+        if (seg == "." || seg == "..") return errc::path_relative_segment;
+        for (unsigned char c : seg) {
+            // ZooKeeper refuses \u0000-\u001f and \u007f-\u009f; reject control bytes here.
+            if (c < 0x20 || c == 0x7f) return errc::path_bad_character;
+        }
+        start = end + 1;
+    }
+    if (p == "/zookeeper" || p.starts_with("/zookeeper/")) return errc::path_reserved;
+    return {};
+}
+
+error_code validate_connect_string(std::string_view s) noexcept {
+    if (s.empty()) return errc::invalid_connect_string;
+    auto slash = s.find('/');
+    auto hosts = s.substr(0, slash);
+    if (slash != std::string_view::npos) {
+        auto chroot = s.substr(slash);
+        if (chroot != "/") {
+            if (auto ec = validate_lock_path(chroot); ec && ec != errc::path_reserved) return ec;
+        }
+    }
+    if (hosts.empty()) return errc::invalid_connect_string;
+    std::size_t start = 0;
+    while (start <= hosts.size()) {
+        auto end = hosts.find(',', start);
+        if (end == std::string_view::npos) end = hosts.size();
+        auto hp = hosts.substr(start, end - start);
+        auto colon = hp.rfind(':');
+        if (colon == std::string_view::npos || colon == 0) return errc::invalid_connect_string;
+        auto host = hp.substr(0, colon);
+        auto port = hp.substr(colon + 1);
+        for (unsigned char c : host)
+            if (c <= 0x20 || c == 0x7f) return errc::invalid_connect_string;
+        if (host.front() == '[' && host.back() != ']') return errc::invalid_connect_string;
+        unsigned v = 0;
+        auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), v);
+        if (port.empty() || ec != std::errc{} || ptr != port.data() + port.size() || v == 0 || v > 65535)
+            return errc::invalid_connect_string;
+        start = end + 1;
+    }
+    return {};
+}
+
+} // namespace zklock

@@ -1,0 +1,624 @@
+// The C-client bridge and the session state machine.
+#include "detail/session_impl.hpp"
+
+#include "detail/protocol.hpp"
+
+#include <zklock/path.hpp>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <shared_mutex>
+
+namespace zklock::detail {
+
+// ---------------------------------------------------------------- logging
+namespace {
+std::shared_mutex g_log_mu;
+std::function<void(std::string_view)> g_log;
+
+void log_callback(const char* message) {
+    std::shared_lock lk(g_log_mu);
+    if (g_log) g_log(message ? std::string_view(message) : std::string_view());
+}
+
+void init_client_library() {
+    static std::once_flag once;
+    std::call_once(once, [] {
+        // Lines logged without a handle bypass the callback: send them nowhere.
+        if (FILE* devnull = std::fopen("/dev/null", "w")) zoo_set_log_stream(devnull);
+        zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+    });
+}
+} // namespace
+
+// ---------------------------------------------------------------- C callbacks
+struct c_op {
+    zk_handle* owner = nullptr; // valid until the op is taken or swept
+    std::optional<zk_handler> h;
+    zk_result res;
+    std::atomic<int> remaining{1}; // C completions still to come (2 for create_and_list)
+    bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
+};
+
+namespace {
+
+void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op) {
+    asio::post(strand, [p = std::unique_ptr<c_op>(op)]() mutable {
+        zk_handler h = std::move(*p->h);
+        zk_result r = std::move(p->res);
+        p.reset();
+        std::move(h)(std::move(r));
+    });
+}
+
+void finish(c_op* op) {
+    if (op->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    zk_handle* owner = op->owner;
+    if (owner->take(op)) post_result(owner->strand, op);
+}
+
+c_op* as_op(const void* data) { return static_cast<c_op*>(const_cast<void*>(data)); }
+
+void on_string_stat(int rc, const char* value, const Stat* stat, const void* data) {
+    auto* op = as_op(data);
+    op->res.rc = rc;
+    if (rc == ZOK) {
+        if (value) op->res.path = value;
+        if (stat) op->res.stat = *stat;
+    }
+    finish(op);
+}
+
+void on_strings(int rc, const String_vector* strings, const void* data) {
+    auto* op = as_op(data);
+    (op->pipelined ? op->res.list_rc : op->res.rc) = rc;
+    if (rc == ZOK && strings) {
+        op->res.children.reserve(static_cast<std::size_t>(strings->count));
+        for (int i = 0; i < strings->count; ++i) op->res.children.emplace_back(strings->data[i]);
+    }
+    finish(op);
+}
+
+void on_data(int rc, const char* value, int len, const Stat* stat, const void* data) {
+    auto* op = as_op(data);
+    op->res.rc = rc;
+    if (rc == ZOK) {
+        if (value && len > 0) op->res.data.assign(value, static_cast<std::size_t>(len));
+        if (stat) op->res.stat = *stat;
+    }
+    finish(op);
+}
+
+void on_stat(int rc, const Stat* stat, const void* data) {
+    auto* op = as_op(data);
+    op->res.rc = rc;
+    if (rc == ZOK && stat) op->res.stat = *stat;
+    finish(op);
+}
+
+void on_void(int rc, const void* data) {
+    auto* op = as_op(data);
+    op->res.rc = rc;
+    finish(op);
+}
+
+void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+    if (type != ZOO_SESSION_EVENT) return;
+    auto* h = static_cast<zk_handle*>(ctx);
+    asio::post(h->strand, [w = h->session, gen = h->generation, state] {
+        if (auto s = w.lock()) s->on_session_event(gen, state);
+    });
+}
+
+void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
+    // Per-call watchers also receive every session event while armed: the global watcher
+    // handles those. Only the one node event matters here.
+    if (type == ZOO_SESSION_EVENT) return;
+    auto* h = static_cast<zk_handle*>(const_cast<void*>(zoo_get_context(zh)));
+    if (!h) return;
+    auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ctx));
+    asio::post(h->strand, [w = h->session, id, type] {
+        if (auto s = w.lock()) s->on_watch(id, type);
+    });
+}
+
+} // namespace
+
+// ---------------------------------------------------------------- zk_handle
+zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> st, std::uint64_t gen)
+    : session(std::move(s)), strand(std::move(st)), generation(gen) {}
+
+zk_handle::~zk_handle() { close(); }
+
+bool zk_handle::init(const std::string& connect, int timeout_ms) {
+    init_client_library();
+    zhandle_t* zh = zookeeper_init2(connect.c_str(), global_watcher, timeout_ms, nullptr, this,
+                                    ZOO_NO_LOG_CLIENTENV, log_callback);
+    if (!zh) return false;
+    // By default the client resolves host names on every I/O loop iteration.
+    zoo_set_servers_resolution_delay(zh, -1);
+    std::lock_guard lk(mu_);
+    zh_ = zh;
+    return true;
+}
+
+template <class F>
+int zk_handle::submit(c_op* op, bool, F&& call) {
+    std::lock_guard lk(mu_);
+    if (closed_ || !zh_) return ZCLOSING;
+    op->owner = this;
+    inflight_.insert(op);
+    int rc = call(zh_, op);
+    if (rc != ZOK) inflight_.erase(op);
+    return rc;
+}
+
+bool zk_handle::session_info(std::int64_t& id, int& timeout_ms) {
+    std::lock_guard lk(mu_);
+    if (closed_ || !zh_) return false;
+    if (const clientid_t* c = zoo_client_id(zh_)) id = c->client_id;
+    timeout_ms = zoo_recv_timeout(zh_);
+    return true;
+}
+
+bool zk_handle::take(c_op* op) {
+    std::lock_guard lk(mu_);
+    return inflight_.erase(op) == 1;
+}
+
+void zk_handle::close() {
+    zhandle_t* zh;
+    {
+        std::lock_guard lk(mu_);
+        if (closed_) return;
+        closed_ = true;
+        zh = zh_;
+    }
+    // Joins the C client's threads: no callback runs after this returns. Completions of
+    // pending requests may or may not have run (with ZCLOSING); sweep the rest.
+    if (zh) zookeeper_close(zh);
+    std::unordered_set<c_op*> rest;
+    {
+        std::lock_guard lk(mu_);
+        zh_ = nullptr;
+        rest.swap(inflight_);
+    }
+    for (c_op* op : rest) {
+        op->res.rc = ZCLOSING;
+        post_result(strand, op);
+    }
+}
+
+// ---------------------------------------------------------------- session_impl
+session_impl::session_impl(asio::any_io_executor ex, session_options opts)
+    : ex_(ex), strand_(asio::make_strand(ex)), opts_(std::move(opts)), connect_timer_(strand_),
+      suspend_timer_(strand_) {}
+
+session_impl::~session_impl() {
+    std::shared_ptr<zk_handle> h;
+    {
+        std::lock_guard lk(handle_mu_);
+        h = std::move(handle_);
+    }
+    if (h) h->close();
+    std::lock_guard lk(closers_mu_);
+    for (auto& t : closers_)
+        if (t.joinable()) t.join();
+}
+
+session_statistics session_impl::statistics() const noexcept {
+    session_statistics s;
+    s.creates = n_create.load();
+    s.deletes = n_delete.load();
+    s.get_children = n_children.load();
+    s.get_data = n_get.load();
+    s.exists = n_exists.load();
+    s.set_data = n_set.load();
+    s.watch_events = n_watch.load();
+    return s;
+}
+
+void session_impl::set_state(session_state s) {
+    state_.store(s, std::memory_order_release);
+    for (auto it = state_waiters_.begin(); it != state_waiters_.end();) {
+        if (it->second.first != s) {
+            it->second.second.complete({}, s);
+            it = state_waiters_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void session_impl::notify(session_event e) {
+    auto copy = listeners_; // listeners remove themselves while notified
+    for (auto& [id, w] : copy) {
+        if (auto l = w.lock())
+            l->on_session_event(e);
+        else
+            listeners_.erase(id);
+    }
+}
+
+std::uint64_t session_impl::add_listener(std::weak_ptr<session_listener> l) {
+    auto id = next_id_++;
+    listeners_.emplace(id, std::move(l));
+    return id;
+}
+
+std::uint64_t session_impl::add_watch(std::function<void(int)> fn) {
+    auto id = next_id_++;
+    watches_.emplace(id, std::move(fn));
+    return id;
+}
+
+void session_impl::on_watch(std::uint64_t id, int type) {
+    n_watch.fetch_add(1, std::memory_order_relaxed);
+    auto it = watches_.find(id);
+    if (it == watches_.end()) return; // stale: its waiter moved on
+    auto fn = std::move(it->second);
+    watches_.erase(it);
+    fn(type);
+}
+
+void session_impl::start_handle() {
+    auto gen = generation_.fetch_add(1) + 1;
+    auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen);
+    {
+        std::lock_guard lk(handle_mu_);
+        if (shut_down_) return;
+        handle_ = h;
+    }
+    auto ms = static_cast<int>(opts_.session_timeout.count());
+    if (!h->init(opts_.connect, ms)) {
+        std::lock_guard lk(handle_mu_);
+        handle_.reset();
+    }
+}
+
+void session_impl::close_handle_in_background(std::shared_ptr<zk_handle> h) {
+    if (!h) return;
+    // zookeeper_close can block for seconds against a dead server: never on the io_context.
+    std::lock_guard lk(closers_mu_);
+    closers_.emplace_back([h = std::move(h)] { h->close(); });
+}
+
+void session_impl::connect(pending<void(error_code)> h) {
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+        auto& s = *self;
+        switch (s.state()) {
+        case session_state::connected: h.complete({}); return;
+        case session_state::closed: h.complete(asio::error::operation_aborted); return;
+        case session_state::connecting:
+        case session_state::suspended:
+        case session_state::expired: s.connect_waiters_.push_back(std::move(h)); return;
+        case session_state::disconnected: break;
+        }
+        if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
+        if (s.opts_.session_timeout.count() <= 0 || s.opts_.connect_timeout.count() <= 0 ||
+            s.opts_.session_timeout.count() > INT32_MAX)
+            return h.complete(errc::invalid_argument);
+        s.start_handle();
+        if (!s.handle_) return h.complete(errc::invalid_connect_string);
+        s.connect_waiters_.push_back(std::move(h));
+        s.set_state(session_state::connecting);
+        s.connect_timer_.expires_after(s.opts_.connect_timeout);
+        s.connect_timer_.async_wait([w = s.weak_from_this(), gen = s.generation()](error_code ec) {
+            auto s = w.lock();
+            if (ec || !s || s->generation() != gen || s->state() != session_state::connecting) return;
+            // Nobody answered: abandon this attempt (the C client would retry forever).
+            std::shared_ptr<zk_handle> old;
+            {
+                std::lock_guard lk(s->handle_mu_);
+                old = std::move(s->handle_);
+            }
+            s->close_handle_in_background(std::move(old));
+            s->set_state(session_state::disconnected);
+            for (auto& w : s->connect_waiters_) w.complete(errc::connect_timeout);
+            s->connect_waiters_.clear();
+        });
+    });
+}
+
+void session_impl::on_session_event(std::uint64_t gen, int zstate) {
+    if (gen != generation() || state() == session_state::closed) return;
+    if (zstate == ZOO_CONNECTED_STATE) {
+        auto prev = state();
+        if (handle_) {
+            std::int64_t id = 0;
+            int ms = 0;
+            if (handle_->session_info(id, ms)) {
+                session_id_ = id;
+                timeout_ms_ = ms;
+            }
+        }
+        connect_timer_.cancel();
+        suspend_timer_.cancel();
+        set_state(session_state::connected);
+        for (auto& w : connect_waiters_) w.complete({});
+        connect_waiters_.clear();
+        (void)prev;
+        notify(session_event::reconnected); // waiters re-check their node and re-arm watches
+        run_cleanups();
+    } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
+        if (state() != session_state::connected) return;
+        set_state(session_state::suspended);
+        notify(session_event::suspended);
+        double f = opts_.lost_after_suspended;
+        if (f <= 0) {
+            notify(session_event::suspended_too_long);
+        } else if (f < 1) {
+            auto ms = static_cast<long long>(f * static_cast<double>(timeout_ms_.load()));
+            suspend_timer_.expires_after(std::chrono::milliseconds(ms));
+            suspend_timer_.async_wait([w = weak_from_this(), gen](error_code ec) {
+                auto s = w.lock();
+                if (ec || !s || s->generation() != gen || s->state() != session_state::suspended) return;
+                s->notify(session_event::suspended_too_long);
+            });
+        }
+    } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
+        suspend_timer_.cancel();
+        set_state(session_state::expired);
+        notify(session_event::expired);
+        watches_.clear();
+        finish_all_cleanups(); // the server deleted our ephemeral nodes
+        std::shared_ptr<zk_handle> old;
+        {
+            std::lock_guard lk(handle_mu_);
+            old = std::move(handle_);
+        }
+        close_handle_in_background(std::move(old));
+        if (opts_.renew_after_expiry) {
+            start_handle();
+            if (handle_) set_state(session_state::connecting);
+        }
+    }
+}
+
+void session_impl::wait_state(session_state last_seen, pending<void(error_code, session_state)> h) {
+    asio::post(strand_, [self = shared_from_this(), last_seen, h = std::move(h)]() mutable {
+        auto now = self->state();
+        if (now != last_seen) return h.complete({}, now);
+        auto id = self->next_id_++;
+        h.on_cancel([w = self->weak_from_this(), id](asio::cancellation_type) {
+            auto s = w.lock();
+            if (!s) return;
+            asio::post(s->strand_, [s, id] {
+                auto it = s->state_waiters_.find(id);
+                if (it == s->state_waiters_.end()) return;
+                auto st = it->second.first;
+                it->second.second.complete(asio::error::operation_aborted, st);
+                s->state_waiters_.erase(it);
+            });
+        });
+        self->state_waiters_.emplace(id, std::make_pair(last_seen, std::move(h)));
+    });
+}
+
+void session_impl::close(pending<void(error_code)> h) {
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+        auto& s = *self;
+        if (s.state() == session_state::closed) return h.complete({});
+        s.connect_timer_.cancel();
+        s.suspend_timer_.cancel();
+        s.set_state(session_state::closed);
+        for (auto& w : s.connect_waiters_) w.complete(asio::error::operation_aborted);
+        s.connect_waiters_.clear();
+        s.notify(session_event::closed);
+        s.watches_.clear();
+        s.finish_all_cleanups();
+        std::shared_ptr<zk_handle> old;
+        {
+            std::lock_guard lk(s.handle_mu_);
+            old = std::move(s.handle_);
+        }
+        std::lock_guard lk(s.closers_mu_);
+        s.closers_.emplace_back([old = std::move(old), h = std::move(h)]() mutable {
+            if (old) old->close();
+            h.complete({});
+        });
+    });
+}
+
+void session_impl::shutdown() noexcept {
+    if (shut_down_.exchange(true)) return;
+    std::shared_ptr<zk_handle> h;
+    {
+        std::lock_guard lk(handle_mu_);
+        h = handle_;
+    }
+    if (h) h->close(); // blocking; afterwards no request can reach the C client
+    try {
+        asio::post(strand_, [self = shared_from_this()] {
+            auto& s = *self;
+            if (s.state() == session_state::closed) return;
+            s.connect_timer_.cancel();
+            s.suspend_timer_.cancel();
+            s.set_state(session_state::closed);
+            for (auto& w : s.connect_waiters_) w.complete(asio::error::operation_aborted);
+            s.connect_waiters_.clear();
+            s.notify(session_event::closed);
+            s.watches_.clear();
+            s.finish_all_cleanups();
+        });
+    } catch (...) {
+    }
+    state_.store(session_state::closed, std::memory_order_release);
+    std::vector<std::thread> closers;
+    {
+        std::lock_guard lk(closers_mu_);
+        closers.swap(closers_);
+    }
+    for (auto& t : closers)
+        if (t.joinable()) t.join();
+}
+
+// ---------------------------------------------------------------- requests
+template <class F>
+void session_impl::submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter) {
+    auto* op = new c_op;
+    op->h.emplace(std::move(h));
+    counter.fetch_add(1, std::memory_order_relaxed);
+    int rc = handle_ ? handle_->submit(op, true, std::forward<F>(call)) : ZINVALIDSTATE;
+    if (rc != ZOK) {
+        // A call refused synchronously never runs its completion: complete it ourselves, posted.
+        op->res.rc = rc;
+        post_result(strand_, op);
+    }
+}
+
+void session_impl::create(const std::string& path, const std::string& data, int flags, zk_handler h) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+                            flags, on_string_stat, op);
+    }, n_create);
+}
+
+void session_impl::create_and_list(const std::string& path, const std::string& data, int flags,
+                                   const std::string& parent, zk_handler h) {
+    auto* op = new c_op;
+    op->h.emplace(std::move(h));
+    op->remaining = 2;
+    op->pipelined = true;
+    n_create.fetch_add(1, std::memory_order_relaxed);
+    n_children.fetch_add(1, std::memory_order_relaxed);
+    bool finish_here = false;
+    int rc = !handle_ ? ZINVALIDSTATE : handle_->submit(op, true, [&](zhandle_t* zh, c_op* op) -> int {
+        int rc = zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+                              flags, on_string_stat, op);
+        if (rc != ZOK) return rc;
+        int rc2 = zoo_aget_children(zh, parent.c_str(), 0, on_strings, op);
+        if (rc2 != ZOK) {
+            op->res.list_rc = rc2;
+            // The create's completion may already have run on the C thread.
+            if (op->remaining.fetch_sub(1) == 1) finish_here = true;
+        }
+        return ZOK;
+    });
+    if (rc != ZOK) {
+        op->res.rc = rc;
+        op->res.list_rc = rc;
+        post_result(strand_, op);
+    } else if (finish_here && op->owner->take(op)) {
+        post_result(strand_, op);
+    }
+}
+
+void session_impl::get_children(const std::string& path, zk_handler h) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_aget_children(zh, path.c_str(), 0, on_strings, op); },
+           n_children);
+}
+
+void session_impl::get_data(const std::string& path, std::uint64_t watch_id, zk_handler h) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        return zoo_awget(zh, path.c_str(), watch_id ? node_watcher : nullptr,
+                         reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_data, op);
+    }, n_get);
+}
+
+void session_impl::exists(const std::string& path, zk_handler h) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, path.c_str(), 0, on_stat, op); }, n_exists);
+}
+
+void session_impl::remove(const std::string& path, int version, zk_handler h) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_adelete(zh, path.c_str(), version, on_void, op); }, n_delete);
+}
+
+void session_impl::set_data(const std::string& path, const std::string& data, int version, zk_handler h) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, on_stat, op);
+    }, n_set);
+}
+
+// ---------------------------------------------------------------- guaranteed deletes
+void session_impl::delete_in_background(std::string node, std::optional<pending<void(error_code)>> done) {
+    if (state() == session_state::closed || state() == session_state::expired) {
+        if (done) done->complete({}); // the server deletes the session's ephemeral nodes
+        return;
+    }
+    cleanup_job job;
+    job.node = std::move(node);
+    if (done) job.waiters.push_back(std::move(*done));
+    cleanups_.push_back(std::move(job));
+    if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
+}
+
+void session_impl::delete_by_guid_in_background(std::string parent, std::string guid) {
+    if (state() == session_state::closed || state() == session_state::expired) return;
+    cleanup_job job;
+    job.parent = std::move(parent);
+    job.guid = std::move(guid);
+    cleanups_.push_back(std::move(job));
+    if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
+}
+
+void session_impl::run_cleanups() {
+    for (auto it = cleanups_.begin(); it != cleanups_.end(); ++it)
+        if (!it->running) run_cleanup(it);
+}
+
+void session_impl::finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec) {
+    for (auto& w : it->waiters) w.complete(ec);
+    cleanups_.erase(it);
+}
+
+void session_impl::finish_all_cleanups() {
+    while (!cleanups_.empty()) finish_cleanup(cleanups_.begin(), {});
+}
+
+bool session_impl::cleanup_alive(std::uint64_t gen) const noexcept {
+    // finish_all_cleanups() ran if the session ended or was renewed since the job started
+    return generation() == gen && state() != session_state::closed && state() != session_state::expired;
+}
+
+void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
+    // The job is named by its iterator: it stays valid until finish_cleanup erases it, which
+    // happens on the strand after the job's own reply, or in finish_all_cleanups when the
+    // session ends or is renewed (then cleanup_alive() is false when the reply arrives).
+    it->running = true;
+    auto gen = generation();
+    auto w = weak_from_this();
+    if (!it->node.empty()) {
+        remove(it->node, -1, zk_handler([w, gen, it](zk_result r) {
+            auto s = w.lock();
+            if (!s || !s->cleanup_alive(gen)) return;
+            if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
+                it->running = false; // run_cleanups retries it on reconnect
+                return;
+            }
+            if (r.rc == ZOK || r.rc == ZNONODE || r.rc == ZCLOSING || r.rc == ZINVALIDSTATE ||
+                r.rc == ZSESSIONEXPIRED)
+                s->finish_cleanup(it, {});
+            else
+                s->finish_cleanup(it, error_code(r.rc, zookeeper_category()));
+        }));
+        return;
+    }
+    get_children(it->parent, zk_handler([w, gen, it](zk_result r) {
+        auto s = w.lock();
+        if (!s || !s->cleanup_alive(gen)) return;
+        if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
+            it->running = false;
+            return;
+        }
+        std::optional<std::string> found;
+        if (r.rc == ZOK) found = find_by_guid(r.children, it->guid);
+        if (!found) return s->finish_cleanup(it, {}); // never created, or the parent is gone
+        it->node = it->parent + "/" + *found;
+        s->run_cleanup(it);
+    }));
+}
+
+} // namespace zklock::detail
+
+namespace zklock {
+
+void set_log_handler(std::function<void(std::string_view)> handler) {
+    std::unique_lock lk(detail::g_log_mu);
+    detail::g_log = std::move(handler);
+}
+
+} // namespace zklock

@@ -1,0 +1,112 @@
+#include "detail/protocol.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+using namespace zklock::detail;
+
+TEST(Protocol, ParsesCuratorStyleNames) {
+    auto c = parse_contender("_c_5f3e1b52-9d7c-4f0e-8a4b-1234567890ab-lock-0000000042");
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->seq, 42);
+    EXPECT_EQ(c->seq_text, "0000000042");
+    auto plain = parse_contender("lock-0000000007"); // Curator without protection
+    ASSERT_TRUE(plain);
+    EXPECT_EQ(plain->seq, 7);
+}
+
+TEST(Protocol, ParsesOverflowedNegativeSequences) {
+    auto c = parse_contender("x-lock--000000001"); // "%010d" of -1
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->seq, -1);
+    auto m = parse_contender("x-lock--214748364");
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m->seq, -214748364);
+    EXPECT_EQ(parse_sequence("2147483647"), 2147483647);
+}
+
+TEST(Protocol, RejectsForeignChildren) {
+    for (const char* bad : {"0", "lock", "-lock-", "x-lock-12345", "x-lock-00000000001", "x-lock-00000a0001",
+                            "x-lock-+000000001", "x-lock- 000000001", "x-lock-0000000001 ", "leader", "",
+                            "x-lock-9999999999" /* above INT32_MAX */, "x-lock---00000001",
+                            "abc__lock__0000000001" /* kazoo's form */}) {
+        EXPECT_FALSE(parse_contender(bad)) << bad;
+    }
+}
+
+TEST(Protocol, SortsBySequenceTextNotFullName) {
+    std::vector<std::string> children{"_c_bbbb-lock-0000000003", "_c_aaaa-lock-0000000005", "_c_cccc-lock-0000000001",
+                                      "foreign", "0"};
+    auto s = sorted_contenders(children);
+    ASSERT_EQ(s.size(), 3u);
+    EXPECT_EQ(s[0].name, "_c_cccc-lock-0000000001");
+    EXPECT_EQ(s[1].name, "_c_bbbb-lock-0000000003");
+    EXPECT_EQ(s[2].name, "_c_aaaa-lock-0000000005");
+}
+
+TEST(Protocol, NegativeSequencesSortFirstAsStringsLikePeers) {
+    // Curator and kazoo compare suffixes as strings: '-' < '0'. Agreeing with them matters more
+    // than numeric order (which would make peers disagree on the holder). So "-000000001"
+    // (-1) sorts before "-000000005" (-5), and both before any positive sequence.
+    std::vector<std::string> children{"a-lock-2147483647", "b-lock--000000005", "c-lock--000000001"};
+    auto s = sorted_contenders(children);
+    ASSERT_EQ(s.size(), 3u);
+    EXPECT_EQ(s[0].name, "c-lock--000000001");
+    EXPECT_EQ(s[1].name, "b-lock--000000005");
+    EXPECT_EQ(s[2].name, "a-lock-2147483647");
+}
+
+TEST(Protocol, DecideExclusive) {
+    std::vector<std::string> children{"_c_a-lock-0000000010", "_c_b-lock-0000000011", "_c_c-lock-0000000012", "junk"};
+    auto d0 = decide_exclusive(children, "_c_a-lock-0000000010");
+    EXPECT_EQ(d0.what, exclusive_decision::acquired);
+    EXPECT_EQ(d0.position, 0u);
+    auto d2 = decide_exclusive(children, "_c_c-lock-0000000012");
+    EXPECT_EQ(d2.what, exclusive_decision::wait);
+    EXPECT_EQ(d2.predecessor, "_c_b-lock-0000000011"); // only the next lower one: no herd
+    EXPECT_EQ(d2.position, 2u);
+    auto missing = decide_exclusive(children, "_c_z-lock-0000000013");
+    EXPECT_EQ(missing.what, exclusive_decision::missing);
+}
+
+TEST(Protocol, ForeignChildNeverBlocksTheLock) {
+    // CURATOR-43: a persistent child "0" wedged Curator. It is not a contender here.
+    std::vector<std::string> children{"0", "_c_a-lock-0000000004"};
+    EXPECT_EQ(decide_exclusive(children, "_c_a-lock-0000000004").what, exclusive_decision::acquired);
+}
+
+TEST(Protocol, FindsNodeByGuid) {
+    std::string guid = make_guid();
+    std::vector<std::string> children{"_c_" + make_guid() + "-lock-0000000001", "_c_" + guid + "-lock-0000000002"};
+    auto f = find_by_guid(children, guid);
+    ASSERT_TRUE(f);
+    EXPECT_EQ(*f, children[1]);
+    EXPECT_FALSE(find_by_guid(children, make_guid()));
+    EXPECT_FALSE(find_by_guid(children, ""));
+}
+
+TEST(Protocol, GuidsAreVersion4AndUnique) {
+    std::set<std::string> seen;
+    for (int i = 0; i < 1000; ++i) {
+        auto g = make_guid();
+        ASSERT_EQ(g.size(), 36u);
+        EXPECT_EQ(g[8], '-');
+        EXPECT_EQ(g[14], '4');
+        EXPECT_TRUE(g[19] == '8' || g[19] == '9' || g[19] == 'a' || g[19] == 'b') << g;
+        EXPECT_TRUE(seen.insert(g).second);
+    }
+}
+
+TEST(Protocol, NodePrefixIsCuratorCompatible) {
+    auto p = protected_node_prefix("/locks/orders", "0123");
+    EXPECT_EQ(p, "/locks/orders/_c_0123-lock-");
+}
+
+TEST(Protocol, PathHelpers) {
+    EXPECT_EQ(basename("/a/b/c"), "c");
+    EXPECT_EQ(ancestors("/a/b/c"), (std::vector<std::string>{"/a", "/a/b"}));
+    EXPECT_TRUE(ancestors("/a").empty());
+}
