@@ -480,7 +480,18 @@ void session_impl::create(const std::string& path, const std::string& data, int 
 void session_impl::create_and_list(const std::string& path, const std::string& data, int flags,
                                    const std::string& parent, zk_handler h) {
     auto* op = new c_op;
-    op->h.emplace(std::move(h));
+    if (test_lose_create_replies.load(std::memory_order_relaxed) > 0) {
+        // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
+        op->h.emplace([this, h = std::move(h)](zk_result r) mutable {
+            if (r.rc == ZOK && test_lose_create_replies.fetch_sub(1) > 0) {
+                r.rc = ZCONNECTIONLOSS;
+                r.list_rc = ZCONNECTIONLOSS;
+            }
+            std::move(h)(std::move(r));
+        });
+    } else {
+        op->h.emplace(std::move(h));
+    }
     op->remaining = 2;
     op->pipelined = true;
     n_create.fetch_add(1, std::memory_order_relaxed);

@@ -169,6 +169,10 @@ public:
     void on_session_event(std::uint64_t gen, int state);
     void on_watch(std::uint64_t id, int type);
 
+    /// Test hook: the next N successful creates of create_and_list report ZCONNECTIONLOSS
+    /// instead, as if the reply had been lost after the server applied the create.
+    std::atomic<int> test_lose_create_replies{0};
+
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
         n_watch{0};

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, build, start a throwaway ZooKeeper (standalone + a 3-server
+# ensemble), run ctest, stop the servers. Exits non-zero on any failure.
+#   scripts/test.sh              the suite
+#   scripts/test.sh --sanitize   the same, built with AddressSanitizer + UBSan
+#   extra arguments after -- go to ctest (e.g. -- -R Mutex)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+mode=""; ctest_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --sanitize) mode=--sanitize; shift;;
+    --) shift; ctest_args=("$@"); break;;
+    *) echo "usage: $0 [--sanitize] [-- ctest args]" >&2; exit 2;;
+  esac
+done
+"$root/scripts/setup.sh"
+build=$("$root/scripts/build.sh" $mode)
+
+zk1=""; zk3=""
+cleanup() {
+  [ -n "$zk1" ] && "$root/scripts/zk.sh" stop "$zk1" || true
+  [ -n "$zk3" ] && "$root/scripts/zk.sh" stop "$zk3" || true
+}
+trap cleanup EXIT INT TERM
+eval "$("$root/scripts/zk.sh" start)"; zk1=$ZK_DIR
+export ZK_CONNECT ZK_DIR
+out=$("$root/scripts/zk.sh" start --servers 3)
+zk3=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
+export ZK_ENSEMBLE_CONNECT=$(echo "$out" | sed -n 's/^ZK_CONNECT=//p') ZK_ENSEMBLE_DIR=$zk3
+export ZKLOCK_SCRIPTS="$root/scripts"
+echo "test: ZooKeeper at $ZK_CONNECT, ensemble at $ZK_ENSEMBLE_CONNECT" >&2
+if [ "$mode" = --sanitize ]; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+cd "$build"
+ctest --output-on-failure --timeout 300 "${ctest_args[@]+"${ctest_args[@]}"}"

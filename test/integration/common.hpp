@@ -1,0 +1,127 @@
+// Shared helpers of the integration tests: a real ZooKeeper at $ZK_CONNECT (started by
+// scripts/test.sh), a runner that fails instead of hanging, and the no-leftover check.
+#pragma once
+
+#include <zklock.hpp>
+
+#include "detail/protocol.hpp"
+#include "detail/session_impl.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+/// ASSERT_* cannot be used in a coroutine: this fails the test and leaves the coroutine.
+#define CO_REQUIRE(cond)                                   \
+    do {                                                   \
+        if (!(cond)) {                                     \
+            ADD_FAILURE() << "requirement failed: " #cond; \
+            co_return;                                     \
+        }                                                  \
+    } while (0)
+
+namespace zt {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using asio::awaitable;
+using asio::use_awaitable;
+
+inline std::string zk_connect() {
+    const char* c = std::getenv("ZK_CONNECT");
+    if (!c || !*c) {
+        ADD_FAILURE() << "ZK_CONNECT is not set: run the suite with scripts/test.sh";
+        return "127.0.0.1:1";
+    }
+    return c;
+}
+
+inline zklock::session_options options(std::string connect = zk_connect()) {
+    zklock::session_options o;
+    o.connect = std::move(connect);
+    o.session_timeout = 4000ms;
+    o.connect_timeout = 5000ms;
+    return o;
+}
+
+/// A lock path no other test uses.
+inline std::string unique_path(const std::string& what) {
+    auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "test";
+    for (auto& c : name)
+        if (c == '/') c = '_';
+    return "/zklock-test/" + name + "-" + what + "-" + zklock::detail::make_guid().substr(0, 8);
+}
+
+/// Runs `coro` on `io` (with `threads` threads) and fails the test if it does not finish in time.
+template <class Coro>
+void run(asio::io_context& io, Coro&& coro, std::chrono::seconds limit = 60s, int threads = 1) {
+    bool done = false;
+    std::exception_ptr error;
+    asio::co_spawn(io, std::forward<Coro>(coro), [&](std::exception_ptr e) {
+        error = e;
+        done = true;
+        io.stop();
+    });
+    std::vector<std::thread> extra;
+    for (int i = 1; i < threads; ++i) extra.emplace_back([&] { io.run_for(limit); });
+    io.run_for(limit);
+    for (auto& t : extra) t.join();
+    io.restart();
+    ASSERT_TRUE(done) << "the test did not finish within " << limit.count() << " s (a hang)";
+    if (error) std::rethrow_exception(error);
+}
+
+inline awaitable<void> sleep_for(std::chrono::milliseconds d) {
+    asio::steady_timer t(co_await asio::this_coro::executor, d);
+    co_await t.async_wait(use_awaitable);
+}
+
+/// Children of `path` (empty if it does not exist).
+inline awaitable<std::vector<std::string>> children_of(zklock::session& s, const std::string& path) {
+    auto& impl = *s.impl();
+    auto r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
+    if (r.rc == ZNONODE) co_return std::vector<std::string>{};
+    EXPECT_EQ(r.rc, ZOK) << "listing " << path;
+    co_return r.children;
+}
+
+/// The no-leftover check every test ends with: the lock path holds no node. Background deletes
+/// (guard destructors) are given a moment to land.
+inline awaitable<void> expect_no_leftovers(zklock::session& s, const std::string& path) {
+    std::vector<std::string> left;
+    for (int i = 0; i < 50; ++i) {
+        left = co_await children_of(s, path);
+        if (left.empty()) co_return;
+        co_await sleep_for(100ms);
+    }
+    std::string names;
+    for (auto& n : left) names += n + " ";
+    ADD_FAILURE() << path << " still holds " << left.size() << " node(s): " << names;
+}
+
+inline awaitable<std::unique_ptr<zklock::session>> connect(zklock::session_options o = options()) {
+    auto s = std::make_unique<zklock::session>(co_await asio::this_coro::executor, std::move(o));
+    co_await s->async_connect(use_awaitable);
+    co_return s;
+}
+
+/// Polls until `path` has `n` children (used to order waiters deterministically).
+inline awaitable<void> wait_for_children(zklock::session& s, const std::string& path, std::size_t n) {
+    for (int i = 0; i < 500; ++i) {
+        if ((co_await children_of(s, path)).size() == n) co_return;
+        co_await sleep_for(10ms);
+    }
+    ADD_FAILURE() << path << " never reached " << n << " children";
+}
+
+} // namespace zt
