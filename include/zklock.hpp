@@ -6,3 +6,4 @@
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/session.hpp>
+#include <zklock/znode.hpp>

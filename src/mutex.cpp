@@ -72,6 +72,13 @@ private:
         if (cancelled_) return asio::error::operation_aborted;
         return errc::acquire_timeout;
     }
+    /// The error for a failed request: the session's end takes precedence over its symptoms.
+    error_code fail_code(int rc) const {
+        if (fatal_) return fatal_;
+        if (rc == ZCLOSING || s_->state() == session_state::closed) return asio::error::operation_aborted;
+        if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) return errc::session_expired;
+        return zk_error(rc);
+    }
     bool session_gone() const {
         return fatal_ == errc::session_expired || fatal_ == asio::error::operation_aborted ||
                s_->generation() != gen_;
@@ -172,7 +179,7 @@ private:
     }
 
     void grant() {
-        auto parsed = parse_contender(basename(my_node_));
+        auto parsed = parse_contender(last_segment(my_node_));
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->start();
         finish({}, guard(std::move(h)));
@@ -205,14 +212,14 @@ private:
             } else if (r.rc == ZNONODE && ++parent_attempts <= 5) {
                 // No parent (or a container reaper removed it between our calls): make it, retry.
                 int rc = co_await op.ensure_parents();
-                if (rc != ZOK && !is_connection_rc(rc)) co_return op.finish(zk_error(rc));
+                if (rc != ZOK && !is_connection_rc(rc)) co_return op.finish(op.fail_code(rc));
             } else if (is_connection_rc(r.rc)) {
                 if (!co_await op.recover_create(children, listed)) co_return co_await op.abandon(op.stop_reason());
             } else {
-                co_return op.finish(op.fatal_ ? op.fatal_ : zk_error(r.rc));
+                co_return op.finish(op.fail_code(r.rc));
             }
         }
-        const std::string my_name(basename(op.my_node_));
+        const std::string my_name(last_segment(op.my_node_));
 
         // 2. Wait in line, watching only the predecessor.
         for (;;) {
@@ -223,7 +230,7 @@ private:
                     if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
                     continue;
                 }
-                if (l.rc != ZOK && l.rc != ZNONODE) co_return co_await op.abandon(op.fatal_ ? op.fatal_ : zk_error(l.rc));
+                if (l.rc != ZOK && l.rc != ZNONODE) co_return co_await op.abandon(op.fail_code(l.rc));
                 children = std::move(l.children); // NONODE: no parent, so no node of ours
                 // Cancellation racing the grant: honour it, and leave no node.
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
@@ -251,7 +258,7 @@ private:
             if (is_connection_rc(g.rc)) {
                 if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
             } else if (g.rc != ZOK && g.rc != ZNONODE) {
-                co_return co_await op.abandon(op.fatal_ ? op.fatal_ : zk_error(g.rc));
+                co_return co_await op.abandon(op.fail_code(g.rc));
             }
         }
     }

@@ -96,7 +96,7 @@ std::string protected_node_prefix(std::string_view parent, std::string_view guid
     return s;
 }
 
-std::string_view basename(std::string_view path) noexcept {
+std::string_view last_segment(std::string_view path) noexcept {
     auto at = path.rfind('/');
     return at == std::string_view::npos ? path : path.substr(at + 1);
 }

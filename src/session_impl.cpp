@@ -398,18 +398,24 @@ void session_impl::wait_state(session_state last_seen, pending<void(error_code, 
     });
 }
 
+void session_impl::enter_closed() {
+    if (closed_done_) return;
+    closed_done_ = true;
+    connect_timer_.cancel();
+    suspend_timer_.cancel();
+    set_state(session_state::closed);
+    for (auto& w : connect_waiters_) w.complete(asio::error::operation_aborted);
+    connect_waiters_.clear();
+    notify(session_event::closed);
+    watches_.clear();
+    finish_all_cleanups();
+}
+
 void session_impl::close(pending<void(error_code)> h) {
     asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
         auto& s = *self;
-        if (s.state() == session_state::closed) return h.complete({});
-        s.connect_timer_.cancel();
-        s.suspend_timer_.cancel();
-        s.set_state(session_state::closed);
-        for (auto& w : s.connect_waiters_) w.complete(asio::error::operation_aborted);
-        s.connect_waiters_.clear();
-        s.notify(session_event::closed);
-        s.watches_.clear();
-        s.finish_all_cleanups();
+        if (s.closed_done_) return h.complete({});
+        s.enter_closed();
         std::shared_ptr<zk_handle> old;
         {
             std::lock_guard lk(s.handle_mu_);
@@ -432,18 +438,7 @@ void session_impl::shutdown() noexcept {
     }
     if (h) h->close(); // blocking; afterwards no request can reach the C client
     try {
-        asio::post(strand_, [self = shared_from_this()] {
-            auto& s = *self;
-            if (s.state() == session_state::closed) return;
-            s.connect_timer_.cancel();
-            s.suspend_timer_.cancel();
-            s.set_state(session_state::closed);
-            for (auto& w : s.connect_waiters_) w.complete(asio::error::operation_aborted);
-            s.connect_waiters_.clear();
-            s.notify(session_event::closed);
-            s.watches_.clear();
-            s.finish_all_cleanups();
-        });
+        asio::post(strand_, [self = shared_from_this()] { self->enter_closed(); });
     } catch (...) {
     }
     state_.store(session_state::closed, std::memory_order_release);

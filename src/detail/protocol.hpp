@@ -51,7 +51,7 @@ std::string make_guid();
 std::string protected_node_prefix(std::string_view parent, std::string_view guid);
 
 /// The last segment of a path ("/a/b/c" -> "c").
-std::string_view basename(std::string_view path) noexcept;
+std::string_view last_segment(std::string_view path) noexcept;
 
 /// The proper ancestors of an absolute path, shortest first ("/a/b/c" -> "/a", "/a/b").
 std::vector<std::string> ancestors(std::string_view path);

@@ -110,6 +110,7 @@ public:
     void shutdown() noexcept;
 
     // -- requests (call on the strand); the handler runs on the strand --
+    // (The async_ wrappers copy their arguments: with use_awaitable the initiation runs later.)
     void create(const std::string& path, const std::string& data, int flags, zk_handler h);
     /// create2 immediately followed by getChildren(parent) in the same flight: ZooKeeper runs one
     /// session's requests in order, so the listing already contains the new node.
@@ -125,27 +126,27 @@ public:
     template <class Token> auto async_create_and_list(const std::string& path, const std::string& data,
                                                      int flags, const std::string& parent, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [&](auto h) { create_and_list(path, data, flags, parent, zk_handler(std::move(h))); }, t);
+            [this, path, data, flags, parent](auto h) { create_and_list(path, data, flags, parent, zk_handler(std::move(h))); }, t);
     }
     template <class Token> auto async_create(const std::string& path, const std::string& data, int flags, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [&](auto h) { create(path, data, flags, zk_handler(std::move(h))); }, t);
+            [this, path, data, flags](auto h) { create(path, data, flags, zk_handler(std::move(h))); }, t);
     }
     template <class Token> auto async_get_children(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [&](auto h) { get_children(path, zk_handler(std::move(h))); }, t);
+            [this, path](auto h) { get_children(path, zk_handler(std::move(h))); }, t);
     }
     template <class Token> auto async_get_data(const std::string& path, std::uint64_t watch_id, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [&](auto h) { get_data(path, watch_id, zk_handler(std::move(h))); }, t);
+            [this, path, watch_id](auto h) { get_data(path, watch_id, zk_handler(std::move(h))); }, t);
     }
     template <class Token> auto async_exists(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [&](auto h) { exists(path, zk_handler(std::move(h))); }, t);
+            [this, path](auto h) { exists(path, zk_handler(std::move(h))); }, t);
     }
     template <class Token> auto async_remove(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [&](auto h) { remove(path, -1, zk_handler(std::move(h))); }, t);
+            [this, path](auto h) { remove(path, -1, zk_handler(std::move(h))); }, t);
     }
 
     // -- watch registry (strand) --
@@ -187,6 +188,7 @@ private:
     };
 
     void set_state(session_state s);
+    void enter_closed();
     void notify(session_event e);
     void start_handle();
     void close_handle_in_background(std::shared_ptr<zk_handle> h);
@@ -207,6 +209,7 @@ private:
     std::atomic<int> timeout_ms_{0};
     std::atomic<std::uint64_t> generation_{0};
     std::atomic<bool> shut_down_{false};
+    bool closed_done_ = false; // strand: enter_closed() ran
 
     std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
     std::mutex handle_mu_;               // guards handle_ against shutdown()

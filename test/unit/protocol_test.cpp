@@ -106,7 +106,7 @@ TEST(Protocol, NodePrefixIsCuratorCompatible) {
 }
 
 TEST(Protocol, PathHelpers) {
-    EXPECT_EQ(basename("/a/b/c"), "c");
+    EXPECT_EQ(last_segment("/a/b/c"), "c");
     EXPECT_EQ(ancestors("/a/b/c"), (std::vector<std::string>{"/a", "/a/b"}));
     EXPECT_TRUE(ancestors("/a").empty());
 }

@@ -1,0 +1,305 @@
+// Faults on a real ZooKeeper: connection loss, partitions, expiry, deleted nodes, closing,
+// unreachable servers, bad input.
+#include <zklock/mutex.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/detached.hpp>
+
+using namespace zt;
+using zklock::errc;
+using zklock::session_state;
+
+namespace {
+
+/// Follows the session's state changes into `seen` until `stop` is set.
+awaitable<void> record_states(zklock::session& s, std::vector<session_state>& seen, bool& stop) {
+    auto st = s.state();
+    while (!stop) {
+        auto [ec, next] = co_await s.async_wait_state(st, boost::asio::as_tuple(use_awaitable));
+        if (ec) co_return;
+        seen.push_back(next);
+        st = next;
+        if (next == session_state::closed) co_return;
+    }
+}
+
+awaitable<void> wait_state(zklock::session& s, session_state want, std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (s.state() != want && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
+    EXPECT_EQ(s.state(), want) << "state " << zklock::to_string(s.state()) << " instead of " << zklock::to_string(want);
+}
+
+} // namespace
+
+TEST(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto a = co_await connect(options("127.0.0.1:" + std::to_string(proxy.port())));
+        auto b = co_await connect();
+        std::vector<session_state> seen;
+        bool stop = false;
+        asio::co_spawn(co_await asio::this_coro::executor, record_states(*a, seen, stop), boost::asio::detached);
+        auto id = a->session_id();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        proxy.drop();
+        for (int i = 0; i < 300 && std::find(seen.begin(), seen.end(), session_state::suspended) == seen.end(); ++i)
+            co_await sleep_for(10ms);
+        EXPECT_NE(std::find(seen.begin(), seen.end(), session_state::suspended), seen.end()) << "no suspension seen";
+        co_await wait_state(*a, session_state::connected, 3000ms);
+        EXPECT_EQ(a->session_id(), id) << "not the same session";
+        EXPECT_FALSE(g.is_lost()) << g.loss_reason().message();
+        auto [ec, g2] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::lock_busy);
+        // an acquire waiting across a connection loss is granted after the reconnect
+        zklock::guard gb;
+        bool b_done = false;
+        mb.async_acquire([&](zklock::error_code ec, zklock::guard x) { EXPECT_FALSE(ec); gb = std::move(x); b_done = true; });
+        co_await wait_for_children(*a, path, 2);
+        proxy.drop();
+        co_await wait_state(*a, session_state::connected, 3000ms);
+        EXPECT_FALSE(b_done);
+        co_await g.async_release(use_awaitable);
+        for (int i = 0; i < 300 && !b_done; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(b_done);
+        co_await gb.async_release(use_awaitable);
+        stop = true;
+        EXPECT_NE(std::find(seen.begin(), seen.end(), session_state::suspended), seen.end());
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Faults, SessionExpiryFiresTheLossSignalAndFreesTheLock) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 2000ms;
+        o.lost_after_suspended = 2.0; // policy off: only the confirmed expiry counts here
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        auto old_id = a->session_id();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        zklock::error_code lost;
+        bool lost_done = false;
+        g.async_wait_lost([&](zklock::error_code ec) { lost = ec; lost_done = true; });
+        co_await sleep_for(100ms);
+        proxy.blackhole(true); // partition: the server expires the session after ~2 s
+        auto t0 = std::chrono::steady_clock::now();
+        auto gb = co_await mb.async_acquire_for(15s, use_awaitable);
+        auto waited = std::chrono::steady_clock::now() - t0;
+        EXPECT_TRUE(gb.owns_lock());
+        EXPECT_LT(waited, 2000ms + 3000ms) << "the lock was not freed within the session timeout";
+        EXPECT_FALSE(lost_done) << "the partitioned holder cannot know yet";
+        proxy.blackhole(false); // the holder reconnects and learns of the expiry
+        for (int i = 0; i < 500 && !lost_done; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(lost_done);
+        EXPECT_EQ(lost, errc::session_expired) << lost.message();
+        EXPECT_TRUE(g.is_lost());
+        EXPECT_TRUE(zklock::is_fatal(lost));
+        // a new session is made automatically
+        co_await wait_state(*a, session_state::connected, 5000ms);
+        EXPECT_NE(a->session_id(), old_id);
+        co_await g.async_release(use_awaitable); // releasing a lost lock is fine
+        co_await gb.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Faults, DisconnectLongerThanThePolicyReportsTheLossAndBindsWorkToIt) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 3000ms;
+        o.lost_after_suspended = 0.1;
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        // a critical section bound to the lock: cancelled when the lock is lost
+        asio::steady_timer work(co_await asio::this_coro::executor, 60s);
+        zklock::error_code work_ec;
+        bool work_done = false;
+        work.async_wait(asio::bind_cancellation_slot(g.loss_slot(), [&](zklock::error_code ec) {
+            work_ec = ec;
+            work_done = true;
+        }));
+        co_await sleep_for(100ms);
+        auto t0 = std::chrono::steady_clock::now();
+        proxy.drop();
+        proxy.blackhole(true);
+        auto [ec] = co_await g.async_wait_lost(boost::asio::as_tuple(use_awaitable));
+        auto took = std::chrono::steady_clock::now() - t0;
+        EXPECT_EQ(ec, errc::lock_lost_suspended) << ec.message();
+        EXPECT_LT(took, 2000ms);
+        for (int i = 0; i < 100 && !work_done; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(work_done);
+        EXPECT_EQ(work_ec, asio::error::operation_aborted);
+        proxy.blackhole(false);
+        // whether the session survived or not, the lost lock's node must go
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Faults, NodeDeletedBySomeoneElseFiresTheLossSignal) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        zklock::error_code lost;
+        bool done = false;
+        g.async_wait_lost([&](zklock::error_code ec) { lost = ec; done = true; });
+        co_await sleep_for(100ms);
+        auto& bi = *b->impl();
+        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(g.node_path(), use_awaitable), use_awaitable);
+        EXPECT_EQ(r.rc, ZOK);
+        for (int i = 0; i < 300 && !done; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(done);
+        EXPECT_EQ(lost, errc::lock_node_deleted) << lost.message();
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Faults, WaitLostCompletesWithReleasedAndIsCancellable) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        zklock::mutex ma(*a, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        asio::cancellation_signal sig;
+        zklock::error_code first, second;
+        int n = 0;
+        g.async_wait_lost(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) { first = ec; ++n; }));
+        g.async_wait_lost([&](zklock::error_code ec) { second = ec; ++n; });
+        co_await sleep_for(50ms);
+        sig.emit(asio::cancellation_type::terminal);
+        co_await sleep_for(50ms);
+        EXPECT_EQ(first, asio::error::operation_aborted);
+        EXPECT_FALSE(g.is_lost());
+        co_await g.async_release(use_awaitable);
+        co_await sleep_for(50ms);
+        EXPECT_EQ(second, errc::lock_released);
+        EXPECT_EQ(n, 2);
+        auto [ec] = co_await g.async_wait_lost(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::not_held);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Faults, CloseAbortsOperationsInFlightAndReleasesLocks) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        zklock::error_code b_ec;
+        bool b_done = false;
+        mb.async_acquire([&](zklock::error_code ec, zklock::guard) { b_ec = ec; b_done = true; });
+        co_await wait_for_children(*a, path, 2);
+        zklock::error_code lost;
+        ga.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
+        co_await b->async_close(use_awaitable);
+        EXPECT_TRUE(b_done);
+        EXPECT_EQ(b_ec, asio::error::operation_aborted);
+        EXPECT_EQ(b->state(), session_state::closed);
+        co_await b->async_close(use_awaitable); // idempotent
+        co_await a->async_close(use_awaitable);
+        co_await sleep_for(20ms);
+        EXPECT_EQ(lost, errc::session_closed);
+        auto c = co_await connect();
+        co_await expect_no_leftovers(*c, path);
+    }());
+}
+
+TEST(Faults, DestroyingASessionWithPendingOperationsIsSafe) {
+    asio::io_context io;
+    auto path = unique_path("lock");
+    zklock::error_code b_ec;
+    bool b_done = false;
+    zklock::guard kept;
+    run(io, [&]() -> awaitable<void> {
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path);
+        auto mb = std::make_unique<zklock::mutex>(*b, path);
+        kept = co_await ma.async_acquire(use_awaitable);
+        mb->async_acquire([&](zklock::error_code ec, zklock::guard) { b_ec = ec; b_done = true; });
+        co_await wait_for_children(*a, path, 2);
+        mb.reset(); // the mutex object may go first
+        b.reset();  // destroys the session with the acquire pending
+        for (int i = 0; i < 200 && !b_done; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(b_done);
+        EXPECT_EQ(b_ec, asio::error::operation_aborted);
+        kept.release_in_background();
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Faults, UnreachableServerFailsWithConnectTimeout) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        // a port nobody listens on
+        asio::ip::tcp::acceptor probe(co_await asio::this_coro::executor, {asio::ip::make_address("127.0.0.1"), 0});
+        auto port = probe.local_endpoint().port();
+        probe.close();
+        auto o = options("127.0.0.1:" + std::to_string(port));
+        o.connect_timeout = 500ms;
+        zklock::session s(co_await asio::this_coro::executor, o);
+        auto t0 = std::chrono::steady_clock::now();
+        auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::connect_timeout) << ec.message();
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s);
+        EXPECT_EQ(s.state(), session_state::disconnected);
+        // a lock on a session that never connected fails clearly, without hanging
+        zklock::mutex m(s, "/x");
+        auto [ec2, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec2, errc::not_connected) << ec2.message();
+    }());
+}
+
+TEST(Faults, BadInputGetsNamedErrorsAndTouchesNothing) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        for (const char* bad : {"", "localhost", "h:99999", "h:1,,h:2", "h:1/bad//chroot"}) {
+            zklock::session s(co_await asio::this_coro::executor, options(bad));
+            auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+            EXPECT_TRUE(ec == errc::invalid_connect_string || ec == errc::path_empty_segment) << bad << ": " << ec.message();
+        }
+        auto o = options();
+        o.session_timeout = 0ms;
+        zklock::session s0(co_await asio::this_coro::executor, o);
+        auto [ec0] = co_await s0.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec0, errc::invalid_argument);
+
+        auto s = co_await connect();
+        auto before = s->statistics().requests();
+        for (std::string bad : {std::string(""), std::string("rel/path"), std::string("/trailing/"),
+                                std::string("/a//b"), std::string("/a/../b"), std::string("/nul\0x", 6),
+                                std::string("/zookeeper/config")}) {
+            zklock::mutex m(*s, bad);
+            auto [ec, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
+            EXPECT_TRUE(ec) << "path accepted: " << bad;
+            EXPECT_EQ(&ec.category(), &zklock::error_category());
+            EXPECT_NE(ec.message().find("invalid lock path"), std::string::npos) << ec.message();
+            EXPECT_FALSE(g.owns_lock());
+        }
+        EXPECT_EQ(s->statistics().requests(), before) << "a bad path reached ZooKeeper";
+    }());
+}

@@ -1,0 +1,105 @@
+// A TCP proxy on loopback that can drop every connection or turn into a black hole:
+// the way the fault tests inject connection loss and network partitions.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <atomic>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace zt {
+
+class tcp_proxy {
+public:
+    explicit tcp_proxy(unsigned short target_port)
+        : target_(boost::asio::ip::make_address("127.0.0.1"), target_port),
+          acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+        accept();
+        thread_ = std::thread([this] { io_.run(); });
+    }
+    ~tcp_proxy() {
+        boost::asio::post(io_, [this] {
+            acceptor_.close();
+            close_all();
+        });
+        io_.stop();
+        thread_.join();
+    }
+    unsigned short port() const { return acceptor_.local_endpoint().port(); }
+
+    /// Closes every open connection: the client sees a connection loss and reconnects.
+    void drop() {
+        boost::asio::post(io_, [this] { close_all(); });
+    }
+    /// on: traffic is silently discarded, in both directions, on old and new connections
+    /// (a partition). off: the held connections are closed so the client reconnects at once.
+    void blackhole(bool on) {
+        blackhole_ = on;
+        if (!on) drop();
+    }
+
+private:
+    struct conn {
+        explicit conn(boost::asio::io_context& io) : client(io), server(io) {}
+        boost::asio::ip::tcp::socket client, server;
+        std::array<char, 16384> up{}, down{};
+    };
+
+    void accept() {
+        acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
+            if (ec) return;
+            auto c = std::make_shared<conn>(io_);
+            c->client = std::move(s);
+            conns_.push_back(c);
+            c->server.async_connect(target_, [this, c](boost::system::error_code ec) {
+                if (ec) return close(c);
+                pump(c, c->client, c->server, c->up);
+                pump(c, c->server, c->client, c->down);
+            });
+            accept();
+        });
+    }
+    void pump(std::shared_ptr<conn> c, boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to,
+              std::array<char, 16384>& buf) {
+        from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t n) {
+            if (ec) return close(c);
+            if (blackhole_) return pump(c, from, to, buf); // swallow
+            boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
+                if (ec) return close(c);
+                pump(c, from, to, buf);
+            });
+        });
+    }
+    void close(const std::shared_ptr<conn>& c) {
+        boost::system::error_code ignored;
+        c->client.close(ignored);
+        c->server.close(ignored);
+        conns_.remove(c);
+    }
+    void close_all() {
+        auto all = conns_;
+        for (auto& c : all) close(c);
+    }
+
+    boost::asio::io_context io_;
+    boost::asio::ip::tcp::endpoint target_;
+    boost::asio::ip::tcp::acceptor acceptor_;
+    std::list<std::shared_ptr<conn>> conns_;
+    std::atomic<bool> blackhole_{false};
+    std::thread thread_;
+};
+
+/// The port of the first server of a connect string.
+inline unsigned short first_port(const std::string& connect) {
+    auto colon = connect.find(':');
+    return static_cast<unsigned short>(std::stoi(connect.substr(colon + 1)));
+}
+
+} // namespace zt
