@@ -109,10 +109,14 @@ inline awaitable<void> expect_no_leftovers(zklock::session& s, const std::string
     ADD_FAILURE() << path << " still holds " << left.size() << " node(s): " << names;
 }
 
-inline awaitable<std::unique_ptr<zklock::session>> connect(zklock::session_options o = options()) {
+inline awaitable<std::unique_ptr<zklock::session>> connect_session(zklock::session_options o = options()) {
     auto s = std::make_unique<zklock::session>(co_await asio::this_coro::executor, std::move(o));
     co_await s->async_connect(use_awaitable);
     co_return s;
+}
+
+inline awaitable<std::unique_ptr<zklock::session>> connect(zklock::session_options o = options()) {
+    co_return co_await connect_session(std::move(o));
 }
 
 /// Polls until `path` has `n` children (used to order waiters deterministically).
