@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what zklock needs to build, test and benchmark, with apt-get; does nothing when all is present.
-#   scripts/setup.sh            build + test dependencies
-#   scripts/setup.sh --peers    also the benchmark/interop peers (Curator jars, kazoo, gnuplot)
+#   scripts/setup.sh            build + test dependencies (the suite's interop tests need Curator and kazoo)
+#   scripts/setup.sh --bench    also what the benchmarks use (gnuplot)
 set -euo pipefail
-want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev zookeeper default-jre-headless libgtest-dev python3)
-if [ "${1:-}" = "--peers" ]; then
-  want+=(default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo gnuplot-nox)
+want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev zookeeper default-jre-headless libgtest-dev
+      python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo)
+if [ "${1:-}" = "--bench" ]; then
+  want+=(gnuplot-nox)
 fi
 missing=()
 for p in "${want[@]}"; do

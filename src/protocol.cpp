@@ -20,23 +20,26 @@ std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
     return static_cast<std::int32_t>(v);
 }
 
-std::optional<contender> parse_contender(std::string_view child) noexcept {
+std::optional<contender> parse_contender(std::string_view child, lock_dialect d) noexcept {
     // Curator names its nodes "[_c_<uuid>-]lock-<seq>": the 5 characters before the 10-character
-    // suffix must be "lock-" (and a kazoo "__lock__<seq>" node is not one of ours).
-    constexpr std::string_view marker = "lock-";
-    if (child.size() < marker.size() + 10) return std::nullopt;
-    if (child.substr(child.size() - 10 - marker.size(), marker.size()) != marker) return std::nullopt;
+    // suffix must be "lock-". kazoo's are "<hex>__lock__<seq>", seen only in the kazoo dialect.
+    auto ends_with_marker = [&](std::string_view marker) {
+        return child.size() >= marker.size() + 10 &&
+               child.substr(child.size() - 10 - marker.size(), marker.size()) == marker;
+    };
+    if (!ends_with_marker("lock-") && !(d == lock_dialect::kazoo && ends_with_marker("__lock__")))
+        return std::nullopt;
     auto seq_text = child.substr(child.size() - 10);
     auto seq = parse_sequence(seq_text);
     if (!seq) return std::nullopt;
     return contender{child, seq_text, *seq};
 }
 
-std::vector<contender> sorted_contenders(std::span<const std::string> children) {
+std::vector<contender> sorted_contenders(std::span<const std::string> children, lock_dialect dialect) {
     std::vector<contender> out;
     out.reserve(children.size());
     for (const auto& c : children)
-        if (auto p = parse_contender(c)) out.push_back(*p);
+        if (auto p = parse_contender(c, dialect)) out.push_back(*p);
     std::sort(out.begin(), out.end(), [](const contender& a, const contender& b) {
         if (a.seq_text != b.seq_text) return a.seq_text < b.seq_text;
         return a.name < b.name;
@@ -44,8 +47,9 @@ std::vector<contender> sorted_contenders(std::span<const std::string> children) 
     return out;
 }
 
-exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine) {
-    auto all = sorted_contenders(children);
+exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
+                                    lock_dialect dialect) {
+    auto all = sorted_contenders(children, dialect);
     auto it = std::find_if(all.begin(), all.end(), [&](const contender& c) { return c.name == mine; });
     exclusive_decision d;
     if (it == all.end()) return d; // missing
@@ -62,7 +66,7 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid) {
     if (guid.empty()) return std::nullopt;
     for (const auto& c : children)
-        if (c.find(guid) != std::string::npos && parse_contender(c)) return c;
+        if (c.find(guid) != std::string::npos && parse_contender(c, lock_dialect::kazoo)) return c;
     return std::nullopt;
 }
 
@@ -89,7 +93,14 @@ std::string make_guid() {
     return s;
 }
 
-std::string protected_node_prefix(std::string_view parent, std::string_view guid) {
+std::string guid_in_name(std::string_view guid, lock_dialect d) {
+    std::string g(guid);
+    if (d == lock_dialect::kazoo) std::erase(g, '-');
+    return g;
+}
+
+std::string protected_node_prefix(std::string_view parent, std::string_view guid, lock_dialect d) {
+    if (d == lock_dialect::kazoo) return std::string(parent) + "/" + guid_in_name(guid, d) + "__lock__";
     std::string s;
     s.reserve(parent.size() + 1 + protected_prefix.size() + guid.size() + lock_marker.size());
     s.append(parent).append("/").append(protected_prefix).append(guid).append(lock_marker);

@@ -1,6 +1,7 @@
 // zklock/mutex.hpp: the fair, herd-free exclusive lock of the ZooKeeper recipes.
 #pragma once
 
+#include <zklock/dialect.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/session.hpp>
@@ -21,6 +22,8 @@ struct mutex_options {
     /// Data stored in the lock node (the holder description shown to inspection tools).
     /// Empty means "zklock <hostname> pid <pid>".
     std::string node_data;
+    /// Node naming, for paths shared with peers (see lock_dialect). Default: Curator's.
+    lock_dialect dialect = lock_dialect::curator;
 };
 
 namespace detail {
@@ -29,6 +32,7 @@ struct acquire_request {
     std::string node_data;
     std::optional<std::chrono::steady_clock::time_point> deadline;
     bool try_only = false;
+    lock_dialect dialect = lock_dialect::curator;
 };
 void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
                    asio::any_completion_handler<void(error_code, guard)> handler);
@@ -98,7 +102,7 @@ private:
                 detail::start_acquire(s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, detail::acquire_request{path_, opts_.node_data, deadline, try_only});
+            token, session_, detail::acquire_request{path_, opts_.node_data, deadline, try_only, opts_.dialect});
     }
 
     std::shared_ptr<detail::session_impl> session_;

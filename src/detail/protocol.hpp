@@ -1,6 +1,8 @@
 // Pure protocol logic of the lock recipes: no I/O, unit-tested without a server.
 #pragma once
 
+#include <zklock/dialect.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -24,14 +26,16 @@ struct contender {
 
 /// Parses "<anything>lock-<seq>" (Curator's form, with or without its "_c_<uuid>-" prefix) where <seq> is exactly what ZooKeeper appends: "%010d" of an
 /// int32, i.e. 10 digits, or '-' and 9 digits. Anything else is not a contender.
-std::optional<contender> parse_contender(std::string_view child) noexcept;
+/// With lock_dialect::kazoo, "<anything>__lock__<seq>" (kazoo's form) is recognised as well.
+std::optional<contender> parse_contender(std::string_view child, lock_dialect d = lock_dialect::curator) noexcept;
 
 /// Parses a sequence suffix: 10 digits, or '-' followed by 9 digits.
 std::optional<std::int32_t> parse_sequence(std::string_view text) noexcept;
 
 /// Contenders among `children`, ordered as Curator and kazoo order them: by the sequence
 /// suffix compared as a string (ties by full name, which cannot happen on one parent).
-std::vector<contender> sorted_contenders(std::span<const std::string> children);
+std::vector<contender> sorted_contenders(std::span<const std::string> children,
+                                         lock_dialect d = lock_dialect::curator);
 
 /// What an exclusive contender should do after listing the children.
 struct exclusive_decision {
@@ -39,7 +43,8 @@ struct exclusive_decision {
     std::string predecessor; ///< with `wait`: the child to watch (the next lower contender)
     std::size_t position = 0; ///< index of our node among the contenders (0 = holder)
 };
-exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine);
+exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
+                                    lock_dialect d = lock_dialect::curator);
 
 /// The child whose name contains `guid` (our node after a lost create reply), if any.
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid);
@@ -47,8 +52,12 @@ std::optional<std::string> find_by_guid(std::span<const std::string> children, s
 /// A random RFC 4122 version-4 UUID in its 36-character form.
 std::string make_guid();
 
-/// "<parent>/_c_<guid>-lock-": the path passed to create with ZOO_EPHEMERAL_SEQUENTIAL.
-std::string protected_node_prefix(std::string_view parent, std::string_view guid);
+/// The path passed to create with ZOO_EPHEMERAL_SEQUENTIAL: "<parent>/_c_<guid>-lock-" (curator)
+/// or "<parent>/<guid without dashes>__lock__" (kazoo).
+std::string protected_node_prefix(std::string_view parent, std::string_view guid,
+                                  lock_dialect d = lock_dialect::curator);
+/// The part of the guid that appears in node names of dialect `d`.
+std::string guid_in_name(std::string_view guid, lock_dialect d);
 
 /// The last segment of a path ("/a/b/c" -> "c").
 std::string_view last_segment(std::string_view path) noexcept;

@@ -110,3 +110,25 @@ TEST(Protocol, PathHelpers) {
     EXPECT_EQ(ancestors("/a/b/c"), (std::vector<std::string>{"/a", "/a/b"}));
     EXPECT_TRUE(ancestors("/a").empty());
 }
+
+TEST(Protocol, KazooDialect) {
+    using zklock::lock_dialect;
+    const std::string kazoo = "0123456789abcdef0123456789abcdef__lock__0000000003";
+    EXPECT_FALSE(parse_contender(kazoo)); // the Curator dialect does not see kazoo's nodes
+    auto k = parse_contender(kazoo, lock_dialect::kazoo);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(k->seq, 3);
+    EXPECT_TRUE(parse_contender("_c_x-lock-0000000001", lock_dialect::kazoo)); // kazoo with extra_lock_patterns
+    std::vector<std::string> children{kazoo, "_c_x-lock-0000000004"};
+    EXPECT_EQ(decide_exclusive(children, "_c_x-lock-0000000004").what, exclusive_decision::acquired);
+    auto d = decide_exclusive(children, "_c_x-lock-0000000004", lock_dialect::kazoo);
+    EXPECT_EQ(d.what, exclusive_decision::wait);
+    EXPECT_EQ(d.predecessor, kazoo);
+    auto g = make_guid();
+    auto prefix = protected_node_prefix("/p", g, lock_dialect::kazoo);
+    EXPECT_EQ(prefix, "/p/" + guid_in_name(g, lock_dialect::kazoo) + "__lock__");
+    EXPECT_EQ(guid_in_name(g, lock_dialect::kazoo).size(), 32u);
+    std::vector<std::string> mine{"/p"};
+    mine[0] = std::string(last_segment(prefix)) + "0000000009";
+    EXPECT_TRUE(find_by_guid(mine, guid_in_name(g, lock_dialect::kazoo)));
+}

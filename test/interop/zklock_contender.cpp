@@ -1,0 +1,82 @@
+// Interop test peer on the zklock side; same protocol as CuratorContender.java.
+//   zklock_interop_contender CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [COROUTINES [curator|kazoo]]
+//   zklock_interop_contender --check-empty CONNECT PATH     exit 0 iff PATH has no children
+#include <zklock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace asio = boost::asio;
+using asio::use_awaitable;
+
+static long long micros() {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+int main(int argc, char** argv) {
+    asio::io_context io;
+    int rc = 0;
+    if (argc == 4 && std::string(argv[1]) == "--check-empty") {
+        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            zklock::session zk{ex, {.connect = argv[2]}};
+            co_await zk.async_connect(use_awaitable);
+            auto [ec, kids] = co_await zklock::async_get_children(zk, argv[3], asio::as_tuple(use_awaitable));
+            for (auto& k : kids) std::printf("leftover: %s\n", k.c_str());
+            rc = kids.empty() ? 0 : 1;
+        }, [&](std::exception_ptr e) { if (e) rc = 2; });
+        io.run();
+        return rc;
+    }
+    if (argc < 7) return 2;
+    std::string connect = argv[1], path = argv[2], marker = argv[5];
+    int iterations = std::atoi(argv[3]), hold_ms = std::atoi(argv[4]);
+    int coroutines = argc > 7 ? std::atoi(argv[7]) : 2;
+    zklock::mutex_options mo;
+    if (argc > 8 && std::string(argv[8]) == "kazoo") mo.dialect = zklock::lock_dialect::kazoo;
+    std::ofstream log(argv[6]);
+    int overlaps = 0, finished = 0;
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        zklock::session zk{ex, {.connect = connect}};
+        co_await zk.async_connect(use_awaitable);
+        for (int c = 0; c < coroutines; ++c)
+            asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+                zklock::mutex m{zk, path, mo};
+                asio::steady_timer t(co_await asio::this_coro::executor);
+                for (int i = 0; i < iterations; ++i) {
+                    auto g = co_await m.async_acquire(use_awaitable);
+                    auto start = micros();
+                    int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+                    if (fd < 0) ++overlaps; else ::close(fd);
+                    t.expires_after(std::chrono::milliseconds(hold_ms));
+                    co_await t.async_wait(use_awaitable);
+                    if (::unlink(marker.c_str()) != 0) ++overlaps;
+                    log << "zklock " << start << " " << micros() << "\n";
+                    co_await g.async_release(use_awaitable);
+                }
+                ++finished;
+            }, asio::detached);
+        asio::steady_timer t(ex);
+        while (finished < coroutines) {
+            t.expires_after(std::chrono::milliseconds(20));
+            co_await t.async_wait(use_awaitable);
+        }
+    }, [&](std::exception_ptr e) { if (e) rc = 2; });
+    io.run();
+    std::printf("zklock overlaps %d\n", overlaps);
+    return rc ? rc : (overlaps == 0 ? 0 : 3);
+}
