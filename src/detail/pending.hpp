@@ -57,7 +57,8 @@ public:
         handler_type h = std::move(*h_);
         h_.reset();
         // blocking.never: like asio::post, never run inside this call
-        auto ex = asio::prefer(std::move(ex_), asio::execution::blocking.never, asio::execution::relationship.fork);
+        auto ex = asio::prefer(ex_, asio::execution::blocking.never, asio::execution::relationship.fork);
+        ex_ = asio::any_completion_executor(); // the work is now carried by the posted function
         ex.execute([h = std::move(h), ... a = std::move(args)]() mutable { std::move(h)(std::move(a)...); });
     }
 

@@ -72,6 +72,8 @@ TEST(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {
         stop = true;
         EXPECT_NE(std::find(seen.begin(), seen.end(), session_state::suspended), seen.end());
         co_await expect_no_leftovers(*b, path);
+        co_await a->async_close(use_awaitable); // ends record_states
+        EXPECT_EQ(seen.back(), session_state::closed);
     }());
 }
 

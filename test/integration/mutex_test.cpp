@@ -5,6 +5,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/deferred.hpp>
 #include <boost/asio/use_future.hpp>
@@ -380,5 +382,41 @@ TEST(Mutex, LostCreateReplyWhileCancelledLeavesNoNode) {
         EXPECT_EQ(ec, errc::acquire_timeout);
         co_await g.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Mutex, HandlersRunExactlyOnceOnTheirAssociatedExecutor) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto s = co_await connect();
+        zklock::mutex m(*s, path);
+        auto strand = asio::make_strand(io);
+        int acquired = 0, released = 0, lost_waits = 0;
+        bool on_strand = true;
+        zklock::guard g;
+        m.async_acquire(asio::bind_executor(strand, [&](zklock::error_code ec, zklock::guard x) {
+            EXPECT_FALSE(ec);
+            on_strand = on_strand && strand.running_in_this_thread();
+            ++acquired;
+            g = std::move(x);
+        }));
+        while (!acquired) co_await sleep_for(5ms);
+        g.async_wait_lost(asio::bind_executor(strand, [&](zklock::error_code ec) {
+            EXPECT_EQ(ec, errc::lock_released);
+            on_strand = on_strand && strand.running_in_this_thread();
+            ++lost_waits;
+        }));
+        g.async_release(asio::bind_executor(strand, [&](zklock::error_code ec) {
+            EXPECT_FALSE(ec);
+            on_strand = on_strand && strand.running_in_this_thread();
+            ++released;
+        }));
+        co_await sleep_for(300ms);
+        EXPECT_EQ(acquired, 1);
+        EXPECT_EQ(released, 1);
+        EXPECT_EQ(lost_waits, 1);
+        EXPECT_TRUE(on_strand);
+        co_await expect_no_leftovers(*s, path);
     }());
 }

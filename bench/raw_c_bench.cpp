@@ -1,0 +1,161 @@
+// The raw ZooKeeper C client, as a baseline for bench/compare.
+//   zk_raw_bench loop      CONNECT WORKERS LOCKS SECONDS   one session + thread per worker:
+//                          create(ephemeral sequential) + getChildren + delete, synchronously
+//   zk_raw_bench pipelined CONNECT WINDOW SECONDS          one session, async create/delete pairs with
+//                          WINDOW pairs in flight: the server's write ceiling
+// Prints one JSON object like zklock_bench.
+#include <zookeeper/zookeeper.h>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using clk = std::chrono::steady_clock;
+
+static zhandle_t* connect_zk(const char* hosts) {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool up = false;
+    struct ctx_t { std::mutex* mu; std::condition_variable* cv; bool* up; } ctx{&mu, &cv, &up};
+    zhandle_t* zh = zookeeper_init(hosts, [](zhandle_t*, int type, int state, const char*, void* c) {
+        auto* x = static_cast<ctx_t*>(c);
+        if (!x) return;
+        if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE) {
+            std::lock_guard lk(*x->mu);
+            *x->up = true;
+            x->cv->notify_all();
+        }
+    }, 10000, nullptr, &ctx, 0);
+    std::unique_lock lk(mu);
+    if (!zh || !cv.wait_for(lk, std::chrono::seconds(10), [&] { return up; })) { std::fprintf(stderr, "connect failed\n"); std::exit(1); }
+    zoo_set_context(zh, nullptr);
+    return zh;
+}
+
+static double cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void ensure(zhandle_t* zh, const std::string& path) {
+    for (std::size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
+        auto p = path.substr(0, at);
+        zoo_create(zh, p.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+        if (at == std::string::npos) break;
+    }
+}
+
+int main(int argc, char** argv) {
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    if (argc < 2) return 2;
+    std::string mode = argv[1];
+    const std::string base = "/zklock-bench/raw-" + std::to_string(::getpid());
+    if (mode == "loop" && argc == 6) {
+        const char* hosts = argv[2];
+        int workers = std::atoi(argv[3]), locks = std::atoi(argv[4]);
+        double seconds = std::atof(argv[5]);
+        std::atomic<bool> measuring{false}, stop{false};
+        std::vector<std::vector<double>> lat(workers);
+        std::vector<long> cycles(workers);
+        std::vector<std::thread> ts;
+        for (int w = 0; w < workers; ++w)
+            ts.emplace_back([&, w] {
+                zhandle_t* zh = connect_zk(hosts);
+                std::string dir = base + "/lock-" + std::to_string(w % locks);
+                ensure(zh, dir);
+                std::string prefix = dir + "/n-";
+                char created[512];
+                while (!stop) {
+                    auto t0 = clk::now();
+                    if (zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created) != ZOK) break;
+                    String_vector kids{};
+                    zoo_get_children(zh, dir.c_str(), 0, &kids);
+                    deallocate_String_vector(&kids);
+                    auto t1 = clk::now();
+                    zoo_delete(zh, created, -1);
+                    if (measuring) {
+                        lat[w].push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+                        ++cycles[w];
+                    }
+                }
+                zookeeper_close(zh);
+            });
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        double cpu0 = cpu_seconds();
+        auto t0 = clk::now();
+        measuring = true;
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        measuring = false;
+        double wall = std::chrono::duration<double>(clk::now() - t0).count();
+        double cpu = cpu_seconds() - cpu0;
+        stop = true;
+        for (auto& t : ts) t.join();
+        std::vector<double> all;
+        long n = 0;
+        for (int w = 0; w < workers; ++w) { all.insert(all.end(), lat[w].begin(), lat[w].end()); n += cycles[w]; }
+        std::sort(all.begin(), all.end());
+        auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, std::size_t(p * all.size()))]; };
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        std::printf("{\"impl\":\"raw-c\",\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":0,\"cycles\":%ld,\"seconds\":%.3f,"
+                    "\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"requests_per_cycle\":3.00,"
+                    "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":0}\n",
+                    workers, workers, locks, n, wall, n / wall, pct(0.5), pct(0.99), all.empty() ? 0.0 : all.back(),
+                    n ? cpu * 1e6 / n : 0.0, ru.ru_maxrss);
+        return 0;
+    }
+    if (mode == "pipelined" && argc == 5) {
+        zhandle_t* zh = connect_zk(argv[2]);
+        int window = std::atoi(argv[3]);
+        double seconds = std::atof(argv[4]);
+        std::string dir = base + "/pipe";
+        ensure(zh, dir);
+        struct state_t { zhandle_t* zh; std::string prefix; std::atomic<long> pairs{0}; std::atomic<bool> stop{false}; std::atomic<int> inflight{0}; } st;
+        st.zh = zh;
+        st.prefix = dir + "/n-";
+        struct op { static void start(state_t* s) {
+            s->inflight++;
+            zoo_acreate(s->zh, s->prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                [](int rc, const char* value, const void* d) {
+                    auto* s = static_cast<state_t*>(const_cast<void*>(d));
+                    if (rc != ZOK) { s->inflight--; return; }
+                    zoo_adelete(s->zh, value, -1, [](int, const void* d) {
+                        auto* s = static_cast<state_t*>(const_cast<void*>(d));
+                        s->pairs++;
+                        s->inflight--;
+                        if (!s->stop) start(s);
+                    }, d);
+                }, s);
+        } };
+        for (int i = 0; i < window; ++i) op::start(&st);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        long p0 = st.pairs;
+        double cpu0 = cpu_seconds();
+        auto t0 = clk::now();
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        long n = st.pairs - p0;
+        double wall = std::chrono::duration<double>(clk::now() - t0).count();
+        double cpu = cpu_seconds() - cpu0;
+        st.stop = true;
+        while (st.inflight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        zookeeper_close(zh);
+        std::printf("{\"impl\":\"raw-c-pipelined\",\"workers\":%d,\"sessions\":1,\"locks\":0,\"hold_ms\":0,\"cycles\":%ld,"
+                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,\"requests_per_cycle\":2.00,"
+                    "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n", window, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
+        return 0;
+    }
+    std::fprintf(stderr, "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS\n");
+    return 2;
+}
