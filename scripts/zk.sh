@@ -32,7 +32,9 @@ launch() { # launch DIR I
   local dir=$1 i=$2
   [ -f "$dir/zoo$i.cfg" ] || die "no server $i in $dir"
   # -Xss/-Xmx keep memory small; each server is its own JVM
-  nohup java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Dzookeeper.admin.enableServer=false \
+  # ZK_JVM_OPTS: tests default to a quick-starting JVM; benchmarks pass their own
+  # shellcheck disable=SC2086
+  nohup java -Xmx512m ${ZK_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} -Dzookeeper.admin.enableServer=false \
     -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg" \
     >"$dir/server$i.log" 2>&1 </dev/null &
   echo $! >"$dir/server$i.pid"

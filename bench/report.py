@@ -1,0 +1,71 @@
+# Turns bench/compare's JSON lines into a markdown table with zklock/peer ratios and a gnuplot script.
+import collections, json, sys
+
+src, md_path, outdir = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = [json.loads(l) for l in open(src) if l.strip()]
+by = collections.defaultdict(dict)
+for r in rows:
+    by[(r["fsync"], r["workload"])][r["impl"]] = r
+peers = ["curator", "kazoo", "raw-c"]
+
+def f(x, nd=0):
+    return "-" if x is None else f"{x:,.{nd}f}"
+
+lines = []
+for fs in ["no", "yes"]:
+    keys = [k for k in by if k[0] == fs]
+    if not keys:
+        continue
+    lines.append(f"\n### forceSync={fs}\n")
+    lines.append("| workload | zklock cycles/s | curator | kazoo | raw C | zklock/curator | zklock/kazoo | zklock/raw | "
+                 "p50 us zklock / curator | p99 us zklock / curator | CPU us/cycle zklock / curator | zklock req/cycle | overlaps |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    order = [k for k in sorted(keys, key=lambda k: [w["workload"] for w in rows].index(k[1]))]
+    for k in order:
+        d = by[k]
+        if k[1] == "pipelined-ceiling":
+            continue
+        z = d.get("zklock")
+        if not z:
+            continue
+        cps = {p: d[p]["cycles_per_s"] if p in d else None for p in peers}
+        ratio = lambda p: None if not cps[p] else z["cycles_per_s"] / cps[p]
+        c = d.get("curator", {})
+        ov = sum(x.get("overlaps", 0) or 0 for x in d.values())
+        lines.append(f"| {k[1]} | {f(z['cycles_per_s'])} | {f(cps['curator'])} | {f(cps['kazoo'])} | {f(cps['raw-c'])} | "
+                     f"{f(ratio('curator'), 2)} | {f(ratio('kazoo'), 2)} | {f(ratio('raw-c'), 2)} | "
+                     f"{f(z['p50_us'])} / {f(c.get('p50_us'))} | {f(z['p99_us'])} / {f(c.get('p99_us'))} | "
+                     f"{f(z['cpu_us_per_cycle'], 1)} / {f(c.get('cpu_us_per_cycle'), 1)} | {f(z['requests_per_cycle'], 2)} | {ov} |")
+    ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
+    if ceil:
+        lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
+open(md_path, "w").write("\n".join(lines) + "\n")
+
+# gnuplot: cycles/s and p99 per workload, forceSync=no
+fs = "no" if any(k[0] == "no" for k in by) else "yes"
+wls = [w for w in dict.fromkeys(r["workload"] for r in rows if r["fsync"] == fs) if w != "pipelined-ceiling"]
+impls = ["zklock", "curator", "kazoo", "raw-c"]
+with open(f"{outdir}/compare.dat", "w") as dat:
+    dat.write("workload " + " ".join(f"{i}_cps {i}_p99" for i in impls) + "\n")
+    for w in wls:
+        d = by[(fs, w)]
+        vals = []
+        for i in impls:
+            vals += [str(d[i]["cycles_per_s"]) if i in d else "NaN", str(d[i]["p99_us"] / 1000) if i in d else "NaN"]
+        dat.write(f"{w} " + " ".join(vals) + "\n")
+with open(f"{outdir}/compare.gp", "w") as gp:
+    gp.write(f"""set terminal png size 1200,900
+set output 'compare.png'
+set multiplot layout 2,1 title 'zklock vs Curator, kazoo, raw C client (forceSync={fs})'
+set style data histogram
+set style histogram cluster gap 1
+set style fill solid border -1
+set xtics rotate by -20
+set key top left
+set ylabel 'lock cycles/s'
+plot 'compare.dat' using 2:xtic(1) title 'zklock', '' using 4 title 'curator', '' using 6 title 'kazoo', '' using 8 title 'raw C'
+set ylabel 'p99 acquire latency (ms)'
+set logscale y
+plot 'compare.dat' using 3:xtic(1) title 'zklock', '' using 5 title 'curator', '' using 7 title 'kazoo', '' using 9 title 'raw C'
+unset multiplot
+""")
