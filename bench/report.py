@@ -46,7 +46,7 @@ fs = "no" if any(k[0] == "no" for k in by) else "yes"
 wls = [w for w in dict.fromkeys(r["workload"] for r in rows if r["fsync"] == fs) if w != "pipelined-ceiling"]
 impls = ["zklock", "curator", "kazoo", "raw-c"]
 with open(f"{outdir}/compare.dat", "w") as dat:
-    dat.write("workload " + " ".join(f"{i}_cps {i}_p99" for i in impls) + "\n")
+    dat.write("# workload " + " ".join(f"{i}_cps {i}_p99" for i in impls) + "\n")
     for w in wls:
         d = by[(fs, w)]
         vals = []
