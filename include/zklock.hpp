@@ -6,4 +6,5 @@
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/session.hpp>
+#include <zklock/shared_mutex.hpp>
 #include <zklock/znode.hpp>

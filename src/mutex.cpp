@@ -49,6 +49,8 @@ public:
         });
     }
 
+    lock_family family() const { return req_.rw ? lock_family::rw : lock_family::mutex; }
+
     void on_session_event(session_event e) override {
         switch (e) {
         case session_event::reconnected: recheck_ = true; break;
@@ -179,7 +181,7 @@ private:
     }
 
     void grant() {
-        auto parsed = parse_contender(last_segment(my_node_), req_.dialect);
+        auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect);
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->start();
         finish({}, guard(std::move(h)));
@@ -192,7 +194,7 @@ private:
         if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
         op.gen_ = s.generation();
         op.guid_ = guid_in_name(make_guid(), op.req_.dialect);
-        const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect);
+        const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
         std::vector<std::string> children;
         bool listed = false;
@@ -236,7 +238,7 @@ private:
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             }
             listed = false;
-            auto d = decide_exclusive(children, my_name, op.req_.dialect);
+            auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer);
             if (d.what == exclusive_decision::missing) {
                 op.my_node_.clear();
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));

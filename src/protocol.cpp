@@ -20,26 +20,46 @@ std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
     return static_cast<std::int32_t>(v);
 }
 
-std::optional<contender> parse_contender(std::string_view child, lock_dialect d) noexcept {
-    // Curator names its nodes "[_c_<uuid>-]lock-<seq>": the 5 characters before the 10-character
-    // suffix must be "lock-". kazoo's are "<hex>__lock__<seq>", seen only in the kazoo dialect.
+std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcept {
+    if (f == lock_family::mutex) return d == lock_dialect::kazoo ? "__lock__" : "-lock-";
+    if (d == lock_dialect::kazoo) return reader ? "__rlock__" : "__lock__";
+    return reader ? "-__READ__" : "-__WRIT__";
+}
+
+std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept {
     auto ends_with_marker = [&](std::string_view marker) {
         return child.size() >= marker.size() + 10 &&
                child.substr(child.size() - 10 - marker.size(), marker.size()) == marker;
     };
-    if (!ends_with_marker("lock-") && !(d == lock_dialect::kazoo && ends_with_marker("__lock__")))
-        return std::nullopt;
+    bool writer = true;
+    if (f == lock_family::mutex) {
+        // Curator names its nodes "[_c_<uuid>-]lock-<seq>": the 5 characters before the 10-character
+        // suffix must be "lock-". kazoo's are "<hex>__lock__<seq>", seen only in the kazoo dialect.
+        if (!ends_with_marker("lock-") && !(d == lock_dialect::kazoo && ends_with_marker("__lock__")))
+            return std::nullopt;
+    } else if (d == lock_dialect::curator) {
+        if (ends_with_marker("__READ__")) writer = false;
+        else if (!ends_with_marker("__WRIT__")) return std::nullopt;
+    } else {
+        if (ends_with_marker("__rlock__")) writer = false;
+        else if (!ends_with_marker("__lock__")) return std::nullopt;
+    }
     auto seq_text = child.substr(child.size() - 10);
     auto seq = parse_sequence(seq_text);
     if (!seq) return std::nullopt;
-    return contender{child, seq_text, *seq};
+    return contender{child, seq_text, *seq, writer};
 }
 
-std::vector<contender> sorted_contenders(std::span<const std::string> children, lock_dialect dialect) {
+std::optional<contender> parse_contender(std::string_view child, lock_dialect d) noexcept {
+    return parse_contender(child, lock_family::mutex, d);
+}
+
+std::vector<contender> sorted_contenders(std::span<const std::string> children, lock_dialect dialect,
+                                         lock_family family) {
     std::vector<contender> out;
     out.reserve(children.size());
     for (const auto& c : children)
-        if (auto p = parse_contender(c, dialect)) out.push_back(*p);
+        if (auto p = parse_contender(c, family, dialect)) out.push_back(*p);
     std::sort(out.begin(), out.end(), [](const contender& a, const contender& b) {
         if (a.seq_text != b.seq_text) return a.seq_text < b.seq_text;
         return a.name < b.name;
@@ -47,26 +67,44 @@ std::vector<contender> sorted_contenders(std::span<const std::string> children, 
     return out;
 }
 
-exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
-                                    lock_dialect dialect) {
-    auto all = sorted_contenders(children, dialect);
+exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
+                          lock_dialect dialect, std::string_view own_writer) {
+    auto all = sorted_contenders(children, dialect, f);
     auto it = std::find_if(all.begin(), all.end(), [&](const contender& c) { return c.name == mine; });
     exclusive_decision d;
     if (it == all.end()) return d; // missing
     d.position = static_cast<std::size_t>(it - all.begin());
-    if (it == all.begin()) {
+    auto blocker = all.end();
+    if (it->writer) {
+        if (it != all.begin()) blocker = it - 1;
+    } else {
+        for (auto j = it; j != all.begin();) {
+            --j;
+            if (j->writer && j->name != own_writer) {
+                blocker = j;
+                break;
+            }
+        }
+    }
+    if (blocker == all.end()) {
         d.what = exclusive_decision::acquired;
     } else {
         d.what = exclusive_decision::wait;
-        d.predecessor = std::string((it - 1)->name);
+        d.predecessor = std::string(blocker->name);
     }
     return d;
+}
+
+exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
+                                    lock_dialect dialect) {
+    return decide(children, mine, lock_family::mutex, dialect);
 }
 
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid) {
     if (guid.empty()) return std::nullopt;
     for (const auto& c : children)
-        if (c.find(guid) != std::string::npos && parse_contender(c, lock_dialect::kazoo)) return c;
+        if (c.find(guid) != std::string::npos && c.size() > 10 && parse_sequence(std::string_view(c).substr(c.size() - 10)))
+            return c;
     return std::nullopt;
 }
 
@@ -99,11 +137,14 @@ std::string guid_in_name(std::string_view guid, lock_dialect d) {
     return g;
 }
 
-std::string protected_node_prefix(std::string_view parent, std::string_view guid, lock_dialect d) {
-    if (d == lock_dialect::kazoo) return std::string(parent) + "/" + guid_in_name(guid, d) + "__lock__";
+std::string protected_node_prefix(std::string_view parent, std::string_view guid, lock_dialect d, lock_family f,
+                                  bool reader) {
+    auto marker = node_marker(f, reader, d);
     std::string s;
-    s.reserve(parent.size() + 1 + protected_prefix.size() + guid.size() + lock_marker.size());
-    s.append(parent).append("/").append(protected_prefix).append(guid).append(lock_marker);
+    s.reserve(parent.size() + 1 + protected_prefix.size() + guid.size() + marker.size());
+    s.append(parent).append("/");
+    if (d == lock_dialect::curator) s.append(protected_prefix);
+    s.append(guid_in_name(guid, d)).append(marker);
     return s;
 }
 

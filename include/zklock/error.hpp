@@ -40,6 +40,7 @@ enum class errc {
     lock_node_deleted,      ///< the holder's (or waiter's) node was deleted by someone else
     lock_released,          ///< the lock was released by its holder (loss waiters complete with this)
     not_held,               ///< the guard holds no lock (moved-from, released or never acquired)
+    upgrade_not_supported,  ///< a read lock cannot be upgraded to a write lock (it would deadlock)
 };
 
 /// The "zklock" category.

@@ -33,6 +33,9 @@ struct acquire_request {
     std::optional<std::chrono::steady_clock::time_point> deadline;
     bool try_only = false;
     lock_dialect dialect = lock_dialect::curator;
+    bool rw = false;         ///< the read/write lock's nodes (else the mutex's)
+    bool reader = false;     ///< with rw: a read (shared) acquire
+    std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
 };
 void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
                    asio::any_completion_handler<void(error_code, guard)> handler);

@@ -12,22 +12,30 @@
 
 namespace zklock::detail {
 
-/// The marker between a contender's prefix and its sequence (Curator's InterProcessMutex).
-inline constexpr std::string_view lock_marker = "-lock-";
 /// Our node prefix: "_c_" + 36-char uuid (Curator's "protected" naming).
 inline constexpr std::string_view protected_prefix = "_c_";
+
+/// Which recipe's nodes live on a path: the exclusive lock's, or the read/write lock's.
+enum class lock_family { mutex, rw };
 
 /// A child recognised as a lock contender.
 struct contender {
     std::string_view name;     ///< the child's name
     std::string_view seq_text; ///< the 10-character sequence suffix, compared as a string
     std::int32_t seq = 0;      ///< its value (negative after the parent's cversion overflowed)
+    bool writer = true;        ///< excludes everyone (mutex and write nodes); false for read nodes
 };
+
+/// The marker before the sequence of a node this library creates.
+std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcept;
 
 /// Parses "<anything>lock-<seq>" (Curator's form, with or without its "_c_<uuid>-" prefix) where <seq> is exactly what ZooKeeper appends: "%010d" of an
 /// int32, i.e. 10 digits, or '-' and 9 digits. Anything else is not a contender.
 /// With lock_dialect::kazoo, "<anything>__lock__<seq>" (kazoo's form) is recognised as well.
 std::optional<contender> parse_contender(std::string_view child, lock_dialect d = lock_dialect::curator) noexcept;
+/// The same for any family: rw recognises "__READ__"/"__WRIT__" (Curator's InterProcessReadWriteLock),
+/// and in the kazoo dialect "__rlock__"/"__lock__" (kazoo's ReadLock/WriteLock).
+std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept;
 
 /// Parses a sequence suffix: 10 digits, or '-' followed by 9 digits.
 std::optional<std::int32_t> parse_sequence(std::string_view text) noexcept;
@@ -35,7 +43,7 @@ std::optional<std::int32_t> parse_sequence(std::string_view text) noexcept;
 /// Contenders among `children`, ordered as Curator and kazoo order them: by the sequence
 /// suffix compared as a string (ties by full name, which cannot happen on one parent).
 std::vector<contender> sorted_contenders(std::span<const std::string> children,
-                                         lock_dialect d = lock_dialect::curator);
+                                         lock_dialect d = lock_dialect::curator, lock_family f = lock_family::mutex);
 
 /// What an exclusive contender should do after listing the children.
 struct exclusive_decision {
@@ -46,6 +54,16 @@ struct exclusive_decision {
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
                                     lock_dialect d = lock_dialect::curator);
 
+/// The read/write rules (recipes.md "shared locks"), over the rw family's nodes:
+///  - a writer (or a mutex contender) holds when it is the lowest node, else it watches the next
+///    lower node of any kind;
+///  - a reader holds when no writer is below it, else it watches the nearest lower writer
+///    (not the lowest one: that would wake every reader at once). `own_writer` (a write node the
+///    same owner holds) does not block the reader: that is a downgrade.
+/// Only lower contenders matter (kazoo #649 deadlocked by looking at a later writer).
+exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
+                          lock_dialect d, std::string_view own_writer = {});
+
 /// The child whose name contains `guid` (our node after a lost create reply), if any.
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid);
 
@@ -53,9 +71,11 @@ std::optional<std::string> find_by_guid(std::span<const std::string> children, s
 std::string make_guid();
 
 /// The path passed to create with ZOO_EPHEMERAL_SEQUENTIAL: "<parent>/_c_<guid>-lock-" (curator)
-/// or "<parent>/<guid without dashes>__lock__" (kazoo).
+/// or "<parent>/<guid without dashes>__lock__" (kazoo); for the rw family "-__READ__"/"-__WRIT__"
+/// (curator) or "__rlock__"/"__lock__" (kazoo).
 std::string protected_node_prefix(std::string_view parent, std::string_view guid,
-                                  lock_dialect d = lock_dialect::curator);
+                                  lock_dialect d = lock_dialect::curator, lock_family f = lock_family::mutex,
+                                  bool reader = false);
 /// The part of the guid that appears in node names of dialect `d`.
 std::string guid_in_name(std::string_view guid, lock_dialect d);
 

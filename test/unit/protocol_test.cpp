@@ -132,3 +132,41 @@ TEST(Protocol, KazooDialect) {
     mine[0] = std::string(last_segment(prefix)) + "0000000009";
     EXPECT_TRUE(find_by_guid(mine, guid_in_name(g, lock_dialect::kazoo)));
 }
+
+TEST(Protocol, ReadWriteRules) {
+    using zklock::lock_dialect;
+    auto R = [](int n) { return "_c_r" + std::to_string(n) + "-__READ__" + std::string(9, '0') + std::to_string(n); };
+    auto W = [](int n) { return "_c_w" + std::to_string(n) + "-__WRIT__" + std::string(9, '0') + std::to_string(n); };
+    std::vector<std::string> c{R(1), R(2), W(3), R(4), W(5), R(6), "junk", "_c_x-lock-0000000007"};
+    auto d = [&](const std::string& mine, std::string_view own = {}) {
+        return decide(c, mine, lock_family::rw, lock_dialect::curator, own);
+    };
+    EXPECT_EQ(d(R(1)).what, exclusive_decision::acquired);
+    EXPECT_EQ(d(R(2)).what, exclusive_decision::acquired); // readers share
+    EXPECT_EQ(d(W(3)).predecessor, R(2));                   // a writer watches the next lower node
+    EXPECT_EQ(d(R(4)).predecessor, W(3));                   // a reader: the nearest lower writer
+    EXPECT_EQ(d(W(5)).predecessor, R(4));
+    EXPECT_EQ(d(R(6)).predecessor, W(5));                   // not W(3): no herd when W(3) goes
+    // a later writer never blocks an earlier reader (kazoo #649)
+    std::vector<std::string> c2{R(1), W(2)};
+    EXPECT_EQ(decide(c2, R(1), lock_family::rw, lock_dialect::curator).what, exclusive_decision::acquired);
+    // downgrade: our own write node does not block our read node
+    std::vector<std::string> c3{W(1), R(2)};
+    EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator).what, exclusive_decision::wait);
+    EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator, W(1)).what, exclusive_decision::acquired);
+    // mutex nodes are not rw contenders and vice versa
+    EXPECT_FALSE(parse_contender("_c_x-lock-0000000007", lock_family::rw, lock_dialect::curator));
+    EXPECT_FALSE(parse_contender(W(3), lock_family::mutex, lock_dialect::curator));
+}
+
+TEST(Protocol, ReadWriteKazooNames) {
+    using zklock::lock_dialect;
+    std::vector<std::string> c{"aa__rlock__0000000001", "bb__lock__0000000002", "cc__rlock__0000000003"};
+    auto r = parse_contender(c[0], lock_family::rw, lock_dialect::kazoo);
+    ASSERT_TRUE(r);
+    EXPECT_FALSE(r->writer);
+    EXPECT_TRUE(parse_contender(c[1], lock_family::rw, lock_dialect::kazoo)->writer);
+    EXPECT_EQ(decide(c, c[2], lock_family::rw, lock_dialect::kazoo).predecessor, c[1]);
+    EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::kazoo, lock_family::rw, true), "/p/abcd__rlock__");
+    EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::curator, lock_family::rw, false), "/p/_c_ab-cd-__WRIT__");
+}
