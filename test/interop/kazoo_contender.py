@@ -1,30 +1,40 @@
 # Interop test peer: kazoo's Lock on the same path as zklock (Curator-style nodes are seen
 # thanks to extra_lock_patterns). Same protocol as CuratorContender.java.
-#   python3 kazoo_contender.py CONNECT PATH ITERATIONS HOLD_MS MARKER LOG
+#   python3 kazoo_contender.py CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [rw]
+# With rw: kazoo's ReadLock/WriteLock, every third hold a write.
 import os, sys, time
 from kazoo.client import KazooClient
 
 connect, path, iterations, hold_ms, marker, logfile = sys.argv[1:7]
+rw = len(sys.argv) > 7 and sys.argv[7] == "rw"
 overlaps = 0
 zk = KazooClient(hosts=connect, timeout=10.0)
 zk.start(timeout=30)
-lock = zk.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
+mutex = zk.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
 with open(logfile, "w") as log:
-    for _ in range(int(iterations)):
+    for i in range(int(iterations)):
+        writer = not rw or i % 3 == 0
+        lock = (zk.WriteLock(path, "kazoo") if writer else zk.ReadLock(path, "kazoo")) if rw else mutex
         lock.acquire()
         start = time.time_ns() // 1000
-        try:
-            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            os.close(fd)
-        except FileExistsError:
+        if writer:
+            try:
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                os.close(fd)
+            except FileExistsError:
+                overlaps += 1
+        elif os.path.exists(marker):
             overlaps += 1
         time.sleep(int(hold_ms) / 1000.0)
-        try:
-            os.unlink(marker)
-        except FileNotFoundError:
+        if writer:
+            try:
+                os.unlink(marker)
+            except FileNotFoundError:
+                overlaps += 1
+        elif os.path.exists(marker):
             overlaps += 1
         end = time.time_ns() // 1000
-        log.write(f"kazoo {start} {end}\n")
+        log.write(f"kazoo {'w' if writer else 'r'} {start} {end}\n")
         lock.release()
 zk.stop()
 print("kazoo overlaps", overlaps)

@@ -13,40 +13,44 @@ javac -d "$work" -cp "$CP" "$src/CuratorContender.java"
 iters=${INTEROP_ITERATIONS:-15}
 fail=0
 
-# run_case NAME CONTENDER... ; each contender: "curator" | "kazoo" | "zklock:<coroutines>:<dialect>"
+# run_case NAME MODE CONTENDER... ; MODE mutex|rw; each contender: "curator" | "kazoo" | "zklock:<coroutines>:<dialect>"
 run_case() {
-  local name=$1; shift
+  local name=$1 mode=$2; shift 2
   local path="/zklock-test/interop-$name-$$-$RANDOM" dir="$work/$name" pids=() expected=0 i=0
   mkdir -p "$dir"
   for c in "$@"; do
     i=$((i + 1))
     case "$c" in
-      curator) java -cp "$work:$CP" CuratorContender "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" & expected=$((expected + iters));;
-      kazoo) /usr/bin/python3 "$src/kazoo_contender.py" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" & expected=$((expected + iters));;
+      curator) java -cp "$work:$CP" CuratorContender "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
+      kazoo) /usr/bin/python3 "$src/kazoo_contender.py" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
       zklock:*) IFS=: read -r _ n dialect <<<"$c"
-         "$build/test/zklock_interop_contender" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" &
+         "$build/test/zklock_interop_contender" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" "$mode" &
          expected=$((expected + iters * n));;
     esac
     pids+=($!)
   done
   local ok=0
   for p in "${pids[@]}"; do wait "$p" || ok=1; done
-  echo "== $name: $*"
+  echo "== $name ($mode): $*"
   /usr/bin/python3 - "$dir" <<'PY' || ok=1
 import glob, sys, collections
 holds = []
 for f in glob.glob(sys.argv[1] + "/*.log"):
     for line in open(f):
-        who, start, end = line.split()
-        holds.append((int(start), int(end), who))
+        who, kind, start, end = line.split()
+        holds.append((int(start), int(end), who, kind))
 holds.sort()
 bad = 0
-for (s1, e1, w1), (s2, e2, w2) in zip(holds, holds[1:]):
-    if s2 < e1:
-        print(f"OVERLAP: {w2} started {e1 - s2} us before {w1} released")
-        bad += 1
-for who, n in sorted(collections.Counter(w for _, _, w in holds).items()):
+writes = [h for h in holds if h[3] == "w"]
+for w in writes:  # a write hold overlaps nothing; read holds may overlap each other
+    for h in holds:
+        if h is not w and h[0] < w[1] and w[0] < h[1]:
+            print(f"OVERLAP: {h[2]} {h[3]} hold overlaps {w[2]} write hold by {min(w[1], h[1]) - max(w[0], h[0])} us")
+            bad += 1
+shared = sum(1 for a, b in zip(holds, holds[1:]) if b[0] < a[1])
+for who, n in sorted(collections.Counter(f"{h[2]} {h[3]}" for h in holds).items()):
     print(f"{who} holds: {n}")
+print(f"read holds that overlapped another read hold: {shared}")
 print(f"holds checked: {len(holds)}, overlaps: {bad}")
 sys.exit(1 if bad else 0)
 PY
@@ -57,9 +61,12 @@ PY
 }
 
 # Curator's InterProcessMutex and zklock's default (Curator) dialect
-run_case curator curator curator zklock:3:curator zklock:2:curator
+run_case curator mutex curator curator zklock:3:curator zklock:2:curator
 # kazoo's Lock (extra_lock_patterns=["-lock-"]) and zklock's kazoo dialect
-run_case kazoo kazoo kazoo zklock:3:kazoo zklock:2:kazoo
+run_case kazoo mutex kazoo kazoo zklock:3:kazoo zklock:2:kazoo
+# read/write locks: Curator's InterProcessReadWriteLock, kazoo's ReadLock/WriteLock
+run_case curator-rw rw curator curator zklock:3:curator zklock:2:curator
+run_case kazoo-rw rw kazoo kazoo zklock:3:kazoo zklock:2:kazoo
 
 [ $fail -eq 0 ] && echo "interop: PASS" || echo "interop: FAIL"
 exit $fail

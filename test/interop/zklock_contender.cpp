@@ -1,5 +1,5 @@
 // Interop test peer on the zklock side; same protocol as CuratorContender.java.
-//   zklock_interop_contender CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [COROUTINES [curator|kazoo]]
+//   zklock_interop_contender CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [COROUTINES [curator|kazoo [rw]]]
 //   zklock_interop_contender --check-empty CONNECT PATH     exit 0 iff PATH has no children
 #include <zklock.hpp>
 
@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
     int coroutines = argc > 7 ? std::atoi(argv[7]) : 2;
     zklock::mutex_options mo;
     if (argc > 8 && std::string(argv[8]) == "kazoo") mo.dialect = zklock::lock_dialect::kazoo;
+    const bool rw = argc > 9 && std::string(argv[9]) == "rw";
     std::ofstream log(argv[6]);
     int overlaps = 0, finished = 0;
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
@@ -54,18 +55,34 @@ int main(int argc, char** argv) {
         zklock::session zk{ex, {.connect = connect}};
         co_await zk.async_connect(use_awaitable);
         for (int c = 0; c < coroutines; ++c)
-            asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+            asio::co_spawn(ex, [&, c]() -> asio::awaitable<void> {
                 zklock::mutex m{zk, path, mo};
+                zklock::shared_mutex sm{zk, path, mo};
                 asio::steady_timer t(co_await asio::this_coro::executor);
                 for (int i = 0; i < iterations; ++i) {
-                    auto g = co_await m.async_acquire(use_awaitable);
+                    const bool writer = !rw || (i + c) % 3 == 0;
+                    zklock::guard g;
+                    if (!rw)
+                        g = co_await m.async_acquire(use_awaitable);
+                    else if (writer)
+                        g = co_await sm.async_acquire(use_awaitable);
+                    else
+                        g = co_await sm.async_acquire_shared(use_awaitable);
                     auto start = micros();
-                    int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
-                    if (fd < 0) ++overlaps; else ::close(fd);
+                    if (writer) {
+                        int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+                        if (fd < 0) ++overlaps; else ::close(fd);
+                    } else if (::access(marker.c_str(), F_OK) == 0) {
+                        ++overlaps;
+                    }
                     t.expires_after(std::chrono::milliseconds(hold_ms));
                     co_await t.async_wait(use_awaitable);
-                    if (::unlink(marker.c_str()) != 0) ++overlaps;
-                    log << "zklock " << start << " " << micros() << "\n";
+                    if (writer) {
+                        if (::unlink(marker.c_str()) != 0) ++overlaps;
+                    } else if (::access(marker.c_str(), F_OK) == 0) {
+                        ++overlaps;
+                    }
+                    log << "zklock " << (writer ? "w " : "r ") << start << " " << micros() << "\n";
                     co_await g.async_release(use_awaitable);
                 }
                 ++finished;
