@@ -181,10 +181,60 @@ private:
     }
 
     void grant() {
-        auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect);
+        auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->start();
         finish({}, guard(std::move(h)));
+    }
+
+    /// The seeds' first algorithm: everyone creates "<path>/lock"; the winner holds it, the others
+    /// watch it and race again when it goes (every release wakes every waiter).
+    static asio::awaitable<void> run_unique(std::shared_ptr<acquire_op> self) {
+        auto& op = *self;
+        auto& s = *op.s_;
+        const std::string node = op.req_.path + "/lock";
+        const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
+        for (int parent_attempts = 0;;) {
+            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable);
+            if (r.rc == ZOK) {
+                op.my_node_ = node;
+                op.czxid_ = r.stat.czxid;
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                co_return op.grant();
+            }
+            if (r.rc == ZNONODE && ++parent_attempts <= 5) {
+                int rc = co_await op.ensure_parents();
+                if (rc != ZOK && !is_connection_rc(rc)) co_return op.finish(op.fail_code(rc));
+                continue;
+            }
+            if (r.rc != ZNODEEXISTS && !is_connection_rc(r.rc)) co_return op.finish(op.fail_code(r.rc));
+            // Taken (or the reply was lost): see who owns it, and watch it.
+            op.recheck_ = false;
+            auto wid = s.add_watch([w = op.weak_from_this()](int) {
+                if (auto o = w.lock()) {
+                    o->recheck_ = true;
+                    o->wake_.cancel();
+                }
+            });
+            auto g = co_await s.async_get_data(node, wid, use_awaitable);
+            if (g.rc == ZOK && g.stat.ephemeralOwner == s.session_id()) {
+                s.drop_watch(wid); // our create was applied; its reply was lost
+                op.my_node_ = node;
+                op.czxid_ = g.stat.czxid;
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                co_return op.grant();
+            }
+            if (g.rc == ZOK && op.req_.try_only) {
+                s.drop_watch(wid);
+                co_return op.finish(errc::lock_busy);
+            }
+            if (g.rc == ZOK) co_await op.wait_event();
+            s.drop_watch(wid);
+            if (is_connection_rc(g.rc) || is_connection_rc(r.rc)) {
+                if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+            }
+        }
     }
 
     static asio::awaitable<void> run(std::shared_ptr<acquire_op> self) {
@@ -193,6 +243,7 @@ private:
         op.listener_id_ = s.add_listener(self);
         if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
         op.gen_ = s.generation();
+        if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
         op.guid_ = guid_in_name(make_guid(), op.req_.dialect);
         const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
@@ -253,9 +304,17 @@ private:
                     o->wake_.cancel();
                 }
             });
-            // getData, not exists: exists on a vanished node would leave a creation watch behind.
-            auto g = co_await s.async_get_data(op.req_.path + "/" + d.predecessor, wid, use_awaitable);
-            if (g.rc == ZOK) co_await op.wait_event();
+            zk_result g;
+            if (op.req_.strategy == lock_strategy::watch_children) {
+                // The herd-prone variant: any change of the children wakes every waiter.
+                g = co_await s.async_get_children_watch(op.req_.path, wid, use_awaitable);
+                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect).predecessor == d.predecessor)
+                    co_await op.wait_event();
+            } else {
+                // getData, not exists: exists on a vanished node would leave a creation watch behind.
+                g = co_await s.async_get_data(op.req_.path + "/" + d.predecessor, wid, use_awaitable);
+                if (g.rc == ZOK) co_await op.wait_event();
+            }
             s.drop_watch(wid);
             if (is_connection_rc(g.rc)) {
                 if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());

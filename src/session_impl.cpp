@@ -513,9 +513,12 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     }
 }
 
-void session_impl::get_children(const std::string& path, zk_handler h) {
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_aget_children(zh, path.c_str(), 0, on_strings, op); },
-           n_children);
+void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        if (watch_id == 0) return zoo_aget_children(zh, path.c_str(), 0, on_strings, op);
+        return zoo_awget_children(zh, path.c_str(), node_watcher,
+                                  reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_strings, op);
+    }, n_children);
 }
 
 void session_impl::get_data(const std::string& path, std::uint64_t watch_id, zk_handler h) {

@@ -18,12 +18,23 @@ namespace zklock {
 
 namespace asio = boost::asio;
 
+/// How waiters wait. Only `predecessor` is recommended; the other two are the seed documents'
+/// simpler algorithms, kept to measure the herd effect they suffer from (bench/herd).
+enum class lock_strategy {
+    predecessor,    ///< the recipe: sequential nodes, each waiter watches only the next lower node
+    watch_children, ///< sequential nodes, every waiter watches the children list: each release wakes all
+    unique_node,    ///< everyone creates the same ephemeral "<path>/lock"; the losers watch it: each
+                    ///< release wakes all, and the order is not fair. Not seen by Curator or kazoo.
+};
+
 struct mutex_options {
     /// Data stored in the lock node (the holder description shown to inspection tools).
     /// Empty means "zklock <hostname> pid <pid>".
     std::string node_data;
     /// Node naming, for paths shared with peers (see lock_dialect). Default: Curator's.
     lock_dialect dialect = lock_dialect::curator;
+    /// Waiting algorithm (benchmarks only; see lock_strategy).
+    lock_strategy strategy = lock_strategy::predecessor;
 };
 
 namespace detail {
@@ -33,6 +44,7 @@ struct acquire_request {
     std::optional<std::chrono::steady_clock::time_point> deadline;
     bool try_only = false;
     lock_dialect dialect = lock_dialect::curator;
+    lock_strategy strategy = lock_strategy::predecessor;
     bool rw = false;         ///< the read/write lock's nodes (else the mutex's)
     bool reader = false;     ///< with rw: a read (shared) acquire
     std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
@@ -105,7 +117,7 @@ private:
                 detail::start_acquire(s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, detail::acquire_request{path_, opts_.node_data, deadline, try_only, opts_.dialect});
+            token, session_, detail::acquire_request{path_, opts_.node_data, deadline, try_only, opts_.dialect, opts_.strategy});
     }
 
     std::shared_ptr<detail::session_impl> session_;

@@ -116,7 +116,8 @@ public:
     /// session's requests in order, so the listing already contains the new node.
     void create_and_list(const std::string& path, const std::string& data, int flags,
                          const std::string& parent, zk_handler h);
-    void get_children(const std::string& path, zk_handler h);
+    /// getChildren; with watch_id != 0 a child watch is armed (the herd-prone strategy only).
+    void get_children(const std::string& path, zk_handler h, std::uint64_t watch_id = 0);
     /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
     void get_data(const std::string& path, std::uint64_t watch_id, zk_handler h);
     void exists(const std::string& path, zk_handler h);
@@ -135,6 +136,10 @@ public:
     template <class Token> auto async_get_children(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
             [this, path](auto h) { get_children(path, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token> auto async_get_children_watch(const std::string& path, std::uint64_t watch_id, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path, watch_id](auto h) { get_children(path, zk_handler(std::move(h)), watch_id); }, t);
     }
     template <class Token> auto async_get_data(const std::string& path, std::uint64_t watch_id, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(

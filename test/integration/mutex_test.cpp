@@ -420,3 +420,53 @@ TEST(Mutex, HandlersRunExactlyOnceOnTheirAssociatedExecutor) {
         co_await expect_no_leftovers(*s, path);
     }());
 }
+
+// The seeds' simpler algorithms: still exclusive, but every release wakes every waiter.
+TEST(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
+    for (auto strategy : {zklock::lock_strategy::predecessor, zklock::lock_strategy::watch_children,
+                          zklock::lock_strategy::unique_node}) {
+        asio::io_context io;
+        constexpr int waiters = 4;
+        int inside = 0, violations = 0, grants = 0;
+        std::uint64_t wakeups = 0;
+        run(io, [&]() -> awaitable<void> {
+            auto path = unique_path("lock");
+            std::vector<std::unique_ptr<zklock::session>> ss;
+            for (int i = 0; i <= waiters; ++i) ss.push_back(co_await connect());
+            zklock::mutex_options o;
+            o.strategy = strategy;
+            zklock::mutex holder_m(*ss[0], path, o);
+            auto holder = co_await holder_m.async_acquire(use_awaitable);
+            auto ex = co_await asio::this_coro::executor;
+            std::vector<zklock::guard> gs(waiters + 1);
+            for (int i = 1; i <= waiters; ++i)
+                asio::co_spawn(ex, [&, i]() -> awaitable<void> {
+                    zklock::mutex m(*ss[i], path, o);
+                    gs[i] = co_await m.async_acquire(use_awaitable);
+                    if (inside++) ++violations;
+                    ++grants;
+                    co_await sleep_for(5ms);
+                    --inside;
+                    co_await gs[i].async_release(use_awaitable);
+                }, boost::asio::detached);
+            co_await sleep_for(300ms); // every waiter is queued and watching
+            auto watch_events = [&] {
+                std::uint64_t n = 0;
+                for (auto& s : ss) n += s->statistics().watch_events;
+                return n;
+            };
+            auto before = watch_events();
+            co_await holder.async_release(use_awaitable);
+            co_await sleep_for(200ms);
+            for (int i = 0; i < 300 && grants < waiters; ++i) co_await sleep_for(10ms);
+            wakeups = watch_events() - before;
+            co_await expect_no_leftovers(*ss[0], path);
+        }());
+        EXPECT_EQ(violations, 0);
+        EXPECT_EQ(grants, waiters);
+        if (strategy == zklock::lock_strategy::predecessor)
+            EXPECT_EQ(wakeups, static_cast<std::uint64_t>(waiters)) << "one wakeup per release";
+        else
+            EXPECT_GT(wakeups, static_cast<std::uint64_t>(waiters)) << "the herd should show";
+    }
+}
