@@ -3,6 +3,9 @@ import collections, json, sys
 
 src, md_path, outdir = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(src) if l.strip()]
+for r in rows:
+    if r["impl"].startswith("zklock-"):
+        r["workload"] = r["workload"]  # herd rows keep their own label
 by = collections.defaultdict(dict)
 for r in rows:
     by[(r["fsync"], r["workload"])][r["impl"]] = r
@@ -23,7 +26,7 @@ for fs in ["no", "yes"]:
     order = [k for k in sorted(keys, key=lambda k: [w["workload"] for w in rows].index(k[1]))]
     for k in order:
         d = by[k]
-        if k[1] == "pipelined-ceiling":
+        if k[1] == "pipelined-ceiling" or k[1].startswith("herd-"):
             continue
         z = d.get("zklock")
         if not z:
@@ -39,11 +42,30 @@ for fs in ["no", "yes"]:
     ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
     if ceil:
         lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
+herd = [r for r in rows if r["workload"].startswith("herd-")]
+if herd:
+    lines.append("\n### Herd effect (forceSync=no): the seeds' three algorithms, one lock, one session per waiter\n")
+    lines.append("| algorithm | waiters | cycles/s | watch notifications per release | p99 acquire us |")
+    lines.append("|---|---:|---:|---:|---:|")
+    names = {"zklock-predecessor": "predecessor watch (the recipe)", "zklock-children": "all watch the children",
+             "zklock-unique": "unique node, all watch it"}
+    for r in herd:
+        lines.append(f"| {names.get(r['impl'], r['impl'])} | {r['workers']} | {f(r['cycles_per_s'])} | "
+                     f"{f(r.get('watch_events_per_cycle'), 2)} | {f(r['p99_us'])} |")
+import os
+wpath = os.path.join(outdir, "waiters.json")
+if os.path.exists(wpath) and os.path.getsize(wpath) > 0:
+    w = json.loads(open(wpath).read().strip().splitlines()[-1])
+    lines.append(f"\n### {w['waiters']} waiters on one lock in one process (one session)\n")
+    lines.append(f"client memory per waiter: {f(w['client_bytes_per_waiter'])} bytes; wakeups per release: "
+                 f"{w['wakeups_per_release']:.3f}; queue drained in {w['drain_s']:.1f} s ({f(w['grants_per_s'])} grants/s); "
+                 f"mass cancellation of {w['aborted']} waiters in {w['cancel_s']:.2f} s, nodes left: {w['nodes_left']}.")
 open(md_path, "w").write("\n".join(lines) + "\n")
 
 # gnuplot: cycles/s and p99 per workload, forceSync=no
 fs = "no" if any(k[0] == "no" for k in by) else "yes"
-wls = [w for w in dict.fromkeys(r["workload"] for r in rows if r["fsync"] == fs) if w != "pipelined-ceiling"]
+wls = [w for w in dict.fromkeys(r["workload"] for r in rows if r["fsync"] == fs)
+       if w != "pipelined-ceiling" and not w.startswith("herd-")]
 impls = ["zklock", "curator", "kazoo", "raw-c"]
 with open(f"{outdir}/compare.dat", "w") as dat:
     dat.write("# workload " + " ".join(f"{i}_cps {i}_p99" for i in impls) + "\n")

@@ -29,6 +29,7 @@ using clk = std::chrono::steady_clock;
 
 struct config {
     std::string connect, label = "zklock";
+    zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
     int workers = 8, sessions = 8, locks = 1, hold_ms = 0;
     double duration = 5, warmup = 1;
 };
@@ -54,6 +55,12 @@ int main(int argc, char** argv) {
         else if (k == "--duration") cfg.duration = std::atof(v.c_str());
         else if (k == "--warmup") cfg.warmup = std::atof(v.c_str());
         else if (k == "--label") cfg.label = v;
+        else if (k == "--strategy") {
+            if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
+            else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;
+            else if (v == "unique") cfg.strategy = zklock::lock_strategy::unique_node;
+            else { std::fprintf(stderr, "unknown strategy %s\n", v.c_str()); return 2; }
+        }
         else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
     }
     if (cfg.connect.empty() || cfg.workers < 1 || cfg.sessions < 1 || cfg.locks < 1) {
@@ -71,11 +78,16 @@ int main(int argc, char** argv) {
     bool measuring = false, stop = false;
     int running = 0;
     double cpu0 = 0, wall = 0;
-    std::uint64_t req0 = 0, req1 = 0;
+    std::uint64_t req0 = 0, req1 = 0, watch0 = 0, watch1 = 0;
     clk::time_point t_start;
     auto total_requests = [&] {
         std::uint64_t n = 0;
         for (auto& s : sessions) n += s->statistics().requests();
+        return n;
+    };
+    auto total_watch_events = [&] {
+        std::uint64_t n = 0;
+        for (auto& s : sessions) n += s->statistics().watch_events;
         return n;
     };
 
@@ -91,7 +103,9 @@ int main(int argc, char** argv) {
             ++running;
             asio::co_spawn(ex, [&, w]() -> asio::awaitable<void> {
                 int lock_no = w % cfg.locks;
-                zklock::mutex m(*sessions[w % cfg.sessions], base + "/lock-" + std::to_string(lock_no));
+                zklock::mutex_options mo;
+                mo.strategy = cfg.strategy;
+                zklock::mutex m(*sessions[w % cfg.sessions], base + "/lock-" + std::to_string(lock_no), mo);
                 asio::steady_timer t(co_await asio::this_coro::executor);
                 while (!stop) {
                     auto t0 = clk::now();
@@ -119,11 +133,13 @@ int main(int argc, char** argv) {
         t_start = clk::now();
         cpu0 = cpu_seconds();
         req0 = total_requests();
+        watch0 = total_watch_events();
         t.expires_after(std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(cfg.duration)));
         co_await t.async_wait(use_awaitable);
         measuring = false;
         wall = std::chrono::duration<double>(clk::now() - t_start).count();
         req1 = total_requests();
+        watch1 = total_watch_events();
         cpu0 = cpu_seconds() - cpu0;
         stop = true;
         while (running > 0) {
@@ -153,9 +169,10 @@ int main(int argc, char** argv) {
     double rpc = cycles ? double(req1 - req0) / cycles : 0; // requests issued during the window / cycles in it
     std::printf("{\"impl\":\"%s\",\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,\"cycles\":%ld,"
                 "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
-                "\"requests_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":%ld}\n",
+                "\"requests_per_cycle\":%.2f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":%ld}\n",
                 cfg.label.c_str(), cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall, cps, pct(0.5),
-                pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc, cycles ? cpu0 * 1e6 / cycles : 0.0,
+                pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
+                cycles ? double(watch1 - watch0) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0,
                 ru.ru_maxrss, overlaps);
     std::fprintf(stderr, "%s: %d workers/%d sessions/%d locks hold %d ms: %.0f cycles/s p50 %.0f us p99 %.0f us, "
                  "%.2f req/cycle, %.1f us CPU/cycle, overlaps %ld\n", cfg.label.c_str(), cfg.workers, cfg.sessions,

@@ -290,6 +290,7 @@ private:
             }
             listed = false;
             auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer);
+            std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
             if (d.what == exclusive_decision::missing) {
                 op.my_node_.clear();
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
