@@ -3,6 +3,8 @@
 
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
+#include <zklock/inspect.hpp>
+#include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/session.hpp>

@@ -32,6 +32,8 @@ public:
         case errc::lock_node_deleted: return "lock lost: the lock node was deleted by another client";
         case errc::lock_released: return "the lock was released by its holder";
         case errc::not_held: return "the guard holds no lock (empty, moved-from or released)";
+        case errc::revocation_requested: return "revocation requested: another client asked the holder to release the lock";
+        case errc::not_revocable: return "the lock was not acquired with mutex_options::revocable";
         case errc::upgrade_not_supported: return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, then acquire the write lock";
         }
         return "zklock error " + std::to_string(ev);

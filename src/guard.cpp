@@ -18,6 +18,9 @@ void held_lock::lose(error_code why) {
     auto waiters = std::move(loss_waiters);
     loss_waiters.clear();
     for (auto& [id, w] : waiters) w.complete(why);
+    auto revokers = std::move(revoke_waiters);
+    revoke_waiters.clear();
+    for (auto& [id, w] : revokers) w.complete(why);
     loss_signal.emit(asio::cancellation_type::terminal);
 }
 
@@ -47,6 +50,9 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     auto waiters = std::move(loss_waiters);
     loss_waiters.clear();
     for (auto& [id, w] : waiters) w.complete(errc::lock_released);
+    auto revokers = std::move(revoke_waiters);
+    revoke_waiters.clear();
+    for (auto& [id, w] : revokers) w.complete(errc::lock_released);
     if (was_held || reason == errc::lock_lost_suspended) {
         session->delete_in_background(node, std::move(done));
     } else if (done) {
@@ -73,6 +79,35 @@ void held_lock::wait_lost(pending<void(error_code)> h) {
     arm_watch();
 }
 
+void held_lock::on_data(const std::string& data) {
+    if (!revocable || st != status::held || (data != "__REVOKE__" && data != "unlock")) return;
+    revoke_requested = true;
+    auto revokers = std::move(revoke_waiters);
+    revoke_waiters.clear();
+    for (auto& [id, w] : revokers) w.complete(errc::revocation_requested);
+}
+
+void held_lock::wait_revoked(pending<void(error_code)> h) {
+    if (!revocable) return h.complete(errc::not_revocable);
+    if (st == status::lost) return h.complete(reason);
+    if (st == status::released) return h.complete(errc::lock_released);
+    if (revoke_requested) return h.complete(errc::revocation_requested);
+    auto id = next_waiter++;
+    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
+        auto self = w.lock();
+        if (!self) return;
+        asio::post(self->session->strand(), [self, id] {
+            auto it = self->revoke_waiters.find(id);
+            if (it == self->revoke_waiters.end()) return;
+            auto p = std::move(it->second);
+            self->revoke_waiters.erase(it);
+            p.complete(asio::error::operation_aborted);
+        });
+    });
+    revoke_waiters.emplace(id, std::move(h));
+    arm_watch();
+}
+
 void held_lock::arm_watch() {
     if (st != status::held || watch_id != 0) return;
     auto w = weak_from_this();
@@ -88,11 +123,13 @@ void held_lock::arm_watch() {
     session->get_data(node, watch_id, zk_handler([w](zk_result r) {
         auto self = w.lock();
         if (!self) return;
-        if (r.rc == ZNONODE) {
+        if (r.rc == ZOK) {
+            self->on_data(r.data);
+        } else if (r.rc == ZNONODE) {
             self->session->drop_watch(self->watch_id);
             self->watch_id = 0;
             self->lose(errc::lock_node_deleted);
-        } else if (r.rc != ZOK) {
+        } else {
             // Connection trouble: the session events decide; re-arm after reconnecting.
             self->session->drop_watch(self->watch_id);
             self->watch_id = 0;
@@ -159,6 +196,17 @@ void guard::start_release(std::shared_ptr<detail::held_lock> h, asio::any_comple
     asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable {
         h->release(std::move(p));
     });
+}
+
+void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
+    if (!h) {
+        detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
+        p.complete(errc::not_held);
+        return;
+    }
+    auto s = h->session;
+    detail::pending<void(error_code)> p(std::move(handler), s->executor());
+    asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable { h->wait_revoked(std::move(p)); });
 }
 
 void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {

@@ -183,7 +183,9 @@ private:
     void grant() {
         auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
+        h->revocable = req_.revocable;
         h->start();
+        if (h->revocable) h->arm_watch(); // watch our own node's data for revocation requests
         finish({}, guard(std::move(h)));
     }
 

@@ -41,6 +41,8 @@ enum class errc {
     lock_released,          ///< the lock was released by its holder (loss waiters complete with this)
     not_held,               ///< the guard holds no lock (moved-from, released or never acquired)
     upgrade_not_supported,  ///< a read lock cannot be upgraded to a write lock (it would deadlock)
+    revocation_requested,   ///< another client asked the holder of a revocable lock to let go
+    not_revocable,          ///< async_wait_revoked on a lock not made with mutex_options::revocable
 };
 
 /// The "zklock" category.

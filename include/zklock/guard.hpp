@@ -97,6 +97,20 @@ public:
             token);
     }
 
+    /// For a lock acquired with mutex_options::revocable: completes with errc::revocation_requested
+    /// when another client asks the holder to let go (the holder is asked, not forced: release
+    /// when it suits you). Completes with the loss reason or errc::lock_released if that comes
+    /// first; errc::not_revocable / errc::not_held otherwise.
+    /// Completion signature: void(error_code). Cancellation: terminal, partial, total.
+    template <class CompletionToken>
+    auto async_wait_revoked(CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [h = h_](auto handler) {
+                start_wait_revoked(h, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            },
+            token);
+    }
+
     /// A cancellation slot that emits cancellation_type::terminal when the lock is lost, so a
     /// critical section can bind its work to the lock:
     ///   co_await do_work(asio::bind_cancellation_slot(g.loss_slot(), asio::use_awaitable));
@@ -110,6 +124,7 @@ public:
 
 private:
     static void start_release(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
+    static void start_wait_revoked(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
     static void start_wait_lost(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
 
     std::shared_ptr<detail::held_lock> h_;

@@ -35,6 +35,10 @@ struct mutex_options {
     lock_dialect dialect = lock_dialect::curator;
     /// Waiting algorithm (benchmarks only; see lock_strategy).
     lock_strategy strategy = lock_strategy::predecessor;
+    /// Revocable: the holder watches its node's data (one extra request per grant) and is told,
+    /// through guard::async_wait_revoked, when someone asks it to let go (zklock::async_revoke,
+    /// Curator's Revoker: the data "__REVOKE__", or the recipes' "unlock").
+    bool revocable = false;
 };
 
 namespace detail {
@@ -45,6 +49,7 @@ struct acquire_request {
     bool try_only = false;
     lock_dialect dialect = lock_dialect::curator;
     lock_strategy strategy = lock_strategy::predecessor;
+    bool revocable = false;
     bool rw = false;         ///< the read/write lock's nodes (else the mutex's)
     bool reader = false;     ///< with rw: a read (shared) acquire
     std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
@@ -69,6 +74,8 @@ public:
         : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}
 
     const std::string& path() const noexcept { return path_; }
+    /// Internal: the session the lock lives on.
+    const std::shared_ptr<detail::session_impl>& session_impl() const noexcept { return session_; }
 
     /// Waits for the lock, with no deadline.
     ///
@@ -109,6 +116,18 @@ public:
     }
 
 private:
+    detail::acquire_request request(std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only) const {
+        detail::acquire_request r;
+        r.path = path_;
+        r.node_data = opts_.node_data;
+        r.deadline = deadline;
+        r.try_only = try_only;
+        r.dialect = opts_.dialect;
+        r.strategy = opts_.strategy;
+        r.revocable = opts_.revocable;
+        return r;
+    }
+
     template <class CompletionToken>
     auto initiate(std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only,
                   CompletionToken&& token) {
@@ -117,7 +136,7 @@ private:
                 detail::start_acquire(s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, detail::acquire_request{path_, opts_.node_data, deadline, try_only, opts_.dialect, opts_.strategy});
+            token, session_, request(deadline, try_only));
     }
 
     std::shared_ptr<detail::session_impl> session_;

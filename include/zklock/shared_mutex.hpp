@@ -116,8 +116,14 @@ private:
     }
     detail::acquire_request request(bool reader, std::optional<std::chrono::steady_clock::time_point> deadline,
                                     bool try_only) const {
-        detail::acquire_request r{path_, opts_.node_data, deadline, try_only, opts_.dialect};
+        detail::acquire_request r;
+        r.path = path_;
+        r.node_data = opts_.node_data;
+        r.deadline = deadline;
+        r.try_only = try_only;
+        r.dialect = opts_.dialect;
         r.rw = true;
+        r.revocable = opts_.revocable;
         r.reader = reader;
         return r;
     }

@@ -28,6 +28,9 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     void release(std::optional<pending<void(error_code)>> done);
     /// Loss waiters (strand).
     void wait_lost(pending<void(error_code)> h);
+    /// Revocation waiters (strand).
+    void wait_revoked(pending<void(error_code)> h);
+    void on_data(const std::string& data);
     /// Arms a data watch on the node itself, once (strand).
     void arm_watch();
     void on_session_event(session_event e) override;
@@ -46,6 +49,9 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t watch_id = 0;
     std::uint64_t next_waiter = 1;
     std::map<std::uint64_t, pending<void(error_code)>> loss_waiters;
+    bool revocable = false;
+    bool revoke_requested = false;
+    std::map<std::uint64_t, pending<void(error_code)>> revoke_waiters;
     asio::cancellation_signal loss_signal;
 };
 

@@ -1,0 +1,85 @@
+// zklock/inspect.hpp: who holds a lock, who waits, and the admin operations on them.
+#pragma once
+
+#include <zklock/dialect.hpp>
+#include <zklock/error.hpp>
+#include <zklock/session.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+/// One contender of a lock, as stored in ZooKeeper.
+struct contender_info {
+    std::string name;                   ///< the node's name
+    std::string node_path;              ///< its full path
+    std::int32_t sequence = 0;
+    bool holder = false;                ///< granted (for a read/write lock: every reader below the first writer)
+    bool writer = true;                 ///< false for read nodes of a read/write lock
+    std::string data;                   ///< the holder description ("zklock <host> pid <pid>", Curator's IP, ...)
+    std::chrono::milliseconds age{0};   ///< now minus the node's creation time (server clock)
+    std::int64_t session_id = 0;        ///< the ephemeralOwner
+    std::int64_t czxid = 0;             ///< the fencing token of that grant
+};
+
+/// Which nodes to list: the mutex's or the read/write lock's, in a dialect.
+struct inspect_options {
+    lock_dialect dialect = lock_dialect::curator;
+    bool read_write = false;
+};
+
+namespace detail {
+void start_list_contenders(const std::shared_ptr<session_impl>&, std::string, inspect_options,
+                           asio::any_completion_handler<void(error_code, std::vector<contender_info>)>);
+void start_break_lock(const std::shared_ptr<session_impl>&, std::string,
+                      asio::any_completion_handler<void(error_code)>);
+void start_revoke(const std::shared_ptr<session_impl>&, std::string, inspect_options,
+                  asio::any_completion_handler<void(error_code, std::string)>);
+} // namespace detail
+
+/// Lists a lock's contenders in queue order, holder(s) first, each with its node data and age.
+/// Children that are not contenders are left out. A path that does not exist has no contenders.
+/// Completion signature: void(error_code, std::vector<contender_info>). Not cancellable.
+template <class CompletionToken>
+auto async_list_contenders(session& s, std::string path, inspect_options o, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, std::vector<contender_info>)>(
+        [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, inspect_options o) {
+            detail::start_list_contenders(s, std::move(p), o, std::move(h));
+        }, token, s.impl(), std::move(path), o);
+}
+
+/// Admin: breaks a lock by deleting one contender's node (e.g. the node_path of a holder whose
+/// process hangs without its session expiring). The holder is told through its loss signal
+/// (errc::lock_node_deleted) if it watches its node. `node_path` must name a contender node.
+/// Completion signature: void(error_code). zk_errc::no_node if it is already gone.
+template <class CompletionToken>
+auto async_break_lock(session& s, std::string node_path, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code)>(
+        [](auto h, std::shared_ptr<detail::session_impl> s, std::string p) {
+            detail::start_break_lock(s, std::move(p), std::move(h));
+        }, token, s.impl(), std::move(node_path));
+}
+
+/// Asks the current holder of the lock at `path` to let go: writes Curator's revocation marker
+/// "__REVOKE__" into the holder's node. A holder whose lock was made with
+/// mutex_options::revocable learns it through guard::async_wait_revoked (Curator's revocable
+/// locks react the same way). The holder is asked, not forced. Completion signature:
+/// void(error_code, std::string node_path_of_the_holder); zk_errc::no_node if nobody holds it.
+template <class CompletionToken>
+auto async_revoke(session& s, std::string path, inspect_options o, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, std::string)>(
+        [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, inspect_options o) {
+            detail::start_revoke(s, std::move(p), o, std::move(h));
+        }, token, s.impl(), std::move(path), o);
+}
+
+} // namespace zklock

@@ -1,0 +1,57 @@
+// zklock/multi_lock.hpp: several locks, all or nothing.
+#pragma once
+
+#include <zklock/error.hpp>
+#include <zklock/guard.hpp>
+#include <zklock/mutex.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+namespace detail {
+void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::steady_clock::time_point> deadline,
+                       asio::any_completion_handler<void(error_code, std::vector<guard>)> handler);
+} // namespace detail
+
+/// Acquires every lock of `locks`, or none: in a canonical order (sorted by path, so two callers
+/// with overlapping sets cannot deadlock), with one deadline for the whole set. On failure,
+/// timeout or cancellation the locks taken so far are released in reverse order before the
+/// handler runs.
+///
+/// Completion signature: void(error_code, std::vector<guard>), the guards in canonical (path)
+/// order. Errors: errc::invalid_argument (empty set, or one path twice: it would wait for
+/// itself), errc::acquire_timeout, asio::error::operation_aborted, and any error of
+/// mutex::async_acquire. Per-operation cancellation: terminal, partial, total (no node is left).
+/// Executor: the handler's associated executor (default: the first lock's session executor).
+template <class CompletionToken>
+auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
+        [](auto handler, std::vector<mutex> l) {
+            detail::start_acquire_all(std::move(l), std::nullopt,
+                asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
+        },
+        token, std::move(locks));
+}
+
+/// As async_acquire_all, failing with errc::acquire_timeout once `timeout` has passed.
+template <class Rep, class Period, class CompletionToken>
+auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, Period> timeout,
+                           CompletionToken&& token) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
+    return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
+        [](auto handler, std::vector<mutex> l, std::chrono::steady_clock::time_point d) {
+            detail::start_acquire_all(std::move(l), d,
+                asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
+        },
+        token, std::move(locks), deadline);
+}
+
+} // namespace zklock

@@ -1,0 +1,129 @@
+// Inspection and admin operations: coroutines on the session's strand.
+#include <zklock/inspect.hpp>
+#include <zklock/path.hpp>
+
+#include "detail/pending.hpp"
+#include "detail/protocol.hpp"
+#include "detail/session_impl.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace zklock::detail {
+namespace {
+
+using asio::use_awaitable;
+
+error_code rc_error(int rc) { return rc == ZOK ? error_code{} : error_code(rc, zookeeper_category()); }
+
+lock_family family_of(const inspect_options& o) { return o.read_write ? lock_family::rw : lock_family::mutex; }
+
+/// Lists and reads every contender (the getData requests go out in one flight).
+asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& s, std::string path, inspect_options o) {
+    auto l = co_await s.async_get_children(path, use_awaitable);
+    std::vector<contender_info> out;
+    if (l.rc == ZNONODE) co_return std::make_pair(ZOK, std::move(out));
+    if (l.rc != ZOK) co_return std::make_pair(l.rc, std::move(out));
+    auto sorted = sorted_contenders(l.children, o.dialect, family_of(o));
+    // pipelined reads: ZooKeeper answers one session's requests in order
+    auto remaining = std::make_shared<std::size_t>(sorted.size());
+    auto results = std::make_shared<std::vector<zk_result>>(sorted.size());
+    asio::steady_timer done(s.strand(), std::chrono::steady_clock::time_point::max());
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+        s.get_data(path + "/" + std::string(sorted[i].name), 0, zk_handler([results, remaining, i, &done](zk_result r) {
+            (*results)[i] = std::move(r);
+            if (--*remaining == 0) done.cancel();
+        }));
+    if (!sorted.empty()) co_await done.async_wait(asio::as_tuple(use_awaitable));
+    auto now = std::chrono::system_clock::now();
+    bool writer_seen = false;
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+        auto& r = (*results)[i];
+        if (r.rc == ZNONODE) continue; // went away meanwhile
+        if (r.rc != ZOK) co_return std::make_pair(r.rc, std::vector<contender_info>{});
+        contender_info c;
+        c.name = std::string(sorted[i].name);
+        c.node_path = path + "/" + c.name;
+        c.sequence = sorted[i].seq;
+        c.writer = sorted[i].writer;
+        c.holder = out.empty() || (!c.writer && !writer_seen);
+        writer_seen = writer_seen || c.writer;
+        c.data = std::move(r.data);
+        c.age = std::chrono::duration_cast<std::chrono::milliseconds>(
+            now - std::chrono::system_clock::time_point(std::chrono::milliseconds(r.stat.ctime)));
+        c.session_id = r.stat.ephemeralOwner;
+        c.czxid = r.stat.czxid;
+        out.push_back(std::move(c));
+    }
+    co_return std::make_pair(ZOK, std::move(out));
+}
+
+template <class... Args, class Body>
+void run_on_strand(const std::shared_ptr<session_impl>& s, pending<void(error_code, Args...)> p, Body body) {
+    auto& strand = s->strand();
+    auto shared = std::make_shared<std::optional<pending<void(error_code, Args...)>>>(std::move(p));
+    asio::co_spawn(strand, body(s, shared), [shared](std::exception_ptr e) {
+        if (e && *shared) (**shared).complete(make_error_code(errc::invalid_argument), Args{}...);
+    });
+}
+
+error_code check(const std::shared_ptr<session_impl>& s, const std::string& path) {
+    if (auto ec = validate_lock_path(path)) return ec;
+    if (s->state() == session_state::disconnected) return errc::not_connected;
+    if (s->state() == session_state::closed) return asio::error::operation_aborted;
+    return {};
+}
+
+} // namespace
+
+void start_list_contenders(const std::shared_ptr<session_impl>& s, std::string path, inspect_options o,
+                           asio::any_completion_handler<void(error_code, std::vector<contender_info>)> h) {
+    using P = pending<void(error_code, std::vector<contender_info>)>;
+    P p(std::move(h), s->executor());
+    if (auto ec = check(s, path)) return p.complete(ec, {});
+    run_on_strand<std::vector<contender_info>>(s, std::move(p),
+        [path, o](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out) -> asio::awaitable<void> {
+            auto [rc, list_] = co_await list(*s, path, o);
+            (**out).complete(rc_error(rc), std::move(list_));
+            out->reset();
+        });
+}
+
+void start_break_lock(const std::shared_ptr<session_impl>& s, std::string node_path,
+                      asio::any_completion_handler<void(error_code)> h) {
+    pending<void(error_code)> p(std::move(h), s->executor());
+    if (auto ec = check(s, node_path)) return p.complete(ec);
+    auto name = last_segment(node_path);
+    if (!parse_contender(name, lock_family::mutex, lock_dialect::kazoo) &&
+        !parse_contender(name, lock_family::rw, lock_dialect::curator) &&
+        !parse_contender(name, lock_family::rw, lock_dialect::kazoo))
+        return p.complete(errc::invalid_argument); // not a lock node: refuse to delete it
+    asio::post(s->strand(), [s, node_path = std::move(node_path), p = std::move(p)]() mutable {
+        s->remove(node_path, -1, zk_handler([p = std::move(p)](zk_result r) mutable { p.complete(rc_error(r.rc)); }));
+    });
+}
+
+void start_revoke(const std::shared_ptr<session_impl>& s, std::string path, inspect_options o,
+                  asio::any_completion_handler<void(error_code, std::string)> h) {
+    using P = pending<void(error_code, std::string)>;
+    P p(std::move(h), s->executor());
+    if (auto ec = check(s, path)) return p.complete(ec, {});
+    run_on_strand<std::string>(s, std::move(p),
+        [path, o](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out) -> asio::awaitable<void> {
+            auto [rc, list_] = co_await list(*s, path, o);
+            if (rc != ZOK || list_.empty()) {
+                (**out).complete(rc != ZOK ? rc_error(rc) : make_error_code(zk_errc::no_node), std::string());
+                out->reset();
+                co_return;
+            }
+            auto node = list_.front().node_path;
+            auto r = co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(zk_result)>(
+                [&](auto handler) { s->set_data(node, "__REVOKE__", -1, zk_handler(std::move(handler))); }, use_awaitable);
+            (**out).complete(rc_error(r.rc), node);
+            out->reset();
+        });
+}
+
+} // namespace zklock::detail
