@@ -7,6 +7,7 @@
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
+#include <zklock/reentrant_mutex.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 #include <zklock/znode.hpp>

@@ -43,6 +43,10 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
         if (done) done->complete({});
         return;
     }
+    if (--holds > 0) { // a reentrant hold: the node stays until the last one goes
+        if (done) done->complete({});
+        return;
+    }
     bool was_held = st == status::held;
     st = status::released;
     session->remove_listener(listener_id);

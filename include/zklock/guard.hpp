@@ -122,6 +122,9 @@ public:
     /// Gives up ownership without waiting: the node is deleted in the background.
     void release_in_background() noexcept;
 
+    /// Internal: the shared state behind the guard.
+    const std::shared_ptr<detail::held_lock>& state() const noexcept { return h_; }
+
 private:
     static void start_release(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
     static void start_wait_revoked(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);

@@ -42,6 +42,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     const std::int64_t czxid;
     const std::int64_t session_id;
 
+    int holds = 1;               // strand: guards sharing this node (reentrant acquires); deleted at 0
     std::atomic<bool> lost{false};
     error_code reason;           // written on the strand before `lost` is set
     status st = status::held;    // strand

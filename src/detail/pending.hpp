@@ -50,6 +50,11 @@ public:
         if (slot.is_connected()) slot.assign(std::forward<F>(f));
     }
 
+    /// The handler's cancellation slot (to bind an inner operation to it).
+    asio::cancellation_slot slot() const {
+        return h_ ? asio::get_associated_cancellation_slot(*h_) : asio::cancellation_slot();
+    }
+
     void complete(Args... args) {
         assert(h_);
         auto slot = asio::get_associated_cancellation_slot(*h_);

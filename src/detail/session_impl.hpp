@@ -159,6 +159,9 @@ public:
     std::uint64_t add_watch(std::function<void(int)> fn);
     void drop_watch(std::uint64_t id) { watches_.erase(id); }
 
+    /// Per-session state of a recipe (strand), created by the recipe on first use.
+    std::shared_ptr<void>& extension(std::uint64_t key) { return extensions_[key]; }
+
     // -- listeners (strand) --
     std::uint64_t add_listener(std::weak_ptr<session_listener> l);
     void remove_listener(std::uint64_t id) { listeners_.erase(id); }
@@ -227,6 +230,7 @@ private:
     std::unordered_map<std::uint64_t, std::function<void(int)>> watches_;
     std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;
     std::list<cleanup_job> cleanups_;
+    std::map<std::uint64_t, std::shared_ptr<void>> extensions_;
     std::mutex closers_mu_;
     std::vector<std::thread> closers_;
 };

@@ -1,6 +1,7 @@
 // Multi-locks, inspection, breaking and revoking locks, against a real ZooKeeper.
 #include <zklock/inspect.hpp>
 #include <zklock/multi_lock.hpp>
+#include <zklock/reentrant_mutex.hpp>
 
 #include "common.hpp"
 
@@ -144,6 +145,44 @@ TEST(Inspect, ListsContendersBreaksAndRevokes) {
         co_await gb.async_release(use_awaitable);
         co_await g.async_release(use_awaitable);
         co_await zklock::async_delete_node(*a, path + "/not-a-lock", -1, use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("reentrant");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::reentrant_mutex ra(*a, path), rb(*b, path);
+        auto g1 = co_await ra.async_acquire(1, use_awaitable);
+        auto before = a->statistics().requests();
+        auto g2 = co_await ra.async_acquire(1, use_awaitable); // same owner: at once, same node
+        EXPECT_EQ(a->statistics().requests(), before) << "a nested acquire must not talk to ZooKeeper";
+        EXPECT_EQ(g1.node_path(), g2.node_path());
+        EXPECT_EQ(g1.fencing_token(), g2.fencing_token());
+        // another owner, same session: excluded
+        zklock::guard g3;
+        bool g3_done = false;
+        ra.async_acquire(2, [&](zklock::error_code ec, zklock::guard g) { EXPECT_FALSE(ec); g3 = std::move(g); g3_done = true; });
+        // another session: excluded too
+        zklock::mutex mb(*b, path);
+        auto [ec, none] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::lock_busy);
+        co_await g2.async_release(use_awaitable);
+        co_await sleep_for(100ms);
+        EXPECT_FALSE(g3_done) << "released after the first of two holds";
+        auto kids = co_await children_of(*a, path);
+        EXPECT_NE(std::find(kids.begin(), kids.end(), std::string(zklock::detail::last_segment(g1.node_path()))), kids.end());
+        co_await g1.async_release(use_awaitable); // the last hold: the node goes, owner 2 gets it
+        for (int i = 0; i < 300 && !g3_done; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(g3_done);
+        // owner 2 re-enters while holding, and a third nested acquire joins... then all release
+        auto g4 = co_await ra.async_acquire(2, use_awaitable);
+        EXPECT_EQ(g4.node_path(), g3.node_path());
+        g4.release_in_background();
+        co_await g3.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
     }());
 }
