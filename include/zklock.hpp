@@ -8,6 +8,7 @@
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 #include <zklock/reentrant_mutex.hpp>
+#include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
 #include <zklock/znode.hpp>

@@ -2,6 +2,7 @@
 #include <zklock/inspect.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/reentrant_mutex.hpp>
+#include <zklock/semaphore.hpp>
 
 #include "common.hpp"
 
@@ -185,4 +186,56 @@ TEST(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
         co_await g3.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
     }());
+}
+
+TEST(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
+    constexpr int n = 3, sessions = 4, coroutines = 4, rounds = 3;
+    asio::io_context io;
+    int inside = 0, max_inside = 0, done = 0;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("sem");
+        std::vector<std::unique_ptr<zklock::session>> ss;
+        for (int i = 0; i < sessions; ++i) ss.push_back(co_await connect());
+        auto ex = co_await asio::this_coro::executor;
+        for (int i = 0; i < sessions; ++i)
+            for (int c = 0; c < coroutines; ++c)
+                asio::co_spawn(ex, [&, i]() -> awaitable<void> {
+                    zklock::semaphore sem(*ss[i], path, n);
+                    for (int r = 0; r < rounds; ++r) {
+                        auto lease = co_await sem.async_acquire(use_awaitable);
+                        max_inside = std::max(max_inside, ++inside);
+                        co_await sleep_for(10ms);
+                        --inside;
+                        co_await lease.async_release(use_awaitable);
+                    }
+                    ++done;
+                }, boost::asio::detached);
+        for (int i = 0; i < 3000 && done < sessions * coroutines; ++i) co_await sleep_for(10ms);
+        EXPECT_EQ(done, sessions * coroutines);
+        EXPECT_LE(max_inside, n) << "more than N leases at once";
+        EXPECT_EQ(max_inside, n) << "the leases were never all used";
+
+        // timeout and cancellation leave no lease; a different N is refused
+        zklock::semaphore sem(*ss[0], path, n);
+        std::vector<zklock::guard> held;
+        for (int i = 0; i < n; ++i) held.push_back(co_await sem.async_acquire(use_awaitable));
+        auto [ec, g] = co_await sem.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
+        asio::cancellation_signal sig;
+        bool cancelled = false;
+        sem.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code e, zklock::guard) {
+            cancelled = e == asio::error::operation_aborted;
+        }));
+        co_await sleep_for(100ms);
+        sig.emit(asio::cancellation_type::terminal);
+        for (int i = 0; i < 300 && !cancelled; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(cancelled);
+        EXPECT_EQ((co_await children_of(*ss[0], path + "/leases")).size(), static_cast<std::size_t>(n)) << "orphaned lease";
+        zklock::semaphore other(*ss[1], path, n + 1);
+        auto [ec2, g2] = co_await other.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec2, errc::invalid_argument) << "a different N must be refused";
+        for (auto& h : held) co_await h.async_release(use_awaitable);
+        co_await expect_no_leftovers(*ss[0], path + "/leases");
+        co_await expect_no_leftovers(*ss[0], path + "/locks");
+    }(), 120s);
 }

@@ -1,0 +1,82 @@
+// zklock/semaphore.hpp: a counting semaphore: at most N leases held at once on one path.
+#pragma once
+
+#include <zklock/error.hpp>
+#include <zklock/guard.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/session.hpp>
+
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace zklock {
+
+namespace asio = boost::asio;
+
+namespace detail {
+void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
+                 std::optional<std::chrono::steady_clock::time_point> deadline,
+                 asio::any_completion_handler<void(error_code, guard)> handler);
+} // namespace detail
+
+/// A counting semaphore on a ZooKeeper path: at most `max_leases` leases are held at once.
+///
+/// Protocol (the layout of Curator's InterProcessSemaphoreV2): an acquire takes an internal
+/// exclusive lock on "<path>/locks", creates its lease "<path>/leases/_c_<uuid>-lease-<seq>"
+/// (EPHEMERAL_SEQUENTIAL), and while more than N leases exist waits on a children watch of
+/// "<path>/leases"; then it lets the internal lock go. Only the one client holding the internal
+/// lock ever waits on the children, so a released lease wakes one client, not all of them.
+///
+/// The source of truth for N: the first acquire on a path writes N as the data of
+/// "<path>/leases"; an acquire with another N fails with errc::invalid_argument instead of
+/// letting clients with different views overrun the limit. (Delete the path to change N.)
+///
+/// A lease is a guard: release it (or let it go out of scope), watch it for loss
+/// (session expiry, ...) and use its fencing token, like any lock. Cancellation and deadlines
+/// leave no lease behind.
+class semaphore {
+public:
+    semaphore(session& s, std::string path, int max_leases, mutex_options opts = {})
+        : session_(s.impl()), path_(std::move(path)), max_(max_leases), opts_(std::move(opts)) {}
+
+    const std::string& path() const noexcept { return path_; }
+    int max_leases() const noexcept { return max_; }
+
+    /// Waits for a lease. Completion signature: void(error_code, guard). Errors as
+    /// mutex::async_acquire, plus errc::invalid_argument (N < 1, or N differs from the path's).
+    /// Per-operation cancellation: terminal, partial, total.
+    template <class CompletionToken>
+    auto async_acquire(CompletionToken&& token) {
+        return initiate(std::nullopt, std::forward<CompletionToken>(token));
+    }
+    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
+    template <class Rep, class Period, class CompletionToken>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
+        return initiate(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
+                        std::forward<CompletionToken>(token));
+    }
+
+private:
+    template <class CompletionToken>
+    auto initiate(std::optional<std::chrono::steady_clock::time_point> deadline, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code, guard)>(
+            [](auto handler, std::shared_ptr<detail::session_impl> s, std::string p, int n, std::string d,
+               std::optional<std::chrono::steady_clock::time_point> dl) {
+                detail::start_lease(s, std::move(p), n, std::move(d), dl,
+                    asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
+            },
+            token, session_, path_, max_, opts_.node_data, deadline);
+    }
+
+    std::shared_ptr<detail::session_impl> session_;
+    std::string path_;
+    int max_;
+    mutex_options opts_;
+};
+
+} // namespace zklock

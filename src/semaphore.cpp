@@ -1,0 +1,201 @@
+// The counting semaphore: an internal lock serialises the lease takers; only its holder watches
+// the leases, so a released lease wakes one client.
+#include <zklock/path.hpp>
+#include <zklock/semaphore.hpp>
+
+#include "detail/held_lock.hpp"
+#include "detail/protocol.hpp"
+#include "detail/session_impl.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace zklock::detail {
+namespace {
+
+using asio::use_awaitable;
+using clock = std::chrono::steady_clock;
+
+bool is_lease(std::string_view name) {
+    constexpr std::string_view marker = "-lease-";
+    return name.size() >= marker.size() + 10 && name.substr(name.size() - 10 - marker.size(), marker.size()) == marker &&
+           parse_sequence(name.substr(name.size() - 10)).has_value();
+}
+
+/// start_acquire as an Asio operation, with the given cancellation slot.
+template <class Token>
+auto async_acquire_internal(std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot, Token&& token) {
+    return asio::async_initiate<Token, void(error_code, guard)>(
+        [](auto h, std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot) {
+            start_acquire(s, std::move(r),
+                          asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(slot, std::move(h))));
+        },
+        token, std::move(s), std::move(r), slot);
+}
+
+class lease_op final : public session_listener, public std::enable_shared_from_this<lease_op> {
+public:
+    lease_op(std::shared_ptr<session_impl> s, std::string path, int n, std::string data,
+             std::optional<clock::time_point> deadline, pending<void(error_code, guard)> h)
+        : s_(std::move(s)), path_(std::move(path)), n_(n), data_(std::move(data)), deadline_(deadline),
+          handler_(std::move(h)), wake_(s_->strand()) {}
+
+    static void start(std::shared_ptr<lease_op> op) {
+        op->handler_.on_cancel([w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type t) {
+            asio::post(strand, [w, t] {
+                if (auto o = w.lock()) {
+                    o->cancelled_ = true;
+                    o->inner_.emit(t);
+                    o->wake_.cancel();
+                }
+            });
+        });
+        auto& strand = op->s_->strand();
+        asio::co_spawn(strand, run(std::move(op)), [](std::exception_ptr e) {
+            if (e) std::rethrow_exception(e);
+        });
+    }
+
+    void on_session_event(session_event e) override {
+        if (e == session_event::expired) fatal_ = errc::session_expired;
+        else if (e == session_event::closed) fatal_ = asio::error::operation_aborted;
+        else if (e != session_event::reconnected) return;
+        wake_.cancel();
+    }
+
+private:
+    bool stop() const { return cancelled_ || fatal_ || (deadline_ && clock::now() >= *deadline_); }
+    error_code reason() const {
+        if (fatal_) return fatal_;
+        return cancelled_ ? error_code(asio::error::operation_aborted) : error_code(errc::acquire_timeout);
+    }
+
+    asio::awaitable<zk_result> create_leases_node() {
+        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER, use_awaitable);
+        co_return r;
+    }
+
+    /// Lets go of what we hold (our lease unless granted, the internal lock) and completes.
+    asio::awaitable<void> finish(error_code ec, guard lease = {}) {
+        if (!lease && !lease_node_.empty() && s_->state() == session_state::connected) {
+            auto r = co_await s_->async_remove(lease_node_, use_awaitable);
+            if (r.rc != ZOK && r.rc != ZNONODE) s_->delete_in_background(lease_node_);
+        } else if (!lease && !lease_node_.empty()) {
+            s_->delete_in_background(lease_node_);
+        }
+        if (internal_) co_await internal_.async_release(asio::as_tuple(use_awaitable));
+        s_->remove_listener(listener_id_);
+        handler_.complete(ec, std::move(lease));
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<lease_op> self) {
+        auto& op = *self;
+        auto& s = *op.s_;
+        op.listener_id_ = s.add_listener(self);
+        if (op.n_ < 1) co_return co_await op.finish(errc::invalid_argument);
+
+        // 1. the internal lock (Curator's "<path>/locks")
+        acquire_request r;
+        r.path = op.path_ + "/locks";
+        r.node_data = op.data_;
+        r.deadline = op.deadline_;
+        auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(), asio::as_tuple(use_awaitable));
+        if (ec) co_return co_await op.finish(ec);
+        op.internal_ = std::move(lock);
+
+        // 2. N, the path's source of truth, then our lease
+        const std::string leases = op.path_ + "/leases";
+        auto d = co_await s.async_get_data(leases, 0, use_awaitable);
+        if (d.rc == ZNONODE) {
+            auto c = co_await op.create_leases_node();
+            if (c.rc != ZOK && c.rc != ZNODEEXISTS) co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
+            d = co_await s.async_get_data(leases, 0, use_awaitable);
+        }
+        if (d.rc != ZOK) co_return co_await op.finish(error_code(d.rc, zookeeper_category()));
+        if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::invalid_argument);
+        const auto guid = make_guid();
+        auto c = co_await s.async_create(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable);
+        if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
+            s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
+            co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
+        }
+        if (c.rc != ZOK) co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
+        op.lease_node_ = c.path;
+        const std::string mine(last_segment(c.path));
+
+        // 3. wait while more than N leases exist (only the internal lock's holder waits)
+        for (;;) {
+            if (op.stop()) co_return co_await op.finish(op.reason());
+            op.recheck_ = false;
+            auto wid = s.add_watch([w = op.weak_from_this()](int) {
+                if (auto o = w.lock()) {
+                    o->recheck_ = true;
+                    o->wake_.cancel();
+                }
+            });
+            auto l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
+            if (l.rc != ZOK) {
+                s.drop_watch(wid);
+                if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) continue;
+                co_return co_await op.finish(op.fatal_ ? op.fatal_ : error_code(l.rc, zookeeper_category()));
+            }
+            std::size_t count = 0;
+            bool present = false;
+            for (auto& k : l.children) {
+                if (!is_lease(k)) continue;
+                ++count;
+                present = present || k == mine;
+            }
+            if (!present) {
+                s.drop_watch(wid);
+                op.lease_node_.clear();
+                co_return co_await op.finish(errc::lock_node_deleted);
+            }
+            if (count <= static_cast<std::size_t>(op.n_)) {
+                s.drop_watch(wid);
+                if (op.stop()) co_return co_await op.finish(op.reason());
+                auto h = std::make_shared<held_lock>(op.s_, op.lease_node_, *parse_sequence(mine.substr(mine.size() - 10)),
+                                                     c.stat.czxid, s.session_id());
+                h->start();
+                co_return co_await op.finish({}, guard(std::move(h)));
+            }
+            if (!op.recheck_ && !op.stop()) {
+                op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+            }
+            s.drop_watch(wid);
+        }
+    }
+
+    std::shared_ptr<session_impl> s_;
+    std::string path_;
+    int n_;
+    std::string data_;
+    std::optional<clock::time_point> deadline_;
+    pending<void(error_code, guard)> handler_;
+    asio::steady_timer wake_;
+    asio::cancellation_signal inner_;
+    guard internal_;
+    std::string lease_node_;
+    std::uint64_t listener_id_ = 0;
+    bool cancelled_ = false;
+    bool recheck_ = false;
+    error_code fatal_;
+};
+
+} // namespace
+
+void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
+                 std::optional<std::chrono::steady_clock::time_point> deadline,
+                 asio::any_completion_handler<void(error_code, guard)> handler) {
+    pending<void(error_code, guard)> p(std::move(handler), s->executor());
+    if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
+    if (max_leases < 1) return p.complete(errc::invalid_argument, guard{});
+    if (data.empty()) data = "zklock lease";
+    lease_op::start(std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p)));
+}
+
+} // namespace zklock::detail
