@@ -21,10 +21,10 @@ run_case() {
   for c in "$@"; do
     i=$((i + 1))
     case "$c" in
-      curator) java -cp "$work:$CP" CuratorContender "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
-      kazoo) /usr/bin/python3 "$src/kazoo_contender.py" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
+      curator) timeout 240 java -cp "$work:$CP" CuratorContender "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
+      kazoo) timeout 240 /usr/bin/python3 "$src/kazoo_contender.py" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
       zklock:*) IFS=: read -r _ n dialect <<<"$c"
-         "$build/test/zklock_interop_contender" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" "$mode" &
+         timeout 240 "$build/test/zklock_interop_contender" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" "$mode" &
          expected=$((expected + iters * n));;
     esac
     pids+=($!)
@@ -64,7 +64,7 @@ PY
 run_case curator mutex curator curator zklock:3:curator zklock:2:curator
 # kazoo's Lock (extra_lock_patterns=["-lock-"]) and zklock's kazoo dialect
 run_case kazoo mutex kazoo kazoo zklock:3:kazoo zklock:2:kazoo
-# read/write locks: Curator's InterProcessReadWriteLock, kazoo's ReadLock/WriteLock
+# read/write locks: Curator's InterProcessReadWriteLock; kazoo's WriteLock (its ReadLock: see kazoo_contender.py)
 run_case curator-rw rw curator curator zklock:3:curator zklock:2:curator
 run_case kazoo-rw rw kazoo kazoo zklock:3:kazoo zklock:2:kazoo
 
