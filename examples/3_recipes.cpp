@@ -42,6 +42,17 @@ asio::awaitable<void> run(std::string connect) {
     auto [ec] = co_await g.async_wait_revoked(asio::as_tuple(asio::use_awaitable)); // errc::revocation_requested
     std::cout << "revocation: " << ec.message() << "\n";
 
+    // a counting semaphore: at most 3 leases at once (N is stored on the path and checked)
+    zklock::semaphore pool{zk, "/locks/pool", 3};
+    auto lease = co_await pool.async_acquire_for(5s, asio::use_awaitable);
+    std::cout << "lease " << lease.node_path() << "\n";
+
+    // reentrancy, keyed to an explicit owner (not a thread)
+    zklock::reentrant_mutex rm{zk, "/locks/account-7"};
+    auto outer = co_await rm.async_acquire(/*owner=*/42, asio::use_awaitable);
+    auto inner = co_await rm.async_acquire(42, asio::use_awaitable); // at once, same node
+    std::cout << "re-entered: " << (outer.node_path() == inner.node_path()) << "\n";
+
     // who holds it? (holder first, with the holder's description and the age of each node)
     for (auto& c : co_await zklock::async_list_contenders(zk, "/locks/report", {}, asio::use_awaitable))
         std::cout << (c.holder ? "holds " : "waits ") << c.data << " for " << c.age.count() << " ms\n";

@@ -34,7 +34,11 @@ void held_lock::on_session_event(session_event e) {
     case session_event::expired: lose(errc::session_expired); break;
     case session_event::closed: lose(errc::session_closed); break;
     case session_event::reconnected:
-    case session_event::suspended: break;
+        // a watch whose request failed during the disconnect: arm it again
+        if (st == status::held && watch_id == 0 && wants_watch) arm_watch();
+        break;
+    case session_event::suspended:
+    case session_event::state_changed: break;
     }
 }
 
@@ -113,6 +117,7 @@ void held_lock::wait_revoked(pending<void(error_code)> h) {
 }
 
 void held_lock::arm_watch() {
+    wants_watch = true;
     if (st != status::held || watch_id != 0) return;
     auto w = weak_from_this();
     watch_id = session->add_watch([w](int type) {

@@ -51,10 +51,13 @@ private:
     }
 
     void rollback(error_code ec) {
-        if (held_.empty()) return handler_.complete(ec, {});
-        guard g = std::move(held_.back());
-        held_.pop_back();
-        g.async_release(asio::bind_executor(strand_, [self = shared_from_this(), ec](error_code) { self->rollback(ec); }));
+        // In reverse order; each delete is guaranteed in the background, so a partition does not
+        // hold up the caller past its deadline.
+        while (!held_.empty()) {
+            held_.back().release_in_background();
+            held_.pop_back();
+        }
+        handler_.complete(ec, {});
     }
 
     std::vector<mutex> locks_;

@@ -53,7 +53,8 @@ public:
 
     void on_session_event(session_event e) override {
         switch (e) {
-        case session_event::reconnected: recheck_ = true; break;
+        case session_event::reconnected:
+        case session_event::state_changed: recheck_ = true; break;
         case session_event::expired: fatal_ = errc::session_expired; break;
         case session_event::closed: fatal_ = asio::error::operation_aborted; break;
         case session_event::suspended:
@@ -195,9 +196,21 @@ private:
         auto& op = *self;
         auto& s = *op.s_;
         const std::string node = op.req_.path + "/lock";
-        const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
+        // The node's data starts with a guid of this acquire: a create whose reply was lost is
+        // recognised by it (and only by it: the session alone would also match a sibling's node).
+        const std::string guid = make_guid();
+        const std::string data = guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
+        auto ours = [&](const zk_result& g) { return g.rc == ZOK && g.data.compare(0, guid.size(), guid) == 0; };
+        bool maybe_created = false; // a create failed with connection loss: it may have been applied
+        auto give_up = [&](error_code ec) -> asio::awaitable<void> {
+            if (maybe_created && s.state() == session_state::connected) {
+                auto g = co_await s.async_get_data(node, 0, use_awaitable);
+                if (ours(g)) op.my_node_ = node; // abandon deletes it
+            }
+            co_await op.abandon(ec);
+        };
         for (int parent_attempts = 0;;) {
-            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            if (op.should_stop()) co_return co_await give_up(op.stop_reason());
             auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable);
             if (r.rc == ZOK) {
                 op.my_node_ = node;
@@ -210,8 +223,9 @@ private:
                 if (rc != ZOK && !is_connection_rc(rc)) co_return op.finish(op.fail_code(rc));
                 continue;
             }
-            if (r.rc != ZNODEEXISTS && !is_connection_rc(r.rc)) co_return op.finish(op.fail_code(r.rc));
-            // Taken (or the reply was lost): see who owns it, and watch it.
+            if (is_connection_rc(r.rc)) maybe_created = true;
+            else if (r.rc != ZNODEEXISTS) co_return op.finish(op.fail_code(r.rc));
+            // Taken (or our reply was lost): see whose it is, and watch it.
             op.recheck_ = false;
             auto wid = s.add_watch([w = op.weak_from_this()](int) {
                 if (auto o = w.lock()) {
@@ -220,21 +234,22 @@ private:
                 }
             });
             auto g = co_await s.async_get_data(node, wid, use_awaitable);
-            if (g.rc == ZOK && g.stat.ephemeralOwner == s.session_id()) {
+            if (ours(g)) {
                 s.drop_watch(wid); // our create was applied; its reply was lost
                 op.my_node_ = node;
                 op.czxid_ = g.stat.czxid;
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
+            if (g.rc == ZOK || g.rc == ZNONODE) maybe_created = false; // the answer is in: not ours
             if (g.rc == ZOK && op.req_.try_only) {
                 s.drop_watch(wid);
                 co_return op.finish(errc::lock_busy);
             }
             if (g.rc == ZOK) co_await op.wait_event();
             s.drop_watch(wid);
-            if (is_connection_rc(g.rc) || is_connection_rc(r.rc)) {
-                if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+            if (is_connection_rc(g.rc)) {
+                if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
             }
         }
     }

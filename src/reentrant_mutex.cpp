@@ -38,6 +38,11 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     asio::post(s->strand(), [s, req = std::move(req), owner, p = std::move(p)]() mutable {
         auto table = table_of(*s);
+        if (table->entries.size() > 64) // forget owners that hold nothing any more
+            std::erase_if(table->entries, [](const auto& kv) {
+                auto h = kv.second.held.lock();
+                return !kv.second.acquiring && (!h || h->st != held_lock::status::held);
+            });
         auto key = std::make_pair(req.path, owner);
         auto& e = table->entries[key];
         if (auto h = e.held.lock(); h && h->st == held_lock::status::held) {

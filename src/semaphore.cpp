@@ -62,7 +62,7 @@ public:
     void on_session_event(session_event e) override {
         if (e == session_event::expired) fatal_ = errc::session_expired;
         else if (e == session_event::closed) fatal_ = asio::error::operation_aborted;
-        else if (e != session_event::reconnected) return;
+        else if (e != session_event::reconnected && e != session_event::state_changed) return;
         wake_.cancel();
     }
 
@@ -86,7 +86,7 @@ private:
         } else if (!lease && !lease_node_.empty()) {
             s_->delete_in_background(lease_node_);
         }
-        if (internal_) co_await internal_.async_release(asio::as_tuple(use_awaitable));
+        internal_.release_in_background(); // (not awaited: a partition must not hold up the caller)
         s_->remove_listener(listener_id_);
         handler_.complete(ec, std::move(lease));
     }
@@ -139,7 +139,14 @@ private:
             auto l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
             if (l.rc != ZOK) {
                 s.drop_watch(wid);
-                if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) continue;
+                if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) {
+                    // wait for the reconnect (or the deadline, a cancel, the session's end)
+                    while (!op.recheck_ && !op.stop() && s.state() != session_state::connected) {
+                        op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                        co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                    }
+                    continue;
+                }
                 co_return co_await op.finish(op.fatal_ ? op.fatal_ : error_code(l.rc, zookeeper_category()));
             }
             std::size_t count = 0;

@@ -140,7 +140,12 @@ bool zk_handle::init(const std::string& connect, int timeout_ms) {
     if (!zh) return false;
     // By default the client resolves host names on every I/O loop iteration.
     zoo_set_servers_resolution_delay(zh, -1);
-    std::lock_guard lk(mu_);
+    std::unique_lock lk(mu_);
+    if (closed_) { // shutdown() closed this handle while we were creating it
+        lk.unlock();
+        zookeeper_close(zh);
+        return false;
+    }
     zh_ = zh;
     return true;
 }
@@ -283,7 +288,25 @@ void session_impl::close_handle_in_background(std::shared_ptr<zk_handle> h) {
     if (!h) return;
     // zookeeper_close can block for seconds against a dead server: never on the io_context.
     std::lock_guard lk(closers_mu_);
-    closers_.emplace_back([h = std::move(h)] { h->close(); });
+    join_finished_closers();
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    closers_.emplace_back([h = std::move(h), done] {
+        h->close();
+        *done = true;
+    });
+    closers_done_.push_back(done);
+}
+
+void session_impl::join_finished_closers() {
+    for (std::size_t i = 0; i < closers_.size();) {
+        if (i < closers_done_.size() && *closers_done_[i]) {
+            closers_[i].join();
+            closers_.erase(closers_.begin() + static_cast<std::ptrdiff_t>(i));
+            closers_done_.erase(closers_done_.begin() + static_cast<std::ptrdiff_t>(i));
+        } else {
+            ++i;
+        }
+    }
 }
 
 void session_impl::connect(pending<void(error_code)> h) {
@@ -315,10 +338,12 @@ void session_impl::connect(pending<void(error_code)> h) {
                 std::lock_guard lk(s->handle_mu_);
                 old = std::move(s->handle_);
             }
+            s->generation_.fetch_add(1); // events the abandoned handle already posted are stale
             s->close_handle_in_background(std::move(old));
             s->set_state(session_state::disconnected);
             for (auto& w : s->connect_waiters_) w.complete(errc::connect_timeout);
             s->connect_waiters_.clear();
+            s->notify(session_event::state_changed); // acquires waiting for the connection give up
         });
     });
 }
@@ -371,9 +396,16 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             old = std::move(handle_);
         }
         close_handle_in_background(std::move(old));
-        if (opts_.renew_after_expiry) {
-            start_handle();
-            if (handle_) set_state(session_state::connecting);
+        if (opts_.renew_after_expiry) start_handle();
+        if (handle_) {
+            set_state(session_state::connecting);
+        } else {
+            // No new session (not wanted, or the C client refused to start one): nothing will
+            // change by itself any more.
+            set_state(session_state::disconnected);
+            for (auto& w : connect_waiters_) w.complete(errc::session_expired);
+            connect_waiters_.clear();
+            notify(session_event::state_changed);
         }
     }
 }
@@ -422,10 +454,14 @@ void session_impl::close(pending<void(error_code)> h) {
             old = std::move(s.handle_);
         }
         std::lock_guard lk(s.closers_mu_);
-        s.closers_.emplace_back([old = std::move(old), h = std::move(h)]() mutable {
+        s.join_finished_closers();
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        s.closers_.emplace_back([old = std::move(old), h = std::move(h), done]() mutable {
             if (old) old->close();
             h.complete({});
+            *done = true;
         });
+        s.closers_done_.push_back(done);
     });
 }
 
@@ -446,6 +482,7 @@ void session_impl::shutdown() noexcept {
     {
         std::lock_guard lk(closers_mu_);
         closers.swap(closers_);
+        closers_done_.clear();
     }
     for (auto& t : closers)
         if (t.joinable()) t.join();

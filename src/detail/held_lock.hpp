@@ -48,6 +48,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     status st = status::held;    // strand
     std::uint64_t listener_id = 0;
     std::uint64_t watch_id = 0;
+    bool wants_watch = false;    // someone asked for the node watch (loss or revocation waiters)
     std::uint64_t next_waiter = 1;
     std::map<std::uint64_t, pending<void(error_code)>> loss_waiters;
     bool revocable = false;

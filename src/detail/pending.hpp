@@ -33,7 +33,8 @@ public:
 
     pending(handler_type h, const asio::any_io_executor& fallback)
         : ex_(asio::prefer(asio::get_associated_executor(h, fallback),
-                           asio::execution::outstanding_work.tracked)) {
+                           asio::execution::outstanding_work.tracked)),
+          post_ex_(fallback) {
         h_.emplace(std::move(h));
     }
     pending(pending&&) noexcept = default;
@@ -55,21 +56,29 @@ public:
         return h_ ? asio::get_associated_cancellation_slot(*h_) : asio::cancellation_slot();
     }
 
+    /// Never runs the handler inside this call: first a post to an io executor (any_completion_executor
+    /// cannot be required to be blocking.never), then the handler's own executor. The cancellation
+    /// slot is cleared there, on the handler's side, where the user emits.
     void complete(Args... args) {
         assert(h_);
-        auto slot = asio::get_associated_cancellation_slot(*h_);
-        if (slot.is_connected()) slot.clear();
         handler_type h = std::move(*h_);
         h_.reset();
-        // blocking.never: like asio::post, never run inside this call
-        auto ex = asio::prefer(ex_, asio::execution::blocking.never, asio::execution::relationship.fork);
-        ex_ = asio::any_completion_executor(); // the work is now carried by the posted function
-        ex.execute([h = std::move(h), ... a = std::move(args)]() mutable { std::move(h)(std::move(a)...); });
+        asio::any_completion_executor work = std::move(ex_);
+        ex_ = asio::any_completion_executor();
+        asio::post(post_ex_, [h = std::move(h), work = std::move(work), ... a = std::move(args)]() mutable {
+            auto ex = work;
+            ex.execute([h = std::move(h), work = std::move(work), ... a = std::move(a)]() mutable {
+                auto slot = asio::get_associated_cancellation_slot(h);
+                if (slot.is_connected()) slot.clear();
+                std::move(h)(std::move(a)...);
+            });
+        });
     }
 
 private:
     std::optional<handler_type> h_;
-    asio::any_completion_executor ex_;
+    asio::any_completion_executor ex_; // the handler's executor, keeping it busy
+    asio::any_io_executor post_ex_;    // where the completion is posted first
 };
 
 } // namespace zklock::detail

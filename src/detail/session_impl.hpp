@@ -39,7 +39,14 @@ struct zk_result {
 using zk_handler = asio::any_completion_handler<void(zk_result)>;
 
 /// Session events delivered to listeners (on the strand).
-enum class session_event { reconnected, suspended, suspended_too_long, expired, closed };
+enum class session_event {
+    reconnected,        ///< connected (again): re-check and re-arm
+    suspended,          ///< the connection dropped; the client reconnects with the same session
+    suspended_too_long, ///< ... for longer than the loss policy allows
+    expired,            ///< the session is gone
+    closed,             ///< closed by us
+    state_changed,      ///< another change (connect timeout, no renewal): re-check the state
+};
 
 /// Anything whose fate follows the session: an acquire in progress, a held lock.
 class session_listener {
@@ -233,6 +240,8 @@ private:
     std::map<std::uint64_t, std::shared_ptr<void>> extensions_;
     std::mutex closers_mu_;
     std::vector<std::thread> closers_;
+    std::vector<std::shared_ptr<std::atomic<bool>>> closers_done_;
+    void join_finished_closers(); // with closers_mu_ held
 };
 
 } // namespace zklock::detail
