@@ -7,6 +7,32 @@
 namespace zklock {
 namespace detail {
 
+namespace {
+void complete_all(held_lock::waiter_map& m, error_code ec) {
+    auto all = std::move(m);
+    m.clear();
+    for (auto& [id, w] : all) w.complete(ec);
+}
+} // namespace
+
+void held_lock::park(waiter_map held_lock::*which, pending<void(error_code)> h) {
+    auto id = next_waiter++;
+    h.on_cancel([w = weak_from_this(), which, id](asio::cancellation_type) {
+        auto self = w.lock();
+        if (!self) return;
+        asio::post(self->session->strand(), [self, which, id] {
+            auto& waiters = (*self).*which;
+            auto it = waiters.find(id);
+            if (it == waiters.end()) return;
+            auto p = std::move(it->second);
+            waiters.erase(it);
+            p.complete(asio::error::operation_aborted);
+        });
+    });
+    ((*this).*which).emplace(id, std::move(h));
+    arm_watch();
+}
+
 void held_lock::start() { listener_id = session->add_listener(weak_from_this()); }
 
 void held_lock::lose(error_code why) {
@@ -15,12 +41,8 @@ void held_lock::lose(error_code why) {
     reason = why;
     lost.store(true, std::memory_order_release);
     session->remove_listener(listener_id);
-    auto waiters = std::move(loss_waiters);
-    loss_waiters.clear();
-    for (auto& [id, w] : waiters) w.complete(why);
-    auto revokers = std::move(revoke_waiters);
-    revoke_waiters.clear();
-    for (auto& [id, w] : revokers) w.complete(why);
+    complete_all(loss_waiters, why);
+    complete_all(revoke_waiters, why);
     loss_signal.emit(asio::cancellation_type::terminal);
 }
 
@@ -55,12 +77,8 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     st = status::released;
     session->remove_listener(listener_id);
     session->drop_watch(watch_id);
-    auto waiters = std::move(loss_waiters);
-    loss_waiters.clear();
-    for (auto& [id, w] : waiters) w.complete(errc::lock_released);
-    auto revokers = std::move(revoke_waiters);
-    revoke_waiters.clear();
-    for (auto& [id, w] : revokers) w.complete(errc::lock_released);
+    complete_all(loss_waiters, errc::lock_released);
+    complete_all(revoke_waiters, errc::lock_released);
     if (was_held || reason == errc::lock_lost_suspended) {
         session->delete_in_background(node, std::move(done));
     } else if (done) {
@@ -71,28 +89,13 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
 void held_lock::wait_lost(pending<void(error_code)> h) {
     if (st == status::lost) return h.complete(reason);
     if (st == status::released) return h.complete(errc::lock_released);
-    auto id = next_waiter++;
-    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
-        auto self = w.lock();
-        if (!self) return;
-        asio::post(self->session->strand(), [self, id] {
-            auto it = self->loss_waiters.find(id);
-            if (it == self->loss_waiters.end()) return;
-            auto p = std::move(it->second);
-            self->loss_waiters.erase(it);
-            p.complete(asio::error::operation_aborted);
-        });
-    });
-    loss_waiters.emplace(id, std::move(h));
-    arm_watch();
+    park(&held_lock::loss_waiters, std::move(h));
 }
 
 void held_lock::on_data(const std::string& data) {
     if (!revocable || st != status::held || (data != "__REVOKE__" && data != "unlock")) return;
     revoke_requested = true;
-    auto revokers = std::move(revoke_waiters);
-    revoke_waiters.clear();
-    for (auto& [id, w] : revokers) w.complete(errc::revocation_requested);
+    complete_all(revoke_waiters, errc::revocation_requested);
 }
 
 void held_lock::wait_revoked(pending<void(error_code)> h) {
@@ -100,20 +103,7 @@ void held_lock::wait_revoked(pending<void(error_code)> h) {
     if (st == status::lost) return h.complete(reason);
     if (st == status::released) return h.complete(errc::lock_released);
     if (revoke_requested) return h.complete(errc::revocation_requested);
-    auto id = next_waiter++;
-    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
-        auto self = w.lock();
-        if (!self) return;
-        asio::post(self->session->strand(), [self, id] {
-            auto it = self->revoke_waiters.find(id);
-            if (it == self->revoke_waiters.end()) return;
-            auto p = std::move(it->second);
-            self->revoke_waiters.erase(it);
-            p.complete(asio::error::operation_aborted);
-        });
-    });
-    revoke_waiters.emplace(id, std::move(h));
-    arm_watch();
+    park(&held_lock::revoke_waiters, std::move(h));
 }
 
 void held_lock::arm_watch() {

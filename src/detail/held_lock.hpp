@@ -17,6 +17,7 @@ namespace zklock::detail {
 
 struct held_lock final : session_listener, std::enable_shared_from_this<held_lock> {
     enum class status { held, lost, released };
+    using waiter_map = std::map<std::uint64_t, pending<void(error_code)>>;
 
     held_lock(std::shared_ptr<session_impl> s, std::string node, std::int32_t seq, std::int64_t czxid,
               std::int64_t sid)
@@ -31,6 +32,8 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// Revocation waiters (strand).
     void wait_revoked(pending<void(error_code)> h);
     void on_data(const std::string& data);
+    /// Parks a loss or revocation waiter (cancellable) and arms the node watch.
+    void park(waiter_map held_lock::*which, pending<void(error_code)> h);
     /// Arms a data watch on the node itself, once (strand).
     void arm_watch();
     void on_session_event(session_event e) override;
@@ -50,10 +53,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t watch_id = 0;
     bool wants_watch = false;    // someone asked for the node watch (loss or revocation waiters)
     std::uint64_t next_waiter = 1;
-    std::map<std::uint64_t, pending<void(error_code)>> loss_waiters;
+    waiter_map loss_waiters;
     bool revocable = false;
     bool revoke_requested = false;
-    std::map<std::uint64_t, pending<void(error_code)>> revoke_waiters;
+    waiter_map revoke_waiters;
     asio::cancellation_signal loss_signal;
 };
 
