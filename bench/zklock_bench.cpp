@@ -30,6 +30,7 @@ using clk = std::chrono::steady_clock;
 struct config {
     std::string connect, label = "zklock";
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
+    bool background_release = false; // release_in_background(): the next request is queued behind the delete
     int workers = 8, sessions = 8, locks = 1, hold_ms = 0;
     double duration = 5, warmup = 1;
 };
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
         else if (k == "--duration") cfg.duration = std::atof(v.c_str());
         else if (k == "--warmup") cfg.warmup = std::atof(v.c_str());
         else if (k == "--label") cfg.label = v;
+        else if (k == "--release") cfg.background_release = v == "background";
         else if (k == "--strategy") {
             if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
             else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;
@@ -121,7 +123,10 @@ int main(int argc, char** argv) {
                         holds[lock_no].push_back({t1, t2});
                         ++cycles;
                     }
-                    co_await g.async_release(use_awaitable);
+                    if (cfg.background_release)
+                        g.release_in_background();
+                    else
+                        co_await g.async_release(use_awaitable);
                 }
                 --running;
             }, asio::detached);
