@@ -183,40 +183,35 @@ asio::cancellation_slot guard::loss_slot() {
     return h_->loss_signal.slot();
 }
 
-void guard::start_release(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
+namespace {
+/// Runs `fn(held_lock&, pending)` on the session's strand; an empty guard completes with `empty`.
+template <class Fn>
+void on_strand(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler,
+               error_code empty, Fn fn) {
     if (!h) {
-        // Idempotent: an empty (released, moved-from) guard has nothing to release.
         detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
-        p.complete({});
-        return;
+        return p.complete(empty);
     }
     auto s = h->session;
     detail::pending<void(error_code)> p(std::move(handler), s->executor());
-    asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable {
-        h->release(std::move(p));
-    });
+    asio::post(s->strand(), [h = std::move(h), p = std::move(p), fn]() mutable { fn(*h, std::move(p)); });
+}
+} // namespace
+
+void guard::start_release(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
+    // Idempotent: an empty (released, moved-from) guard has nothing to release.
+    on_strand(std::move(h), std::move(handler), {},
+              [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.release(std::move(p)); });
 }
 
 void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
-    if (!h) {
-        detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
-        p.complete(errc::not_held);
-        return;
-    }
-    auto s = h->session;
-    detail::pending<void(error_code)> p(std::move(handler), s->executor());
-    asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable { h->wait_revoked(std::move(p)); });
+    on_strand(std::move(h), std::move(handler), errc::not_held,
+              [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.wait_revoked(std::move(p)); });
 }
 
 void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
-    if (!h) {
-        detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
-        p.complete(errc::not_held);
-        return;
-    }
-    auto s = h->session;
-    detail::pending<void(error_code)> p(std::move(handler), s->executor());
-    asio::post(s->strand(), [h = std::move(h), p = std::move(p)]() mutable { h->wait_lost(std::move(p)); });
+    on_strand(std::move(h), std::move(handler), errc::not_held,
+              [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.wait_lost(std::move(p)); });
 }
 
 } // namespace zklock
