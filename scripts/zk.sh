@@ -35,6 +35,7 @@ launch() { # launch DIR I
   # ZK_JVM_OPTS: tests default to a quick-starting JVM; benchmarks pass their own
   # shellcheck disable=SC2086
   nohup java -Xmx512m ${ZK_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} -Dzookeeper.admin.enableServer=false \
+    -Dznode.container.checkIntervalMs=1000 \
     -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg" \
     >"$dir/server$i.log" 2>&1 </dev/null &
   echo $! >"$dir/server$i.pid"
@@ -86,8 +87,6 @@ case "$cmd" in
         echo "forceSync=$fsync"
         echo "extendedTypesEnabled=true"
         echo "emulate353TTLNodes=false"
-        # container nodes are reaped quickly so tests see it happen
-        echo "znode.container.checkIntervalMs=1000"
         if [ "$n" -gt 1 ]; then
           echo "standaloneEnabled=false"
           for j in $(seq 1 "$n"); do echo "server.$j=127.0.0.1:${qports[$j]}:${eports[$j]}"; done

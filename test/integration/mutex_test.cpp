@@ -470,3 +470,22 @@ TEST(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
             EXPECT_GT(wakeups, static_cast<std::uint64_t>(waiters)) << "the herd should show";
     }
 }
+
+TEST(Mutex, LockPathsAreContainerNodesThatTheServerReaps) {
+    // scripts/zk.sh runs the server with znode.container.checkIntervalMs=1000
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock") + "/nested";
+        auto a = co_await connect();
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        co_await g.async_release(use_awaitable);
+        bool gone = false;
+        for (int i = 0; i < 100 && !gone; ++i) {
+            auto [ec, d] = co_await zklock::async_get_data(*a, path, boost::asio::as_tuple(use_awaitable));
+            gone = ec == zklock::zk_errc::no_node;
+            if (!gone) co_await sleep_for(100ms);
+        }
+        EXPECT_TRUE(gone) << "the emptied lock path was not reaped: not a CONTAINER node?";
+    }());
+}
