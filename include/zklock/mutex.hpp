@@ -54,6 +54,20 @@ struct acquire_request {
     bool reader = false;     ///< with rw: a read (shared) acquire
     std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
 };
+/// The request every lock type starts from.
+inline acquire_request make_request(const std::string& path, const mutex_options& o,
+                                    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
+                                    bool try_only = false) {
+    acquire_request r;
+    r.path = path;
+    r.node_data = o.node_data;
+    r.deadline = deadline;
+    r.try_only = try_only;
+    r.dialect = o.dialect;
+    r.strategy = o.strategy;
+    r.revocable = o.revocable;
+    return r;
+}
 void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
                    asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
@@ -117,15 +131,7 @@ public:
 
 private:
     detail::acquire_request request(std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only) const {
-        detail::acquire_request r;
-        r.path = path_;
-        r.node_data = opts_.node_data;
-        r.deadline = deadline;
-        r.try_only = try_only;
-        r.dialect = opts_.dialect;
-        r.strategy = opts_.strategy;
-        r.revocable = opts_.revocable;
-        return r;
+        return detail::make_request(path_, opts_, deadline, try_only);
     }
 
     template <class CompletionToken>

@@ -52,11 +52,8 @@ public:
 
 private:
     detail::acquire_request request() const {
-        detail::acquire_request r;
-        r.path = path_;
-        r.node_data = opts_.node_data;
-        r.dialect = opts_.dialect;
-        r.revocable = opts_.revocable;
+        auto r = detail::make_request(path_, opts_);
+        r.strategy = lock_strategy::predecessor;
         return r;
     }
 

@@ -116,14 +116,9 @@ private:
     }
     detail::acquire_request request(bool reader, std::optional<std::chrono::steady_clock::time_point> deadline,
                                     bool try_only) const {
-        detail::acquire_request r;
-        r.path = path_;
-        r.node_data = opts_.node_data;
-        r.deadline = deadline;
-        r.try_only = try_only;
-        r.dialect = opts_.dialect;
+        auto r = detail::make_request(path_, opts_, deadline, try_only);
+        r.strategy = lock_strategy::predecessor; // the read/write rules need the predecessor watch
         r.rw = true;
-        r.revocable = opts_.revocable;
         r.reader = reader;
         return r;
     }
