@@ -90,6 +90,14 @@ inline awaitable<void> sleep_for(std::chrono::milliseconds d) {
     co_await t.async_wait(use_awaitable);
 }
 
+/// Polls `pred` every 10 ms until it holds or `limit` has passed (the caller asserts on the
+/// outcome itself).
+template <class Pred>
+awaitable<void> eventually(Pred pred, std::chrono::milliseconds limit = 3000ms) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!pred() && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
+}
+
 /// Children of `path` (empty if it does not exist).
 inline awaitable<std::vector<std::string>> children_of(zklock::session& s, const std::string& path) {
     auto& impl = *s.impl();

@@ -66,7 +66,7 @@ TEST(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {
         co_await wait_state(*a, session_state::connected, 3000ms);
         EXPECT_FALSE(b_done);
         co_await g.async_release(use_awaitable);
-        for (int i = 0; i < 300 && !b_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return b_done; }, 3000ms);
         EXPECT_TRUE(b_done);
         co_await gb.async_release(use_awaitable);
         stop = true;
@@ -102,7 +102,7 @@ TEST(Faults, SessionExpiryFiresTheLossSignalAndFreesTheLock) {
         EXPECT_LT(waited, 2000ms + 3000ms) << "the lock was not freed within the session timeout";
         EXPECT_FALSE(lost_done) << "the partitioned holder cannot know yet";
         proxy.blackhole(false); // the holder reconnects and learns of the expiry
-        for (int i = 0; i < 500 && !lost_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return lost_done; }, 5000ms);
         EXPECT_TRUE(lost_done);
         EXPECT_EQ(lost, errc::session_expired) << lost.message();
         EXPECT_TRUE(g.is_lost());
@@ -144,7 +144,7 @@ TEST(Faults, DisconnectLongerThanThePolicyReportsTheLossAndBindsWorkToIt) {
         auto took = std::chrono::steady_clock::now() - t0;
         EXPECT_EQ(ec, errc::lock_lost_suspended) << ec.message();
         EXPECT_LT(took, 2000ms);
-        for (int i = 0; i < 100 && !work_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return work_done; }, 1000ms);
         EXPECT_TRUE(work_done);
         EXPECT_EQ(work_ec, asio::error::operation_aborted);
         proxy.blackhole(false);
@@ -168,7 +168,7 @@ TEST(Faults, NodeDeletedBySomeoneElseFiresTheLossSignal) {
         auto& bi = *b->impl();
         auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(g.node_path(), use_awaitable), use_awaitable);
         EXPECT_EQ(r.rc, ZOK);
-        for (int i = 0; i < 300 && !done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return done; }, 3000ms);
         EXPECT_TRUE(done);
         EXPECT_EQ(lost, errc::lock_node_deleted) << lost.message();
         co_await g.async_release(use_awaitable);
@@ -246,7 +246,7 @@ TEST(Faults, DestroyingASessionWithPendingOperationsIsSafe) {
         co_await wait_for_children(*a, path, 2);
         mb.reset(); // the mutex object may go first
         b.reset();  // destroys the session with the acquire pending
-        for (int i = 0; i < 200 && !b_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return b_done; }, 2000ms);
         EXPECT_TRUE(b_done);
         EXPECT_EQ(b_ec, asio::error::operation_aborted);
         kept.release_in_background();

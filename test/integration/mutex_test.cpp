@@ -338,7 +338,7 @@ TEST(Mutex, WaiterInTheMiddleGivingUpDoesNotBreakTheChain) {
         co_await sleep_for(200ms);
         EXPECT_FALSE(c_done) << "C was granted while A still holds the lock";
         co_await ga.async_release(use_awaitable);
-        for (int i = 0; i < 500 && !c_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return c_done; }, 5000ms);
         EXPECT_TRUE(c_done);
         co_await gc.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
@@ -458,7 +458,7 @@ TEST(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
             auto before = watch_events();
             co_await holder.async_release(use_awaitable);
             co_await sleep_for(200ms);
-            for (int i = 0; i < 300 && grants < waiters; ++i) co_await sleep_for(10ms);
+            co_await eventually([&] { return grants >= waiters; }, 3000ms);
             wakeups = watch_events() - before;
             co_await expect_no_leftovers(*ss[0], path);
         }());

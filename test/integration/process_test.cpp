@@ -123,8 +123,8 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         auto id = a->session_id();
         EXPECT_EQ(std::system((scripts + "/zk.sh kill " + dir + " " + std::to_string(killed)).c_str()), 0);
         // A fails over to another server with the same session, and keeps the lock
-        for (int i = 0; i < 100 && a->state() == zklock::session_state::connected; ++i) co_await sleep_for(20ms);
-        for (int i = 0; i < 500 && a->state() != zklock::session_state::connected; ++i) co_await sleep_for(20ms);
+        co_await eventually([&] { return a->state() != zklock::session_state::connected; }, 2000ms);
+        co_await eventually([&] { return a->state() == zklock::session_state::connected; }, 10000ms);
         EXPECT_EQ(a->state(), zklock::session_state::connected);
         EXPECT_EQ(a->session_id(), id);
         EXPECT_FALSE(g.is_lost()) << g.loss_reason().message();

@@ -48,7 +48,7 @@ TEST(MultiLock, AllOrNothingInCanonicalOrderWithoutDeadlock) {
                 }
                 ++done;
             }, boost::asio::detached);
-        for (int i = 0; i < 2000 && done < 2; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return done >= 2; }, 20000ms);
         EXPECT_EQ(done, 2) << "the multi-lockers deadlocked";
         EXPECT_EQ(violations, 0);
 
@@ -74,7 +74,7 @@ TEST(MultiLock, AllOrNothingInCanonicalOrderWithoutDeadlock) {
         }));
         co_await wait_for_children(*s1, paths[2], 2);
         sig.emit(asio::cancellation_type::terminal);
-        for (int i = 0; i < 300 && !cancelled; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return cancelled; }, 3000ms);
         EXPECT_TRUE(cancelled);
         co_await held.async_release(use_awaitable);
         // bad sets
@@ -126,7 +126,7 @@ TEST(Inspect, ListsContendersBreaksAndRevokes) {
         g.async_wait_revoked([&](zklock::error_code ec) { revoked = ec; });
         auto node = co_await zklock::async_revoke(*b, path, {}, use_awaitable);
         EXPECT_EQ(node, g.node_path());
-        for (int i = 0; i < 300 && !revoked; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return revoked; }, 3000ms);
         EXPECT_EQ(revoked, errc::revocation_requested) << revoked.message();
         EXPECT_FALSE(g.is_lost());
         EXPECT_FALSE(b_done);
@@ -138,7 +138,7 @@ TEST(Inspect, ListsContendersBreaksAndRevokes) {
         zklock::error_code lost;
         g.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
         co_await zklock::async_break_lock(*b, g.node_path(), use_awaitable);
-        for (int i = 0; i < 300 && !(b_done && lost); ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return b_done && lost; }, 3000ms);
         EXPECT_TRUE(b_done);
         EXPECT_EQ(lost, errc::lock_node_deleted);
         auto [ec_bad] = co_await zklock::async_break_lock(*b, path + "/not-a-lock", boost::asio::as_tuple(use_awaitable));
@@ -177,7 +177,7 @@ TEST(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
         auto kids = co_await children_of(*a, path);
         EXPECT_NE(std::find(kids.begin(), kids.end(), std::string(zklock::detail::last_segment(g1.node_path()))), kids.end());
         co_await g1.async_release(use_awaitable); // the last hold: the node goes, owner 2 gets it
-        for (int i = 0; i < 300 && !g3_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return g3_done; }, 3000ms);
         EXPECT_TRUE(g3_done);
         // owner 2 re-enters while holding, and a third nested acquire joins... then all release
         auto g4 = co_await ra.async_acquire(2, use_awaitable);
@@ -210,7 +210,7 @@ TEST(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
                     }
                     ++done;
                 }, boost::asio::detached);
-        for (int i = 0; i < 3000 && done < sessions * coroutines; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return done >= sessions * coroutines; }, 30000ms);
         EXPECT_EQ(done, sessions * coroutines);
         EXPECT_LE(max_inside, n) << "more than N leases at once";
         EXPECT_EQ(max_inside, n) << "the leases were never all used";
@@ -228,7 +228,7 @@ TEST(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
         }));
         co_await sleep_for(100ms);
         sig.emit(asio::cancellation_type::terminal);
-        for (int i = 0; i < 300 && !cancelled; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return cancelled; }, 3000ms);
         EXPECT_TRUE(cancelled);
         EXPECT_EQ((co_await children_of(*ss[0], path + "/leases")).size(), static_cast<std::size_t>(n)) << "orphaned lease";
         zklock::semaphore other(*ss[1], path, n + 1);

@@ -88,13 +88,13 @@ TEST(SharedMutex, AQueuedWriterBlocksLaterReadersButNotEarlierOnes) {
         EXPECT_FALSE(r3_done);
         auto before = b->statistics().watch_events + c->statistics().watch_events;
         co_await r1.async_release(use_awaitable);
-        for (int i = 0; i < 300 && !w_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return w_done; }, 3000ms);
         EXPECT_TRUE(w_done);
         co_await sleep_for(100ms);
         EXPECT_FALSE(r3_done) << "a reader got in while the writer held the lock";
         EXPECT_EQ(b->statistics().watch_events + c->statistics().watch_events - before, 1u) << "one release, one wakeup";
         co_await w.async_release(use_awaitable);
-        for (int i = 0; i < 300 && !r3_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return r3_done; }, 3000ms);
         EXPECT_TRUE(r3_done);
         co_await r3.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
@@ -134,7 +134,7 @@ TEST(SharedMutex, DowngradeLetsReadersInAndNeverOverlapsAWriter) {
         co_await sleep_for(100ms);
         EXPECT_FALSE(w2_done);
         co_await back.async_release(use_awaitable);
-        for (int i = 0; i < 300 && !w2_done; ++i) co_await sleep_for(10ms);
+        co_await eventually([&] { return w2_done; }, 3000ms);
         EXPECT_TRUE(w2_done);
         co_await w2.async_release(use_awaitable);
 
