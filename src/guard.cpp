@@ -1,6 +1,7 @@
 #include <zklock/guard.hpp>
 
 #include "detail/held_lock.hpp"
+#include "detail/protocol.hpp"
 
 #include <boost/asio/post.hpp>
 
@@ -51,7 +52,8 @@ void held_lock::on_session_event(session_event e) {
     case session_event::suspended_too_long:
         lose(errc::lock_lost_suspended);
         // The holder has been told; if the session survives, the node must not linger.
-        session->delete_in_background(node);
+        // (A hand-off grant's node is its queue's, which deletes it.)
+        if (!hook) session->delete_in_background(node);
         break;
     case session_event::expired: lose(errc::session_expired); break;
     case session_event::closed: lose(errc::session_closed); break;
@@ -79,6 +81,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     session->drop_watch(watch_id);
     complete_all(loss_waiters, errc::lock_released);
     complete_all(revoke_waiters, errc::lock_released);
+    if (hook) return hook->local_release(*this, std::move(done)); // the node is the queue's
     if (was_held || reason == errc::lock_lost_suspended) {
         session->delete_in_background(node, std::move(done));
     } else if (done) {
@@ -174,7 +177,11 @@ const std::string& guard::node_path() const noexcept {
     return h_ ? h_->node : empty;
 }
 std::int32_t guard::sequence() const noexcept { return h_ ? h_->seq : 0; }
-std::int64_t guard::fencing_token() const noexcept { return h_ ? h_->czxid : 0; }
+std::int64_t guard::fencing_token() const noexcept {
+    return h_ ? detail::fencing_token(h_->czxid, h_->local_index) : 0;
+}
+std::int64_t guard::node_czxid() const noexcept { return h_ ? h_->czxid : 0; }
+std::uint32_t guard::local_grant() const noexcept { return h_ ? h_->local_index : 0; }
 std::int64_t guard::session_id() const noexcept { return h_ ? h_->session_id : 0; }
 
 asio::cancellation_slot guard::loss_slot() {

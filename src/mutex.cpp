@@ -358,8 +358,8 @@ private:
 
 } // namespace
 
-void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
-                   asio::any_completion_handler<void(error_code, guard)> handler) {
+void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+                        asio::any_completion_handler<void(error_code, guard)> handler) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));

@@ -33,9 +33,12 @@ struct held_lock;
 /// must stop acting as the owner. Learn it with async_wait_lost(), by binding work to
 /// loss_slot(), or by polling is_lost().
 ///
-/// Fencing: fencing_token() is the node's czxid, which increases with every grant across the
-/// ensemble. Pass it to the resource you protect and have that resource refuse smaller tokens:
-/// it is what keeps a paused or partitioned former holder from doing damage after its loss.
+/// Fencing: fencing_token() increases strictly with every grant of a lock, including grants
+/// handed off inside a process (mutex_options::local_handoff). It is the node's czxid times 4096
+/// plus the grant's index under that node. Pass it to the resource you protect and have that
+/// resource refuse tokens smaller than the largest it has seen: it is what keeps a paused or
+/// partitioned former holder from doing damage after its loss. (Tokens of different locks are
+/// comparable too: czxids are ordered across the whole ensemble.)
 ///
 /// Thread safety: distinct objects: safe. Shared object: unsafe, except the const accessors.
 class guard {
@@ -63,8 +66,14 @@ public:
     const std::string& node_path() const noexcept;
     /// The node's sequence number (the parent's cversion at creation; may be negative after overflow).
     std::int32_t sequence() const noexcept;
-    /// The node's czxid: strictly increasing across successive grants of any lock of the ensemble.
+    /// Strictly increasing across the successive grants of a lock: node_czxid() * 4096 +
+    /// local_grant(). (Valid while the ensemble's epoch, the czxid's high 32 bits, is below 2^19.)
     std::int64_t fencing_token() const noexcept;
+    /// The lock node's czxid (the zxid of the transaction that created it).
+    std::int64_t node_czxid() const noexcept;
+    /// With in-process hand-off: the index of this grant among those made under the same node
+    /// (0 for the first; at most mutex_options::local_handoff - 1). Always 0 otherwise.
+    std::uint32_t local_grant() const noexcept;
     /// The id of the session that holds the node.
     std::int64_t session_id() const noexcept;
 

@@ -10,18 +10,30 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
 namespace zklock::detail {
+
+struct held_lock;
+
+/// Takes over a held_lock's node when its last hold is released (in-process hand-off: the node
+/// belongs to a local queue, not to the grant).
+struct release_hook {
+    virtual ~release_hook() = default;
+    /// Strand. `done` completes the user's async_release.
+    virtual void local_release(held_lock& grant, std::optional<pending<void(error_code)>> done) = 0;
+};
 
 struct held_lock final : session_listener, std::enable_shared_from_this<held_lock> {
     enum class status { held, lost, released };
     using waiter_map = std::map<std::uint64_t, pending<void(error_code)>>;
 
     held_lock(std::shared_ptr<session_impl> s, std::string node, std::int32_t seq, std::int64_t czxid,
-              std::int64_t sid)
-        : session(std::move(s)), node(std::move(node)), seq(seq), czxid(czxid), session_id(sid) {}
+              std::int64_t sid, std::uint32_t local_index = 0, std::shared_ptr<release_hook> hook = nullptr)
+        : session(std::move(s)), node(std::move(node)), seq(seq), czxid(czxid), session_id(sid),
+          local_index(local_index), hook(std::move(hook)) {}
 
     /// Registers with the session (strand). Call once, right after the grant.
     void start();
@@ -44,6 +56,8 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     const std::int32_t seq;
     const std::int64_t czxid;
     const std::int64_t session_id;
+    const std::uint32_t local_index;          // the grant's index under its node (hand-off), else 0
+    const std::shared_ptr<release_hook> hook; // hand-off: the node's owner, told of the release
 
     int holds = 1;               // strand: guards sharing this node (reentrant acquires); deleted at 0
     std::atomic<bool> lost{false};

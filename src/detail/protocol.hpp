@@ -3,6 +3,7 @@
 
 #include <zklock/dialect.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -78,6 +79,33 @@ std::string protected_node_prefix(std::string_view parent, std::string_view guid
                                   bool reader = false);
 /// The part of the guid that appears in node names of dialect `d`.
 std::string guid_in_name(std::string_view guid, lock_dialect d);
+
+/// Fencing tokens: the lock node's czxid shifted left by `local_grant_bits`, plus the index of the
+/// grant under that node (in-process hand-off; always 0 otherwise). Strictly increasing over the
+/// successive grants of one lock as long as a node serves at most 2^local_grant_bits grants, and
+/// representable while the czxid's epoch (its high 32 bits) is below 2^19.
+inline constexpr int local_grant_bits = 12;
+inline constexpr std::uint32_t max_local_grants = 1u << local_grant_bits;
+constexpr std::int64_t fencing_token(std::int64_t czxid, std::uint32_t local_index) noexcept {
+    return static_cast<std::int64_t>((static_cast<std::uint64_t>(czxid) << local_grant_bits) |
+                                     (local_index & (max_local_grants - 1)));
+}
+
+/// In-process hand-off: what a queue does when the local holder releases its grant.
+enum class after_release {
+    hand_off,        ///< grant the next local waiter under the same node, no request
+    release_requeue, ///< delete the node and queue again in ZooKeeper (others get their turn)
+    release,         ///< delete the node; nobody local is waiting
+};
+/// `grants`: grants made under the node so far; `bound`: the most allowed per node.
+/// No hand-off when the node is lost or the connection is not up (a grant is only made while
+/// the session is known to hold the node).
+constexpr after_release decide_after_release(bool node_held, bool connected, std::size_t waiters,
+                                             std::uint32_t grants, std::uint32_t bound) noexcept {
+    if (waiters == 0) return after_release::release;
+    if (node_held && connected && grants < bound) return after_release::hand_off;
+    return after_release::release_requeue;
+}
 
 /// The last segment of a path ("/a/b/c" -> "c").
 std::string_view last_segment(std::string_view path) noexcept;

@@ -117,7 +117,7 @@ TEST(Inspect, ListsContendersBreaksAndRevokes) {
         EXPECT_EQ(list[1].data, "waiter B");
         EXPECT_EQ(list[0].node_path, g.node_path());
         EXPECT_EQ(list[0].session_id, a->session_id());
-        EXPECT_EQ(list[0].czxid, g.fencing_token());
+        EXPECT_EQ(list[0].czxid, g.node_czxid());
         EXPECT_GE(list[0].age.count(), 0);
         EXPECT_LT(list[0].age, 60s);
 

@@ -170,3 +170,37 @@ TEST(Protocol, ReadWriteKazooNames) {
     EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::kazoo, lock_family::rw, true), "/p/abcd__rlock__");
     EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::curator, lock_family::rw, false), "/p/_c_ab-cd-__WRIT__");
 }
+
+TEST(Protocol, FencingTokensIncreaseAcrossNodesAndLocalGrants) {
+    // zxids as ZooKeeper makes them: epoch in the high 32 bits, a counter in the low 32
+    auto zxid = [](std::int64_t epoch, std::int64_t counter) { return (epoch << 32) | counter; };
+    std::vector<std::int64_t> czxids{zxid(1, 5), zxid(1, 6), zxid(1, 0xffffffff), zxid(2, 1), zxid((1 << 19) - 1, 1)};
+    std::int64_t last = 0;
+    for (auto c : czxids) {
+        for (std::uint32_t i = 0; i < max_local_grants; i += 1023) {
+            auto t = zklock::detail::fencing_token(c, i);
+            EXPECT_GT(t, last) << "czxid " << c << " grant " << i;
+            EXPECT_EQ(t >> local_grant_bits, c);
+            last = t;
+        }
+        // the last grant a node may make stays below the next node's first
+        EXPECT_LT(zklock::detail::fencing_token(c, max_local_grants - 1), zklock::detail::fencing_token(c + 1, 0));
+    }
+    EXPECT_EQ(zklock::detail::fencing_token(7, 0), 7 * 4096);
+}
+
+TEST(Protocol, HandOffDecisionAfterARelease) {
+    using A = after_release;
+    // nobody local waits: the node goes
+    EXPECT_EQ(decide_after_release(true, true, 0, 1, 8), A::release);
+    // waiters, node held, connected, under the bound: hand off without a request
+    EXPECT_EQ(decide_after_release(true, true, 3, 1, 8), A::hand_off);
+    EXPECT_EQ(decide_after_release(true, true, 3, 7, 8), A::hand_off);
+    // the bound reached: the node goes and the queue lines up again (other processes' turn)
+    EXPECT_EQ(decide_after_release(true, true, 3, 8, 8), A::release_requeue);
+    // node lost (expiry, deleted by someone else) or connection down: never hand off
+    EXPECT_EQ(decide_after_release(false, true, 3, 1, 8), A::release_requeue);
+    EXPECT_EQ(decide_after_release(true, false, 3, 1, 8), A::release_requeue);
+    // bound 1: every grant has its own node, still queued locally
+    EXPECT_EQ(decide_after_release(true, true, 3, 1, 1), A::release_requeue);
+}

@@ -1,0 +1,263 @@
+// In-process hand-off (mutex_options::local_handoff): the acquires of one session on one path
+// queue locally behind a single lock node and pass the lock to each other without a request.
+//
+// Everything here runs on the session's strand. A queue is idle (no node), acquiring (one
+// node-acquire in flight for the whole queue) or held (the node is ours; one grant is lent to a
+// local holder). Each grant is its own held_lock (own guard, own loss signal), whose release
+// comes back here through release_hook instead of deleting the node.
+#include <zklock/mutex.hpp>
+#include <zklock/path.hpp>
+
+#include "detail/held_lock.hpp"
+#include "detail/protocol.hpp"
+#include "detail/session_impl.hpp"
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <map>
+
+namespace zklock::detail {
+namespace {
+
+class handoff_queue final : public release_hook,
+                            public session_listener,
+                            public std::enable_shared_from_this<handoff_queue> {
+public:
+    handoff_queue(std::weak_ptr<session_impl> s, std::string key, acquire_request base)
+        : s_(std::move(s)), key_(std::move(key)), base_(std::move(base)) {
+        base_.deadline.reset();
+        base_.try_only = false;
+    }
+
+    /// A new local contender (strand).
+    void enqueue(acquire_request req, pending<void(error_code, guard)> h) {
+        auto s = s_.lock();
+        if (!s) return h.complete(asio::error::operation_aborted, guard{});
+        if (!listening_) {
+            listener_id_ = s->add_listener(weak_from_this());
+            listening_ = true;
+        }
+        if (req.try_only && phase_ != phase::idle) return h.complete(errc::lock_busy, guard{});
+        if (req.deadline && std::chrono::steady_clock::now() >= *req.deadline)
+            return h.complete(errc::acquire_timeout, guard{});
+
+        const auto id = next_id_++;
+        auto& w = waiters_[id];
+        w.try_only = req.try_only;
+        w.revocable = req.revocable;
+        h.on_cancel([q = weak_from_this(), strand = s->strand(), id](asio::cancellation_type) {
+            asio::post(strand, [q, id] {
+                if (auto self = q.lock()) self->leave(id, asio::error::operation_aborted);
+            });
+        });
+        w.h.emplace(std::move(h));
+        if (req.deadline) {
+            w.timer = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
+            w.timer->async_wait([q = weak_from_this(), id](error_code ec) {
+                if (ec) return; // cancelled: the waiter left some other way
+                if (auto self = q.lock()) self->leave(id, errc::acquire_timeout);
+            });
+        }
+        if (phase_ == phase::idle) acquire_node(*s);
+    }
+
+    void local_release(held_lock& grant, std::optional<pending<void(error_code)>> done) override {
+        (void)grant;
+        lent_ = false;
+        auto s = s_.lock();
+        const bool node_ok = node_ && !node_->lost.load(std::memory_order_relaxed) &&
+                             node_->st == held_lock::status::held;
+        const bool connected = s && s->state() == session_state::connected;
+        switch (decide_after_release(node_ok, connected, waiters_.size(), grants_, bound())) {
+        case after_release::hand_off:
+            if (done) done->complete({});
+            grant_next(*s);
+            return;
+        case after_release::release_requeue:
+            release_node(std::move(done));
+            if (s) acquire_node(*s);
+            return;
+        case after_release::release:
+            release_node(std::move(done));
+            forget_if_idle();
+            return;
+        }
+    }
+
+    void on_session_event(session_event e) override {
+        // Waiting contenders would have lost their nodes with the session: tell them the same.
+        if (e == session_event::expired) fail_all(errc::session_expired);
+        else if (e == session_event::closed) fail_all(asio::error::operation_aborted);
+    }
+
+private:
+    enum class phase { idle, acquiring, held };
+    struct waiter {
+        std::optional<pending<void(error_code, guard)>> h;
+        std::unique_ptr<asio::steady_timer> timer;
+        bool try_only = false;
+        bool revocable = false;
+    };
+
+    std::uint32_t bound() const { return base_.local_handoff; }
+
+    /// One node-acquire for the whole queue (try-only when every waiter is a try).
+    void acquire_node(session_impl& s) {
+        phase_ = phase::acquiring;
+        auto req = base_;
+        req.try_only = std::all_of(waiters_.begin(), waiters_.end(), [](auto& kv) { return kv.second.try_only; });
+        cancel_ = std::make_unique<asio::cancellation_signal>();
+        const auto attempt = ++attempt_;
+        start_node_acquire(s.shared_from_this(), std::move(req),
+            asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(cancel_->slot(),
+                asio::bind_executor(s.strand(), [q = shared_from_this(), attempt](error_code ec, guard g) {
+                    q->on_node(attempt, ec, std::move(g));
+                }))));
+    }
+
+    void on_node(std::uint64_t attempt, error_code ec, guard g) {
+        if (attempt != attempt_) return; // (cannot happen: one attempt at a time)
+        phase_ = phase::idle;
+        cancel_.reset();
+        auto s = s_.lock();
+        if (!s) return;
+        if (waiters_.empty()) { // everyone left while we waited
+            g.release_in_background();
+            return forget_if_idle();
+        }
+        if (ec == errc::lock_busy) {
+            fail_if([](const waiter& w) { return w.try_only; }, errc::lock_busy);
+            if (!waiters_.empty()) return acquire_node(*s); // those who came later wait
+            return forget_if_idle();
+        }
+        if (ec == asio::error::operation_aborted && s->state() != session_state::closed) {
+            return acquire_node(*s); // we cancelled it (all had left), and new waiters came
+        }
+        if (ec) {
+            fail_all(ec);
+            return forget_if_idle();
+        }
+        node_ = g.state();
+        node_guard_ = std::move(g);
+        node_->arm_watch(); // a node deleted by someone else must stop the hand-offs
+        grants_ = 0;
+        phase_ = phase::held;
+        grant_next(*s);
+    }
+
+    void grant_next(session_impl& s) {
+        auto it = waiters_.begin();
+        auto w = std::move(it->second);
+        waiters_.erase(it);
+        if (w.timer) w.timer->cancel();
+        auto h = std::make_shared<held_lock>(s.shared_from_this(), node_->node, node_->seq, node_->czxid,
+                                             node_->session_id, grants_++, shared_from_this());
+        h->revocable = w.revocable;
+        h->start();
+        if (h->revocable) h->arm_watch();
+        lent_ = true;
+        w.h->complete({}, guard(std::move(h)));
+    }
+
+    /// Deletes the node (the user's release, if any, completes when it is gone).
+    void release_node(std::optional<pending<void(error_code)>> done) {
+        phase_ = phase::idle;
+        auto h = std::move(node_);
+        guard g = std::move(node_guard_); // its destructor posts a second release: a no-op
+        if (h) h->release(std::move(done));
+        else if (done) done->complete({});
+    }
+
+    void leave(std::uint64_t id, error_code why) {
+        auto it = waiters_.find(id);
+        if (it == waiters_.end()) return;
+        auto w = std::move(it->second);
+        waiters_.erase(it);
+        if (w.timer) w.timer->cancel();
+        w.h->complete(why, guard{});
+        if (waiters_.empty() && phase_ == phase::acquiring && cancel_) cancel_->emit(asio::cancellation_type::terminal);
+    }
+
+    template <class Pred>
+    void fail_if(Pred pred, error_code why) {
+        for (auto it = waiters_.begin(); it != waiters_.end();) {
+            if (!pred(it->second)) {
+                ++it;
+                continue;
+            }
+            auto w = std::move(it->second);
+            it = waiters_.erase(it);
+            if (w.timer) w.timer->cancel();
+            w.h->complete(why, guard{});
+        }
+    }
+    void fail_all(error_code why) {
+        fail_if([](const waiter&) { return true; }, why);
+    }
+
+    /// An idle, empty queue removes itself from the session's table.
+    void forget_if_idle();
+
+    std::weak_ptr<session_impl> s_;
+    const std::string key_;
+    acquire_request base_;
+    phase phase_ = phase::idle;
+    std::map<std::uint64_t, waiter> waiters_; // FIFO by id
+    std::uint64_t next_id_ = 1;
+    std::uint64_t attempt_ = 0;
+    std::unique_ptr<asio::cancellation_signal> cancel_;
+    std::shared_ptr<held_lock> node_; // with phase held: the node's own state (watch, loss)
+    guard node_guard_;
+    std::uint32_t grants_ = 0;
+    bool lent_ = false;
+    bool listening_ = false;
+    std::uint64_t listener_id_ = 0;
+};
+
+struct handoff_table {
+    std::map<std::string, std::shared_ptr<handoff_queue>> queues;
+};
+
+constexpr std::uint64_t table_key = 0x68616e646f6666ULL; // "handoff"
+
+std::shared_ptr<handoff_table> table_of(session_impl& s) {
+    auto& slot = s.extension(table_key);
+    if (!slot) slot = std::make_shared<handoff_table>();
+    return std::static_pointer_cast<handoff_table>(slot);
+}
+
+void handoff_queue::forget_if_idle() {
+    if (phase_ != phase::idle || !waiters_.empty() || lent_) return;
+    auto s = s_.lock();
+    if (!s) return;
+    if (listening_) s->remove_listener(listener_id_);
+    listening_ = false;
+    auto t = table_of(*s);
+    auto it = t->queues.find(key_);
+    if (it != t->queues.end() && it->second.get() == this) t->queues.erase(it); // may destroy *this
+}
+
+} // namespace
+
+void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+                   asio::any_completion_handler<void(error_code, guard)> handler) {
+    if (req.local_handoff == 0) return start_node_acquire(s, std::move(req), std::move(handler));
+    pending<void(error_code, guard)> p(std::move(handler), s->executor());
+    if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
+    if (req.rw || req.local_handoff > max_local_grants) return p.complete(errc::invalid_argument, guard{});
+    asio::post(s->strand(), [s, req = std::move(req), p = std::move(p)]() mutable {
+        auto key = req.path + '\n' + std::to_string(static_cast<int>(req.dialect)) + '\n' +
+                   std::to_string(static_cast<int>(req.strategy)) + '\n' + std::to_string(req.local_handoff);
+        auto t = table_of(*s);
+        auto& q = t->queues[key];
+        if (!q) q = std::make_shared<handoff_queue>(s, key, req);
+        auto keep = q; // enqueue may complete at once and forget the queue
+        keep->enqueue(std::move(req), std::move(p));
+    });
+}
+
+} // namespace zklock::detail

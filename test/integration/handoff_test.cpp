@@ -1,0 +1,291 @@
+// In-process hand-off (mutex_options::local_handoff) against a real ZooKeeper.
+#include <zklock/inspect.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/shared_mutex.hpp>
+
+#include "common.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+using namespace zt;
+using zklock::errc;
+
+namespace {
+
+zklock::mutex_options handoff(std::uint32_t n) {
+    zklock::mutex_options o;
+    o.local_handoff = n;
+    return o;
+}
+
+struct hold_log {
+    using tp = std::chrono::steady_clock::time_point;
+    struct hold {
+        tp start, end;
+        std::int64_t token;
+        std::string who;
+    };
+    std::vector<hold> holds; // in grant order (single-threaded io_context)
+    int inside = 0, max_inside = 0;
+
+    awaitable<void> critical(const zklock::guard& g, std::string who, std::chrono::milliseconds d = {}) {
+        hold h{std::chrono::steady_clock::now(), {}, g.fencing_token(), std::move(who)};
+        max_inside = std::max(max_inside, ++inside);
+        if (d.count()) co_await sleep_for(d);
+        else co_await asio::post(co_await asio::this_coro::executor, use_awaitable); // let others run
+        --inside;
+        h.end = std::chrono::steady_clock::now();
+        holds.push_back(std::move(h));
+    }
+
+    void check() const {
+        EXPECT_EQ(max_inside, 1);
+        for (std::size_t i = 1; i < holds.size(); ++i) {
+            EXPECT_LT(holds[i - 1].token, holds[i].token) << "fencing tokens not increasing at grant " << i;
+            EXPECT_LE(holds[i - 1].end, holds[i].start) << "holds " << i - 1 << " and " << i << " overlap";
+        }
+    }
+};
+
+} // namespace
+
+TEST(Handoff, LocalWaitersShareOneNodeAndTokensStillIncrease) {
+    constexpr int coroutines = 40, rounds = 3, bound = 8;
+    asio::io_context io;
+    hold_log log;
+    run(io, [&]() -> awaitable<void> {
+        auto s = co_await connect();
+        auto path = unique_path("lock");
+        auto ex = co_await asio::this_coro::executor;
+        int finished = 0;
+        std::size_t most_nodes = 0;
+        std::set<std::string> nodes;
+        std::uint32_t max_index = 0;
+        for (int c = 0; c < coroutines; ++c)
+            asio::co_spawn(ex, [&]() -> awaitable<void> {
+                zklock::mutex m(*s, path, handoff(bound));
+                for (int r = 0; r < rounds; ++r) {
+                    auto g = co_await m.async_acquire(use_awaitable);
+                    nodes.insert(g.node_path());
+                    max_index = std::max(max_index, g.local_grant());
+                    EXPECT_EQ(g.fencing_token(), g.node_czxid() * 4096 + g.local_grant());
+                    co_await log.critical(g, "local");
+                    co_await g.async_release(use_awaitable);
+                }
+                ++finished;
+            }, asio::detached);
+        while (finished < coroutines) {
+            most_nodes = std::max(most_nodes, (co_await children_of(*s, path)).size());
+            co_await sleep_for(2ms);
+        }
+        const auto grants = static_cast<std::size_t>(coroutines * rounds);
+        CO_REQUIRE(log.holds.size() == grants);
+        EXPECT_LE(most_nodes, 1u) << "the local queue must stand behind a single node";
+        EXPECT_EQ(max_index, bound - 1u) << "the bound is reached, not exceeded";
+        // ceil(120 / 8) = 15 nodes when the queue never runs dry; each node costs one create
+        EXPECT_GE(nodes.size(), (grants + bound - 1) / bound);
+        EXPECT_LE(s->statistics().creates, nodes.size() + 3) << "(+ the lock path's parents)";
+        co_await expect_no_leftovers(*s, path);
+    }());
+    log.check();
+}
+
+TEST(Handoff, BoundLetsAnotherProcessIn) {
+    // A remote contender (its own session, no hand-off) queued behind a hand-off queue gets the
+    // lock after at most `bound` local grants.
+    constexpr int local = 10, bound = 4;
+    asio::io_context io;
+    hold_log log;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        auto ex = co_await asio::this_coro::executor;
+        bool stop = false;
+        int finished = 0;
+        for (int c = 0; c < local; ++c)
+            asio::co_spawn(ex, [&]() -> awaitable<void> {
+                zklock::mutex m(*a, path, handoff(bound));
+                while (!stop) {
+                    auto g = co_await m.async_acquire(use_awaitable);
+                    co_await log.critical(g, "local", 1ms);
+                    co_await g.async_release(use_awaitable);
+                }
+                ++finished;
+            }, asio::detached);
+        co_await eventually([&] { return log.holds.size() >= 3; });
+        zklock::mutex remote(*b, path);
+        for (int round = 0; round < 5; ++round) {
+            auto g = co_await remote.async_acquire(use_awaitable);
+            co_await log.critical(g, "remote", 1ms);
+            co_await g.async_release(use_awaitable);
+            co_await sleep_for(10ms);
+        }
+        stop = true;
+        co_await eventually([&] { return finished == local; }, 5000ms);
+        CO_REQUIRE(finished == local);
+        // Grants follow node creation order: no local grant made under a node created after
+        // the remote node may come before the remote grant. So the remote contender waited at
+        // most for the rest of the local node that was in line before it: <= bound grants.
+        int remote_holds = 0;
+        for (std::size_t i = 0; i < log.holds.size(); ++i) {
+            if (log.holds[i].who != "remote") continue;
+            ++remote_holds;
+            const auto remote_czxid = log.holds[i].token >> 12;
+            std::size_t waited = 0; // local grants since the previous remote one
+            for (std::size_t j = i; j-- > 0 && log.holds[j].who == "local";) {
+                EXPECT_LT(log.holds[j].token >> 12, remote_czxid) << "a later local node was served first";
+                ++waited;
+            }
+            EXPECT_GT(waited, 0u) << "(the local queue was never empty)";
+        }
+        std::map<std::int64_t, int> grants_per_node;
+        for (auto& h : log.holds) grants_per_node[h.token >> 12] += h.who == "local";
+        for (auto& [czxid, n] : grants_per_node) EXPECT_LE(n, bound) << "node " << czxid;
+        EXPECT_EQ(remote_holds, 5);
+        co_await expect_no_leftovers(*a, path);
+    }());
+    log.check();
+}
+
+TEST(Handoff, WaitersGiveUpWithoutLeavingNodes) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex remote(*b, path);
+        auto held_remotely = co_await remote.async_acquire(use_awaitable);
+
+        // The local queue's node waits behind the remote holder; its waiters time out, are
+        // cancelled, or try: none of it may leave a node.
+        zklock::mutex m(*a, path, handoff(16));
+        auto ex = co_await asio::this_coro::executor;
+        constexpr int n = 200;
+        std::vector<asio::cancellation_signal> cancel(n);
+        std::map<std::string, int> outcomes;
+        int done = 0;
+        for (int i = 0; i < n; ++i)
+            asio::co_spawn(ex, [&, i]() -> awaitable<void> {
+                zklock::error_code ec;
+                zklock::guard g;
+                if (i % 2 == 0) {
+                    std::tie(ec, g) = co_await m.async_acquire_for(
+                        std::chrono::milliseconds(100 + i), asio::as_tuple(use_awaitable));
+                } else {
+                    std::tie(ec, g) = co_await m.async_acquire(
+                        asio::bind_cancellation_slot(cancel[i].slot(), asio::as_tuple(use_awaitable)));
+                }
+                EXPECT_FALSE(g.owns_lock());
+                ++outcomes[ec.message()];
+                ++done;
+            }, asio::detached);
+        co_await wait_for_children(*b, path, 2); // the queue's node is in line
+        auto [try_ec, try_g] = co_await m.async_try_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(try_ec, errc::lock_busy);
+        for (int i = 1; i < n; i += 2) cancel[i].emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done == n; }, 5000ms);
+        CO_REQUIRE(done == n);
+        EXPECT_EQ(outcomes[zklock::make_error_code(errc::acquire_timeout).message()], n / 2);
+        EXPECT_EQ(outcomes[zklock::error_code(asio::error::operation_aborted).message()], n / 2);
+        // the queue's node went with its last waiter, while the remote holder still holds
+        co_await eventually([&]() { return a->impl()->background_deletes() == 0; });
+        auto left = co_await children_of(*b, path);
+        EXPECT_EQ(left.size(), 1u);
+        co_await held_remotely.async_release(use_awaitable);
+
+        // and the queue works again afterwards
+        auto g = co_await m.async_acquire_for(5s, use_awaitable);
+        EXPECT_TRUE(g.owns_lock());
+        auto [busy, g2] = co_await m.async_try_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(busy, errc::lock_busy);
+        co_await g.async_release(use_awaitable);
+        auto g3 = co_await m.async_try_acquire(use_awaitable);
+        EXPECT_TRUE(g3.owns_lock());
+        co_await g3.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto admin = co_await connect();
+        zklock::mutex m(*a, path, handoff(100));
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        zklock::guard g2;
+        bool granted = false;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g2 = co_await m.async_acquire(use_awaitable);
+            granted = true;
+        }, asio::detached);
+        co_await sleep_for(50ms);
+        EXPECT_FALSE(granted);
+        co_await zklock::async_break_lock(*admin, g1.node_path(), use_awaitable);
+        co_await sleep_for(100ms); // the queue's watch on its node fires
+        co_await g1.async_release(use_awaitable);
+        co_await eventually([&] { return granted; });
+        CO_REQUIRE(granted);
+        EXPECT_NE(g2.node_path(), g1.node_path()) << "handed off under a node that was deleted";
+        EXPECT_EQ(g2.local_grant(), 0u);
+        EXPECT_GT(g2.node_czxid(), 0);
+        auto kids = co_await children_of(*admin, path);
+        CO_REQUIRE(kids.size() == 1u);
+        EXPECT_EQ(path + "/" + kids[0], g2.node_path());
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*admin, path);
+    }());
+}
+
+TEST(Handoff, SessionCloseFailsWaitersAndSignalsTheHolder) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto admin = co_await connect();
+        zklock::mutex m(*a, path, handoff(8));
+        auto g = co_await m.async_acquire(use_awaitable);
+        int failed = 0;
+        for (int i = 0; i < 5; ++i)
+            asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+                auto [ec, w] = co_await m.async_acquire(asio::as_tuple(use_awaitable));
+                EXPECT_EQ(ec, asio::error::operation_aborted);
+                failed += ec ? 1 : 0;
+            }, asio::detached);
+        co_await sleep_for(50ms);
+        co_await a->async_close(use_awaitable);
+        auto lost = co_await g.async_wait_lost(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(std::get<0>(lost), errc::session_closed);
+        co_await eventually([&] { return failed == 5; });
+        EXPECT_EQ(failed, 5);
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*admin, path);
+    }());
+}
+
+TEST(Handoff, BadOptionsAreRefused) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto s = co_await connect();
+        auto path = unique_path("lock");
+        zklock::mutex too_many(*s, path, handoff(4097));
+        auto [ec, g] = co_await too_many.async_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::invalid_argument);
+        zklock::shared_mutex rw(*s, path, handoff(4));
+        auto [ec2, g2] = co_await rw.async_acquire_shared(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec2, errc::invalid_argument);
+        zklock::mutex bad_path(*s, "no-slash", handoff(4));
+        auto [ec3, g3] = co_await bad_path.async_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec3.category(), zklock::make_error_code(errc::invalid_argument).category());
+        EXPECT_TRUE(ec3) << "a bad path is refused";
+        co_await expect_no_leftovers(*s, path);
+    }());
+}
