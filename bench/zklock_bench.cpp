@@ -2,7 +2,11 @@
 // Prints one JSON object (and a readable line on stderr): cycles/s, acquire latency, requests
 // per cycle (from the sessions' own counters), client CPU per cycle, peak RSS, and whether the
 // recorded hold intervals overlapped.
-//   zklock_bench --connect C [--workers 8] [--sessions 8] [--locks 1] [--hold-ms 0] [--duration 5] [--label x]
+// With --handoff N the coroutines of a session hand the lock to each other (mutex_options::local_handoff);
+// then it also reports the most grants one node served and each session's share of the grants
+// (sessions stand for processes: none may be starved).
+//   zklock_bench --connect C [--workers 8] [--sessions 8] [--locks 1] [--hold-ms 0] [--duration 5]
+//                [--handoff N] [--strategy predecessor|children|unique] [--release background] [--label x]
 #include <zklock.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -32,6 +36,7 @@ struct config {
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
     bool background_release = false; // release_in_background(): the next request is queued behind the delete
     int workers = 8, sessions = 8, locks = 1, hold_ms = 0;
+    std::uint32_t handoff = 0;
     double duration = 5, warmup = 1;
 };
 
@@ -56,6 +61,7 @@ int main(int argc, char** argv) {
         else if (k == "--duration") cfg.duration = std::atof(v.c_str());
         else if (k == "--warmup") cfg.warmup = std::atof(v.c_str());
         else if (k == "--label") cfg.label = v;
+        else if (k == "--handoff") cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
         else if (k == "--release") cfg.background_release = v == "background";
         else if (k == "--strategy") {
             if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
@@ -77,6 +83,8 @@ int main(int argc, char** argv) {
     std::vector<double> latencies_us;
     std::map<int, std::vector<hold>> holds;
     long cycles = 0;
+    std::vector<long> session_cycles(static_cast<std::size_t>(std::max(cfg.sessions, 1)));
+    std::uint32_t max_node_grants = 0;
     bool measuring = false, stop = false;
     int running = 0;
     double cpu0 = 0, wall = 0;
@@ -107,6 +115,7 @@ int main(int argc, char** argv) {
                 int lock_no = w % cfg.locks;
                 zklock::mutex_options mo;
                 mo.strategy = cfg.strategy;
+                mo.local_handoff = cfg.handoff;
                 zklock::mutex m(*sessions[w % cfg.sessions], base + "/lock-" + std::to_string(lock_no), mo);
                 asio::steady_timer t(co_await asio::this_coro::executor);
                 while (!stop) {
@@ -122,6 +131,8 @@ int main(int argc, char** argv) {
                         latencies_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
                         holds[lock_no].push_back({t1, t2});
                         ++cycles;
+                        ++session_cycles[static_cast<std::size_t>(w % cfg.sessions)];
+                        max_node_grants = std::max(max_node_grants, g.local_grant() + 1);
                     }
                     if (cfg.background_release)
                         g.release_in_background();
@@ -170,15 +181,19 @@ int main(int argc, char** argv) {
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
+    session_cycles.resize(static_cast<std::size_t>(cfg.sessions));
+    auto [smin, smax] = std::minmax_element(session_cycles.begin(), session_cycles.end());
     double cps = cycles / wall;
     double rpc = cycles ? double(req1 - req0) / cycles : 0; // requests issued during the window / cycles in it
     std::printf("{\"impl\":\"%s\",\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,\"cycles\":%ld,"
                 "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
-                "\"requests_per_cycle\":%.2f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":%ld}\n",
+                "\"requests_per_cycle\":%.2f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":%ld,"
+                "\"handoff\":%u,\"max_grants_per_node\":%u,\"session_share_min\":%.3f,\"session_share_max\":%.3f}\n",
                 cfg.label.c_str(), cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall, cps, pct(0.5),
                 pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
                 cycles ? double(watch1 - watch0) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0,
-                ru.ru_maxrss, overlaps);
+                ru.ru_maxrss, overlaps, cfg.handoff, max_node_grants, cycles ? double(*smin) / cycles : 0.0,
+                cycles ? double(*smax) / cycles : 0.0);
     std::fprintf(stderr, "%s: %d workers/%d sessions/%d locks hold %d ms: %.0f cycles/s p50 %.0f us p99 %.0f us, "
                  "%.2f req/cycle, %.1f us CPU/cycle, overlaps %ld\n", cfg.label.c_str(), cfg.workers, cfg.sessions,
                  cfg.locks, cfg.hold_ms, cps, pct(0.5), pct(0.99), rpc, cycles ? cpu0 * 1e6 / cycles : 0.0, overlaps);

@@ -69,8 +69,9 @@ public:
         (void)grant;
         lent_ = false;
         auto s = s_.lock();
-        const bool node_ok = node_ && !node_->lost.load(std::memory_order_relaxed) &&
-                             node_->st == held_lock::status::held;
+        // No hand-off under a node that is lost, or that someone asked us to give up (a
+        // revocation request: the queue lets go after the current holder).
+        const bool node_ok = node_ && node_->st == held_lock::status::held && !node_->revoke_requested;
         const bool connected = s && s->state() == session_state::connected;
         switch (decide_after_release(node_ok, connected, waiters_.size(), grants_, bound())) {
         case after_release::hand_off:
@@ -143,7 +144,8 @@ private:
         }
         node_ = g.state();
         node_guard_ = std::move(g);
-        node_->arm_watch(); // a node deleted by someone else must stop the hand-offs
+        node_->revocable = true; // (the flag only records the request: see local_release)
+        node_->arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
         grants_ = 0;
         phase_ = phase::held;
         grant_next(*s);

@@ -245,6 +245,38 @@ TEST(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
     }());
 }
 
+TEST(Handoff, RevocationReachesTheHolderAndEndsTheHandOffs) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto admin = co_await connect();
+        auto o = handoff(100);
+        o.revocable = true;
+        zklock::mutex m(*a, path, o);
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        zklock::guard g2;
+        bool granted = false;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g2 = co_await m.async_acquire(use_awaitable);
+            granted = true;
+        }, asio::detached);
+        co_await sleep_for(50ms);
+        auto [ec, holder] = co_await zklock::async_revoke(*admin, path, {}, asio::as_tuple(use_awaitable));
+        CO_REQUIRE(!ec);
+        EXPECT_EQ(holder, g1.node_path());
+        auto [why] = co_await g1.async_wait_revoked(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(why, errc::revocation_requested);
+        co_await g1.async_release(use_awaitable);
+        co_await eventually([&] { return granted; });
+        CO_REQUIRE(granted);
+        EXPECT_NE(g2.node_path(), g1.node_path()) << "a revoked node was handed on";
+        EXPECT_GT(g2.fencing_token(), g1.fencing_token());
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*admin, path);
+    }());
+}
+
 TEST(Handoff, SessionCloseFailsWaitersAndSignalsTheHolder) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
