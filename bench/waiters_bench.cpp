@@ -1,4 +1,4 @@
-// Many waiters on one lock in one process, one session: memory per waiter, wakeups per release,
+// Many waiters (coroutines) on one lock in one process, one session: memory per waiter, wakeups per release,
 // time to drain the queue, and a mass cancellation that must leave no node behind.
 // With --handoff N the waiters queue locally behind one node (mutex_options::local_handoff): a
 // release then wakes the next local waiter without a watch event.
@@ -8,6 +8,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -81,15 +82,18 @@ int main(int argc, char** argv) {
 
         // 1. queue n waiters, measure the memory they take
         long rss0 = rss_kb();
-        std::vector<zklock::guard> guards(static_cast<std::size_t>(n));
         auto q0 = clk::now();
+        int started = 0;
         for (int i = 0; i < n; ++i)
-            m.async_acquire([&, i](zklock::error_code ec, zklock::guard g) {
-                if (ec) { ++failed; return; }
+            asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+                ++started;
+                auto [ec, g] = co_await m.async_acquire(asio::as_tuple(use_awaitable));
+                if (ec) { ++failed; co_return; }
                 ++granted;
                 // hand it on at once: release in the background, as a busy server would
                 g.release_in_background();
-            });
+            }, asio::detached);
+        co_await wait_until([&] { return started == n; });
         std::size_t queued = 0;
         co_await all_queued(g_before);
         auto [ec0, kids] = co_await zklock::async_get_children(zk, path, asio::as_tuple(use_awaitable));
@@ -110,9 +114,15 @@ int main(int argc, char** argv) {
         std::vector<asio::cancellation_signal> sigs(static_cast<std::size_t>(n));
         int aborted = 0, other = 0;
         auto g0 = zk.statistics().get_data;
+        started = 0;
         for (int i = 0; i < n; ++i)
-            m.async_acquire(asio::bind_cancellation_slot(sigs[static_cast<std::size_t>(i)].slot(),
-                [&](zklock::error_code ec, zklock::guard) { (ec == asio::error::operation_aborted ? aborted : other)++; }));
+            asio::co_spawn(ex, [&, i]() -> asio::awaitable<void> {
+                ++started;
+                auto [ec, g] = co_await m.async_acquire(asio::bind_cancellation_slot(
+                    sigs[static_cast<std::size_t>(i)].slot(), asio::as_tuple(use_awaitable)));
+                (ec == asio::error::operation_aborted ? aborted : other)++;
+            }, asio::detached);
+        co_await wait_until([&] { return started == n; });
         co_await all_queued(g0);
         auto c0 = clk::now();
         for (auto& s : sigs) s.emit(asio::cancellation_type::terminal);
