@@ -17,10 +17,16 @@ struct reentrancy_table {
     struct entry {
         std::weak_ptr<held_lock> held;
         bool acquiring = false;
-        std::vector<pending<void(error_code, guard)>> joiners; // same owner, waiting with the first acquire
+        /// The owner's acquires waiting for the node (the first one and any that joined it):
+        /// each can be cancelled on its own; the node acquire stops when none is left.
+        std::map<std::uint64_t, pending<void(error_code, guard)>> waiters;
+        std::unique_ptr<asio::cancellation_signal> cancel;
     };
     std::map<std::pair<std::string, std::uint64_t>, entry> entries;
+    std::uint64_t next_id = 1;
 };
+
+using table_key = std::pair<std::string, std::uint64_t>;
 
 std::shared_ptr<reentrancy_table> table_of(session_impl& s) {
     // One table per session, created on first use (on the strand).
@@ -28,6 +34,57 @@ std::shared_ptr<reentrancy_table> table_of(session_impl& s) {
     auto& slot = s.extension(key);
     if (!slot) slot = std::make_shared<reentrancy_table>();
     return std::static_pointer_cast<reentrancy_table>(slot);
+}
+
+void acquire_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reentrancy_table>& table,
+                  const table_key& key, acquire_request req);
+
+/// The node acquire of an owner completed (strand).
+void on_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reentrancy_table>& table,
+             const table_key& key, const acquire_request& req, error_code ec, guard g) {
+    auto it = table->entries.find(key);
+    if (it == table->entries.end()) return g.release_in_background();
+    auto& e = it->second;
+    e.acquiring = false;
+    auto signal = std::move(e.cancel); // (its slot was cleared before this handler ran)
+    if (e.waiters.empty()) {           // everyone gave up meanwhile
+        g.release_in_background();
+        table->entries.erase(it);
+        return;
+    }
+    if (ec == asio::error::operation_aborted && s->state() != session_state::closed)
+        return acquire_node(s, table, key, req); // we cancelled it, and new acquires came
+    auto waiters = std::move(e.waiters);
+    e.waiters.clear();
+    if (ec) {
+        table->entries.erase(it);
+        for (auto& [id, w] : waiters) w.complete(ec, guard{});
+        return;
+    }
+    auto h = g.state();
+    e.held = h;
+    h->holds += static_cast<int>(waiters.size()) - 1;
+    bool first = true;
+    for (auto& [id, w] : waiters) {
+        if (first) w.complete({}, std::move(g));
+        else w.complete({}, guard(h));
+        first = false;
+    }
+}
+
+void acquire_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reentrancy_table>& table,
+                  const table_key& key, acquire_request req) {
+    auto& e = table->entries[key];
+    e.acquiring = true;
+    e.cancel = std::make_unique<asio::cancellation_signal>();
+    auto slot = e.cancel->slot();
+    auto strand = s->strand();
+    auto copy = req;
+    start_acquire(s, std::move(copy), asio::any_completion_handler<void(error_code, guard)>(
+        asio::bind_cancellation_slot(slot, asio::bind_executor(strand,
+            [s, table, key, req = std::move(req)](error_code ec, guard g) {
+                on_node(s, table, key, req, ec, std::move(g));
+            }))));
 }
 
 } // namespace
@@ -41,7 +98,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
         if (table->entries.size() > 64) // forget owners that hold nothing any more
             std::erase_if(table->entries, [](const auto& kv) {
                 auto h = kv.second.held.lock();
-                return !kv.second.acquiring && (!h || h->st != held_lock::status::held);
+                return !kv.second.acquiring && kv.second.waiters.empty() && (!h || h->st != held_lock::status::held);
             });
         auto key = std::make_pair(req.path, owner);
         auto& e = table->entries[key];
@@ -49,28 +106,24 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
             ++h->holds; // nested: no request to ZooKeeper
             return p.complete({}, guard(std::move(h)));
         }
-        if (e.acquiring) return e.joiners.push_back(std::move(p));
-        e.acquiring = true;
-        auto strand = s->strand();
-        auto slot = p.slot(); // the caller's cancellation reaches the acquire in flight
-        auto user = std::make_shared<std::optional<pending<void(error_code, guard)>>>(std::move(p));
-        start_acquire(s, std::move(req), asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(slot, asio::bind_executor(strand,
-            [table, key, user](error_code ec, guard g) {
-                auto& e = table->entries[key];
-                e.acquiring = false;
-                auto joiners = std::move(e.joiners);
-                e.joiners.clear();
-                if (ec) {
-                    table->entries.erase(key);
-                    for (auto& j : joiners) j.complete(ec, guard{});
-                    return (**user).complete(ec, guard{});
-                }
-                auto h = g.state();
-                e.held = h;
-                h->holds += static_cast<int>(joiners.size());
-                for (auto& j : joiners) j.complete({}, guard(h));
-                (**user).complete({}, std::move(g));
-            }))));
+        const auto id = table->next_id++;
+        p.on_cancel([w = std::weak_ptr<reentrancy_table>(table), strand = s->strand(), key, id](asio::cancellation_type) {
+            asio::post(strand, [w, key, id] {
+                auto table = w.lock();
+                if (!table) return;
+                auto it = table->entries.find(key);
+                if (it == table->entries.end()) return;
+                auto& e = it->second;
+                auto wi = e.waiters.find(id);
+                if (wi == e.waiters.end()) return;
+                auto waiter = std::move(wi->second);
+                e.waiters.erase(wi);
+                waiter.complete(asio::error::operation_aborted, guard{});
+                if (e.waiters.empty() && e.acquiring && e.cancel) e.cancel->emit(asio::cancellation_type::terminal);
+            });
+        });
+        e.waiters.emplace(id, std::move(p));
+        if (!e.acquiring) acquire_node(s, table, key, std::move(req));
     });
 }
 

@@ -188,6 +188,61 @@ TEST(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
     }());
 }
 
+TEST(Reentrant, AcquiresOfOneOwnerWaitingTogetherAreCancelledEachOnItsOwn) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("reentrant");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex other(*b, path);
+        auto held = co_await other.async_acquire(use_awaitable);
+        zklock::reentrant_mutex ra(*a, path);
+        auto ex = co_await asio::this_coro::executor;
+        // owner 9 waits twice behind the other session's hold: the first acquire, and one joining it
+        asio::cancellation_signal cancel_first, cancel_second, cancel_third;
+        zklock::error_code ec1, ec2, ec3;
+        zklock::guard g2;
+        int done = 0;
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            std::tie(ec1, std::ignore) = co_await ra.async_acquire(9, asio::bind_cancellation_slot(cancel_first.slot(), asio::as_tuple(use_awaitable)));
+            ++done;
+        }, asio::detached);
+        co_await wait_for_children(*b, path, 2);
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            std::tie(ec2, g2) = co_await ra.async_acquire(9, asio::bind_cancellation_slot(cancel_second.slot(), asio::as_tuple(use_awaitable)));
+            ++done;
+        }, asio::detached);
+        co_await sleep_for(50ms);
+        // cancelling the first leaves the second waiting, on the same node
+        cancel_first.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done == 1; });
+        EXPECT_EQ(ec1, asio::error::operation_aborted);
+        co_await sleep_for(50ms);
+        EXPECT_EQ(done, 1) << "the joined acquire ended with the first";
+        EXPECT_EQ((co_await children_of(*b, path)).size(), 2u);
+        // the holder lets go: the second gets it
+        co_await held.async_release(use_awaitable);
+        co_await eventually([&] { return done == 2; });
+        EXPECT_FALSE(ec2) << ec2.message();
+        EXPECT_TRUE(g2.owns_lock());
+        // and when every waiting acquire of the owner is cancelled, its node goes
+        co_await g2.async_release(use_awaitable);
+        held = co_await other.async_acquire(use_awaitable);
+        asio::co_spawn(ex, [&]() -> awaitable<void> {
+            std::tie(ec3, std::ignore) = co_await ra.async_acquire(9, asio::bind_cancellation_slot(cancel_third.slot(), asio::as_tuple(use_awaitable)));
+            ++done;
+        }, asio::detached);
+        co_await wait_for_children(*b, path, 2);
+        cancel_third.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done == 3; });
+        EXPECT_EQ(ec3, asio::error::operation_aborted);
+        co_await eventually([&]() { return a->impl()->background_deletes() == 0; });
+        EXPECT_EQ((co_await children_of(*b, path)).size(), 1u) << "the cancelled acquire left its node";
+        co_await held.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
 TEST(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
     constexpr int n = 3, sessions = 4, coroutines = 4, rounds = 3;
     asio::io_context io;
