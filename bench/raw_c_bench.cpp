@@ -37,6 +37,9 @@ static zhandle_t* connect_zk(const char* hosts) {
             x->cv->notify_all();
         }
     }, 10000, nullptr, &ctx, 0);
+    // Like zklock: no host name resolution on every I/O loop iteration (the C client's default,
+    // which costs a getaddrinfo per iteration and would make this floor unfairly slow).
+    if (zh) zoo_set_servers_resolution_delay(zh, -1);
     std::unique_lock lk(mu);
     if (!zh || !cv.wait_for(lk, std::chrono::seconds(10), [&] { return up; })) { std::fprintf(stderr, "connect failed\n"); std::exit(1); }
     zoo_set_context(zh, nullptr);

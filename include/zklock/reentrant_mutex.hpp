@@ -26,7 +26,8 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
 /// moves between threads): the caller names the owner, e.g. a request id or a task id. An owner
 /// that already holds the lock on this session and path gets another guard at once, with no
 /// request to ZooKeeper; the node is deleted when the owner's last guard is released. An acquire
-/// by an owner whose first acquire is still waiting waits with it. Different owners exclude each
+/// by an owner whose first acquire is still waiting waits with it (on the same node; each of
+/// them can be cancelled on its own, and the node goes when all of them have given up). Different owners exclude each
 /// other exactly as with zklock::mutex (and with Curator and kazoo). The plain mutex stays the
 /// default: reentrancy hides the nesting that usually deserves a second look.
 ///
