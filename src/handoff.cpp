@@ -23,6 +23,17 @@
 namespace zklock::detail {
 namespace {
 
+class handoff_queue;
+
+/// Links a caller's cancellation to its place in a queue. The cancellation handler is installed
+/// in the initiating function (before anything is posted), so a cancellation emitted at once is
+/// not lost; both it and the enqueue run on the strand, in that order.
+struct ticket {
+    std::weak_ptr<handoff_queue> queue; // set by enqueue
+    std::uint64_t id = 0;
+    bool cancelled = false; // cancelled before enqueue ran
+};
+
 class handoff_queue final : public release_hook,
                             public session_listener,
                             public std::enable_shared_from_this<handoff_queue> {
@@ -34,26 +45,27 @@ public:
     }
 
     /// A new local contender (strand).
-    void enqueue(acquire_request req, pending<void(error_code, guard)> h) {
+    void enqueue(acquire_request req, pending<void(error_code, guard)> h, const std::shared_ptr<ticket>& t) {
         auto s = s_.lock();
         if (!s) return h.complete(asio::error::operation_aborted, guard{});
+        error_code refused;
+        if (t->cancelled) refused = asio::error::operation_aborted;
+        else if (req.try_only && phase_ != phase::idle) refused = errc::lock_busy;
+        else if (req.deadline && std::chrono::steady_clock::now() >= *req.deadline) refused = errc::acquire_timeout;
+        if (refused) {
+            h.complete(refused, guard{});
+            return forget_if_idle();
+        }
         if (!listening_) {
             listener_id_ = s->add_listener(weak_from_this());
             listening_ = true;
         }
-        if (req.try_only && phase_ != phase::idle) return h.complete(errc::lock_busy, guard{});
-        if (req.deadline && std::chrono::steady_clock::now() >= *req.deadline)
-            return h.complete(errc::acquire_timeout, guard{});
-
         const auto id = next_id_++;
+        t->queue = weak_from_this();
+        t->id = id;
         auto& w = waiters_[id];
         w.try_only = req.try_only;
         w.revocable = req.revocable;
-        h.on_cancel([q = weak_from_this(), strand = s->strand(), id](asio::cancellation_type) {
-            asio::post(strand, [q, id] {
-                if (auto self = q.lock()) self->leave(id, asio::error::operation_aborted);
-            });
-        });
         w.h.emplace(std::move(h));
         if (req.deadline) {
             w.timer = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
@@ -65,9 +77,27 @@ public:
         if (phase_ == phase::idle) acquire_node(*s);
     }
 
+    /// A waiter gives up (strand). The last one to leave while the node is being acquired is
+    /// completed only once that acquire has ended and deleted its node: no node outlives a
+    /// completed acquire.
+    void leave(std::uint64_t id, error_code why) {
+        auto it = waiters_.find(id);
+        if (it == waiters_.end()) return;
+        auto w = std::move(it->second);
+        waiters_.erase(it);
+        if (w.timer) w.timer->cancel();
+        if (waiters_.empty() && phase_ == phase::acquiring && cancel_) {
+            leaving_.emplace_back(std::move(*w.h), why);
+            cancelled_by_us_ = true;
+            cancel_->emit(asio::cancellation_type::terminal);
+            return;
+        }
+        w.h->complete(why, guard{});
+    }
+
     void local_release(held_lock& grant, std::optional<pending<void(error_code)>> done) override {
         (void)grant;
-        lent_ = false;
+        lent_.reset();
         auto s = s_.lock();
         // No hand-off under a node that is lost, or that someone asked us to give up (a
         // revocation request: the queue lets go after the current holder).
@@ -90,9 +120,13 @@ public:
     }
 
     void on_session_event(session_event e) override {
-        // Waiting contenders would have lost their nodes with the session: tell them the same.
-        if (e == session_event::expired) fail_all(errc::session_expired);
-        else if (e == session_event::closed) fail_all(asio::error::operation_aborted);
+        // Waiting contenders would have lost their nodes with the session: tell them the same,
+        // and let go of the node (which also breaks the queue -> node -> session reference chain).
+        if (e != session_event::expired && e != session_event::closed) return;
+        fail_all(e == session_event::expired ? error_code(errc::session_expired)
+                                             : error_code(asio::error::operation_aborted));
+        if (phase_ == phase::held) release_node(std::nullopt);
+        forget_if_idle();
     }
 
 private:
@@ -109,21 +143,27 @@ private:
     /// One node-acquire for the whole queue (try-only when every waiter is a try).
     void acquire_node(session_impl& s) {
         phase_ = phase::acquiring;
+        cancelled_by_us_ = false;
         auto req = base_;
         req.try_only = std::all_of(waiters_.begin(), waiters_.end(), [](auto& kv) { return kv.second.try_only; });
         cancel_ = std::make_unique<asio::cancellation_signal>();
-        const auto attempt = ++attempt_;
         start_node_acquire(s.shared_from_this(), std::move(req),
             asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(cancel_->slot(),
-                asio::bind_executor(s.strand(), [q = shared_from_this(), attempt](error_code ec, guard g) {
-                    q->on_node(attempt, ec, std::move(g));
+                asio::bind_executor(s.strand(), [q = shared_from_this()](error_code ec, guard g) {
+                    q->on_node(ec, std::move(g));
                 }))));
     }
 
-    void on_node(std::uint64_t attempt, error_code ec, guard g) {
-        if (attempt != attempt_) return; // (cannot happen: one attempt at a time)
+    void on_node(error_code ec, guard g) {
         phase_ = phase::idle;
-        cancel_.reset();
+        auto signal = std::move(cancel_); // (its slot was cleared before this handler ran)
+        const bool we_cancelled = cancelled_by_us_;
+        cancelled_by_us_ = false;
+        // The waiters that gave up while the node was being acquired: its acquire has ended
+        // (and deleted the node if it had one), so now they may complete.
+        auto leaving = std::move(leaving_);
+        leaving_.clear();
+        for (auto& [h, why] : leaving) h.complete(why, guard{});
         auto s = s_.lock();
         if (!s) return;
         if (waiters_.empty()) { // everyone left while we waited
@@ -135,17 +175,30 @@ private:
             if (!waiters_.empty()) return acquire_node(*s); // those who came later wait
             return forget_if_idle();
         }
-        if (ec == asio::error::operation_aborted && s->state() != session_state::closed) {
+        if (ec == asio::error::operation_aborted && we_cancelled && s->state() != session_state::closed) {
             return acquire_node(*s); // we cancelled it (all had left), and new waiters came
         }
         if (ec) {
             fail_all(ec);
             return forget_if_idle();
         }
+        if (g.is_lost()) { // lost between the grant and now (e.g. the loss policy fired)
+            g.release_in_background();
+            return acquire_node(*s);
+        }
         node_ = g.state();
         node_guard_ = std::move(g);
         node_->revocable = true; // (the flag only records the request: see local_release)
         node_->arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
+        // The node's loss reaches the grant that is lent out, even if its holder armed no watch.
+        node_->wait_lost(pending<void(error_code)>(
+            asio::any_completion_handler<void(error_code)>(asio::bind_executor(s->strand(),
+                [q = weak_from_this(), n = std::weak_ptr<held_lock>(node_)](error_code why) {
+                    auto self = q.lock();
+                    if (!self || why == errc::lock_released || self->node_ != n.lock()) return;
+                    if (auto lent = self->lent_.lock()) lent->lose(why);
+                })),
+            s->executor()));
         grants_ = 0;
         phase_ = phase::held;
         grant_next(*s);
@@ -161,7 +214,7 @@ private:
         h->revocable = w.revocable;
         h->start();
         if (h->revocable) h->arm_watch();
-        lent_ = true;
+        lent_ = h;
         w.h->complete({}, guard(std::move(h)));
     }
 
@@ -172,16 +225,6 @@ private:
         guard g = std::move(node_guard_); // its destructor posts a second release: a no-op
         if (h) h->release(std::move(done));
         else if (done) done->complete({});
-    }
-
-    void leave(std::uint64_t id, error_code why) {
-        auto it = waiters_.find(id);
-        if (it == waiters_.end()) return;
-        auto w = std::move(it->second);
-        waiters_.erase(it);
-        if (w.timer) w.timer->cancel();
-        w.h->complete(why, guard{});
-        if (waiters_.empty() && phase_ == phase::acquiring && cancel_) cancel_->emit(asio::cancellation_type::terminal);
     }
 
     template <class Pred>
@@ -209,13 +252,14 @@ private:
     acquire_request base_;
     phase phase_ = phase::idle;
     std::map<std::uint64_t, waiter> waiters_; // FIFO by id
+    std::vector<std::pair<pending<void(error_code, guard)>, error_code>> leaving_;
     std::uint64_t next_id_ = 1;
-    std::uint64_t attempt_ = 0;
     std::unique_ptr<asio::cancellation_signal> cancel_;
+    bool cancelled_by_us_ = false;
     std::shared_ptr<held_lock> node_; // with phase held: the node's own state (watch, loss)
     guard node_guard_;
+    std::weak_ptr<held_lock> lent_;   // the grant out now, if any
     std::uint32_t grants_ = 0;
-    bool lent_ = false;
     bool listening_ = false;
     std::uint64_t listener_id_ = 0;
 };
@@ -233,7 +277,7 @@ std::shared_ptr<handoff_table> table_of(session_impl& s) {
 }
 
 void handoff_queue::forget_if_idle() {
-    if (phase_ != phase::idle || !waiters_.empty() || lent_) return;
+    if (phase_ != phase::idle || !waiters_.empty() || !leaving_.empty() || !lent_.expired()) return;
     auto s = s_.lock();
     if (!s) return;
     if (listening_) s->remove_listener(listener_id_);
@@ -251,14 +295,21 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     if (req.rw || req.local_handoff > max_local_grants) return p.complete(errc::invalid_argument, guard{});
-    asio::post(s->strand(), [s, req = std::move(req), p = std::move(p)]() mutable {
+    auto t = std::make_shared<ticket>();
+    p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
+        asio::post(strand, [t] {
+            if (auto q = t->queue.lock()) q->leave(t->id, asio::error::operation_aborted);
+            else t->cancelled = true;
+        });
+    });
+    asio::post(s->strand(), [s, req = std::move(req), p = std::move(p), t]() mutable {
         auto key = req.path + '\n' + std::to_string(static_cast<int>(req.dialect)) + '\n' +
                    std::to_string(static_cast<int>(req.strategy)) + '\n' + std::to_string(req.local_handoff);
-        auto t = table_of(*s);
-        auto& q = t->queues[key];
+        auto table = table_of(*s);
+        auto& q = table->queues[key];
         if (!q) q = std::make_shared<handoff_queue>(s, key, req);
         auto keep = q; // enqueue may complete at once and forget the queue
-        keep->enqueue(std::move(req), std::move(p));
+        keep->enqueue(std::move(req), std::move(p), t);
     });
 }
 

@@ -122,7 +122,7 @@ TEST(Handoff, BoundLetsAnotherProcessIn) {
         co_await eventually([&] { return log.holds.size() >= 3; });
         zklock::mutex remote(*b, path);
         for (int round = 0; round < 5; ++round) {
-            auto g = co_await remote.async_acquire(use_awaitable);
+            auto g = co_await remote.async_acquire_for(10s, use_awaitable); // throws if starved
             co_await log.critical(g, "remote", 1ms);
             co_await g.async_release(use_awaitable);
             co_await sleep_for(10ms);
@@ -166,6 +166,10 @@ TEST(Handoff, WaitersGiveUpWithoutLeavingNodes) {
         // The local queue's node waits behind the remote holder; its waiters time out, are
         // cancelled, or try: none of it may leave a node.
         zklock::mutex m(*a, path, handoff(16));
+        // the queue is idle: a try goes to ZooKeeper, finds the remote holder, leaves no node
+        auto [zk_try, none] = co_await m.async_try_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(zk_try, errc::lock_busy);
+        EXPECT_EQ((co_await children_of(*b, path)).size(), 1u) << "the refused try left its node";
         auto ex = co_await asio::this_coro::executor;
         constexpr int n = 200;
         std::vector<asio::cancellation_signal> cancel(n);
@@ -194,10 +198,12 @@ TEST(Handoff, WaitersGiveUpWithoutLeavingNodes) {
         CO_REQUIRE(done == n);
         EXPECT_EQ(outcomes[zklock::make_error_code(errc::acquire_timeout).message()], n / 2);
         EXPECT_EQ(outcomes[zklock::error_code(asio::error::operation_aborted).message()], n / 2);
-        // the queue's node went with its last waiter, while the remote holder still holds
-        co_await eventually([&]() { return a->impl()->background_deletes() == 0; });
+        // the queue's node went before its last waiter completed, while the remote holder holds
         auto left = co_await children_of(*b, path);
-        EXPECT_EQ(left.size(), 1u);
+        EXPECT_EQ(left.size(), 1u) << "a waiter completed while the queue's node was still there";
+        auto [idle_try, none2] = co_await m.async_try_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(idle_try, errc::lock_busy); // (from ZooKeeper again: the queue is idle)
+        EXPECT_EQ((co_await children_of(*b, path)).size(), 1u);
         co_await held_remotely.async_release(use_awaitable);
 
         // and the queue works again afterwards
@@ -230,7 +236,10 @@ TEST(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
         co_await sleep_for(50ms);
         EXPECT_FALSE(granted);
         co_await zklock::async_break_lock(*admin, g1.node_path(), use_awaitable);
-        co_await sleep_for(100ms); // the queue's watch on its node fires
+        // the queue watches its node and tells the grant that is out, which armed no watch itself
+        co_await eventually([&] { return g1.is_lost(); });
+        EXPECT_TRUE(g1.is_lost());
+        EXPECT_EQ(g1.loss_reason(), errc::lock_node_deleted);
         co_await g1.async_release(use_awaitable);
         co_await eventually([&] { return granted; });
         CO_REQUIRE(granted);
@@ -300,6 +309,46 @@ TEST(Handoff, SessionCloseFailsWaitersAndSignalsTheHolder) {
         EXPECT_EQ(failed, 5);
         co_await g.async_release(use_awaitable);
         co_await expect_no_leftovers(*admin, path);
+    }());
+}
+
+TEST(Handoff, CancellationAndDeadlineAfterTheGrantChangeNothing) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto s = co_await connect();
+        zklock::mutex m(*s, path, handoff(8));
+        asio::cancellation_signal cancel;
+        auto g = co_await m.async_acquire_for(200ms, asio::bind_cancellation_slot(cancel.slot(), use_awaitable));
+        CO_REQUIRE(g.owns_lock());
+        cancel.emit(asio::cancellation_type::terminal);
+        // a second acquire, granted by hand-off, with a deadline that passes while it holds
+        zklock::guard g2;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g2 = co_await m.async_acquire_for(100ms, use_awaitable);
+        }, asio::detached);
+        co_await sleep_for(20ms);
+        co_await g.async_release(use_awaitable);
+        co_await eventually([&] { return g2.owns_lock(); });
+        CO_REQUIRE(g2.owns_lock());
+        EXPECT_EQ(g2.local_grant(), 1u);
+        co_await sleep_for(300ms); // past both deadlines
+        EXPECT_FALSE(g2.is_lost());
+        EXPECT_EQ((co_await children_of(*s, path)).size(), 1u);
+        // and a cancellation emitted right after starting an acquire is not lost
+        asio::cancellation_signal early;
+        bool ended = false;
+        zklock::error_code early_ec;
+        m.async_acquire(asio::bind_cancellation_slot(early.slot(), [&](zklock::error_code ec, zklock::guard) {
+            early_ec = ec;
+            ended = true;
+        }));
+        early.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return ended; });
+        EXPECT_TRUE(ended);
+        EXPECT_EQ(early_ec, asio::error::operation_aborted);
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*s, path);
     }());
 }
 
