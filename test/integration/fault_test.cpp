@@ -116,6 +116,52 @@ TEST(Faults, SessionExpiryFiresTheLossSignalAndFreesTheLock) {
     }());
 }
 
+TEST(Faults, HandOffQueueThroughSessionExpiry) {
+    // A hand-off queue's session expires: the grant that is out is lost, the local waiters fail
+    // as their own nodes would have, and the queue works again on the renewed session.
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 2000ms;
+        o.lost_after_suspended = 2.0; // policy off: only the confirmed expiry counts here
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex_options ho;
+        ho.local_handoff = 16;
+        zklock::mutex ma(*a, path, ho), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        int failed = 0;
+        std::vector<zklock::error_code> errors;
+        for (int i = 0; i < 3; ++i)
+            asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+                auto [ec, w] = co_await ma.async_acquire(asio::as_tuple(use_awaitable));
+                errors.push_back(ec);
+                ++failed;
+            }, asio::detached);
+        co_await sleep_for(100ms);
+        proxy.blackhole(true); // the server expires the session after ~2 s
+        auto gb = co_await mb.async_acquire_for(15s, use_awaitable);
+        EXPECT_TRUE(gb.owns_lock());
+        proxy.blackhole(false);
+        co_await eventually([&] { return g.is_lost() && failed == 3; }, 8000ms);
+        EXPECT_EQ(g.loss_reason(), errc::session_expired);
+        CO_REQUIRE(failed == 3);
+        for (auto& ec : errors) EXPECT_EQ(ec, errc::session_expired) << ec.message();
+        co_await wait_state(*a, session_state::connected, 5000ms);
+        co_await g.async_release(use_awaitable);
+        const auto remote_token = gb.fencing_token();
+        co_await gb.async_release(use_awaitable);
+        auto g2 = co_await ma.async_acquire_for(5s, use_awaitable); // a new node, new session
+        EXPECT_EQ(g2.local_grant(), 0u);
+        EXPECT_EQ(g2.session_id(), a->session_id());
+        EXPECT_GT(g2.fencing_token(), remote_token);
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
 TEST(Faults, DisconnectLongerThanThePolicyReportsTheLossAndBindsWorkToIt) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
