@@ -1,14 +1,18 @@
-// The other recipes, as shown in the README: read/write lock, multi-lock, revocation, inspection.
+// The other recipes, as shown in the README: read/write lock, multi-lock, revocation, semaphore,
+// reentrancy, in-process hand-off, inspection.
 //   zklock_recipes [connect-string]      (default: $ZK_CONNECT or 127.0.0.1:2181)
 #include <zklock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
@@ -52,6 +56,28 @@ asio::awaitable<void> run(std::string connect) {
     auto outer = co_await rm.async_acquire(/*owner=*/42, asio::use_awaitable);
     auto inner = co_await rm.async_acquire(42, asio::use_awaitable); // at once, same node
     std::cout << "re-entered: " << (outer.node_path() == inner.node_path()) << "\n";
+
+    // in-process hand-off: 100 coroutines of this process pass one lock node between them,
+    // at most 32 grants per node, with fencing tokens that still increase at every grant
+    zklock::mutex hot{zk, "/locks/hot", {.local_handoff = 32}};
+    int grants = 0, running = 100;
+    std::int64_t last_token = 0;
+    bool increasing = true;
+    for (int i = 0; i < 100; ++i)
+        asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
+            auto h = co_await hot.async_acquire(asio::use_awaitable);
+            increasing = increasing && h.fencing_token() > last_token;
+            last_token = h.fencing_token();
+            ++grants;
+            co_await h.async_release(asio::use_awaitable);
+            --running;
+        }, asio::detached);
+    for (asio::steady_timer t{ex}; running > 0;) {
+        t.expires_after(5ms);
+        co_await t.async_wait(asio::use_awaitable);
+    }
+    std::cout << grants << " grants by hand-off, fencing tokens increasing: " << std::boolalpha << increasing << "\n";
+    if (!increasing) throw std::runtime_error("fencing tokens did not increase");
 
     // who holds it? (holder first, with the holder's description and the age of each node)
     for (auto& c : co_await zklock::async_list_contenders(zk, "/locks/report", {}, asio::use_awaitable))
