@@ -64,14 +64,14 @@ if handoff:
     fs0 = handoff[0]["fsync"]
     base = curator_cps(fs0, "32s-1l")
     lines.append(f"\n### In-process hand-off (forceSync={fs0}): 1,000 coroutines on one lock\n")
-    lines.append("Sessions stand for processes. `local_handoff` = most consecutive grants per node; "
-                 "share = each session's fraction of the grants (min / max).\n")
-    lines.append("| local_handoff | sessions | cycles/s | x Curator 32s-1l | most grants per node | share min / max | "
+    lines.append("One session per process. `local_handoff` = most consecutive grants per node; "
+                 "share = each process's fraction of the grants (min / max).\n")
+    lines.append("| local_handoff | processes | cycles/s | x Curator 32s-1l | most grants per node | share min / max | "
                  "requests/cycle | CPU us/cycle | p99 acquire us | overlaps |")
     lines.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in handoff:
         ratio = r["cycles_per_s"] / base if base else None
-        lines.append(f"| {r.get('handoff', 0)} | {r['sessions']} | {f(r['cycles_per_s'])} | {f(ratio, 1)} | "
+        lines.append(f"| {r.get('handoff', 0)} | {r.get('processes', r['sessions'])} | {f(r['cycles_per_s'])} | {f(ratio, 1)} | "
                      f"{r.get('max_grants_per_node', '-')} | {r.get('session_share_min', 0):.3f} / {r.get('session_share_max', 0):.3f} | "
                      f"{f(r['requests_per_cycle'], 3)} | {f(r['cpu_us_per_cycle'], 1)} | {f(r['p99_us'])} | {r['overlaps']} |")
     if base:
@@ -128,7 +128,7 @@ if ho:
     if multi:
         m = multi[0]
         fair = m["max_grants_per_node"] <= m["handoff"] and m["session_share_min"] > 0
-        target(f"hand-off, {m['sessions']} sessions: most grants per node / smallest share",
+        target(f"hand-off, {m.get('processes', m['sessions'])} processes: most grants per node / smallest share",
                f"{m['max_grants_per_node']} / {m['session_share_min']:.3f}", f"<= {m['handoff']} / > 0", fair)
 big = [w for w in waiters if w["waiters"] >= 10000]
 for w in big:

@@ -5,7 +5,10 @@
 // With --handoff N the coroutines of a session hand the lock to each other (mutex_options::local_handoff);
 // then it also reports the most grants one node served and each session's share of the grants
 // (sessions stand for processes: none may be starved).
-//   zklock_bench --connect C [--workers 8] [--sessions 8] [--locks 1] [--hold-ms 0] [--duration 5]
+// With --processes P the workers and sessions are split over P forked processes (worker w runs in
+// process w % P, on the same locks); their results are merged, the overlap check included (the
+// hold intervals use CLOCK_MONOTONIC, which all processes share).
+//   zklock_bench --connect C [--workers 8] [--sessions 8] [--processes 1] [--locks 1] [--hold-ms 0] [--duration 5]
 //                [--handoff N] [--strategy predecessor|children|unique] [--release background] [--label x]
 #include <zklock.hpp>
 
@@ -16,12 +19,14 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,7 +40,7 @@ struct config {
     std::string connect, label = "zklock";
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
     bool background_release = false; // release_in_background(): the next request is queued behind the delete
-    int workers = 8, sessions = 8, locks = 1, hold_ms = 0;
+    int workers = 8, sessions = 8, locks = 1, hold_ms = 0, processes = 1;
     std::uint32_t handoff = 0;
     double duration = 5, warmup = 1;
 };
@@ -48,46 +53,37 @@ static double cpu_seconds() {
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-int main(int argc, char** argv) {
-    config cfg;
-    if (const char* e = std::getenv("ZK_CONNECT")) cfg.connect = e;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        std::string k = argv[i], v = argv[i + 1];
-        if (k == "--connect") cfg.connect = v;
-        else if (k == "--workers") cfg.workers = std::atoi(v.c_str());
-        else if (k == "--sessions") cfg.sessions = std::atoi(v.c_str());
-        else if (k == "--locks") cfg.locks = std::atoi(v.c_str());
-        else if (k == "--hold-ms") cfg.hold_ms = std::atoi(v.c_str());
-        else if (k == "--duration") cfg.duration = std::atof(v.c_str());
-        else if (k == "--warmup") cfg.warmup = std::atof(v.c_str());
-        else if (k == "--label") cfg.label = v;
-        else if (k == "--handoff") cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
-        else if (k == "--release") cfg.background_release = v == "background";
-        else if (k == "--strategy") {
-            if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
-            else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;
-            else if (v == "unique") cfg.strategy = zklock::lock_strategy::unique_node;
-            else { std::fprintf(stderr, "unknown strategy %s\n", v.c_str()); return 2; }
-        }
-        else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
-    }
-    if (cfg.connect.empty() || cfg.workers < 1 || cfg.sessions < 1 || cfg.locks < 1) {
-        std::fprintf(stderr, "usage: zklock_bench --connect HOST:PORT [--workers N] [--sessions N] [--locks N] [--hold-ms N] [--duration S]\n");
-        return 2;
-    }
-    cfg.sessions = std::min(cfg.sessions, cfg.workers);
-    const std::string base = "/zklock-bench/run-" + std::to_string(::getpid());
-
-    asio::io_context io(1);
-    std::vector<std::unique_ptr<zklock::session>> sessions;
+/// What one process measured.
+struct run_result {
+    long cycles = 0;
+    double wall = 0, cpu = 0;
+    std::uint64_t requests = 0, watch_events = 0;
+    std::uint32_t max_node_grants = 0;
+    long maxrss_kb = 0;
     std::vector<double> latencies_us;
     std::map<int, std::vector<hold>> holds;
-    long cycles = 0;
-    std::vector<long> session_cycles(static_cast<std::size_t>(std::max(cfg.sessions, 1)));
-    std::uint32_t max_node_grants = 0;
+    std::vector<long> session_cycles; // per global session index
+};
+
+/// Runs this process's share: workers w with w % processes == index, sessions likewise.
+static run_result run_process(const config& cfg, const std::string& base, int index) {
+    run_result res;
+    std::vector<int> my_workers;
+    for (int w = 0; w < cfg.workers; ++w)
+        if (w % cfg.processes == index) my_workers.push_back(w);
+    const int my_sessions = std::max(1, cfg.sessions / cfg.processes);
+    res.session_cycles.assign(static_cast<std::size_t>(cfg.sessions), 0);
+    asio::io_context io(1);
+    std::vector<std::unique_ptr<zklock::session>> sessions;
+    auto& latencies_us = res.latencies_us;
+    auto& holds = res.holds;
+    auto& cycles = res.cycles;
+    auto& session_cycles = res.session_cycles;
+    auto& max_node_grants = res.max_node_grants;
     bool measuring = false, stop = false;
     int running = 0;
-    double cpu0 = 0, wall = 0;
+    double cpu0 = 0;
+    auto& wall = res.wall;
     std::uint64_t req0 = 0, req1 = 0, watch0 = 0, watch1 = 0;
     clk::time_point t_start;
     auto total_requests = [&] {
@@ -103,20 +99,22 @@ int main(int argc, char** argv) {
 
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        for (int i = 0; i < cfg.sessions; ++i) {
+        for (int i = 0; i < my_sessions; ++i) {
             zklock::session_options o;
             o.connect = cfg.connect;
             sessions.push_back(std::make_unique<zklock::session>(ex, o));
             co_await sessions.back()->async_connect(use_awaitable);
         }
-        for (int w = 0; w < cfg.workers; ++w) {
+        for (int w : my_workers) {
             ++running;
             asio::co_spawn(ex, [&, w]() -> asio::awaitable<void> {
+                const int local_session = (w / cfg.processes) % my_sessions;
+                const int global_session = local_session * cfg.processes + index;
                 int lock_no = w % cfg.locks;
                 zklock::mutex_options mo;
                 mo.strategy = cfg.strategy;
                 mo.local_handoff = cfg.handoff;
-                zklock::mutex m(*sessions[w % cfg.sessions], base + "/lock-" + std::to_string(lock_no), mo);
+                zklock::mutex m(*sessions[static_cast<std::size_t>(local_session)], base + "/lock-" + std::to_string(lock_no), mo);
                 asio::steady_timer t(co_await asio::this_coro::executor);
                 while (!stop) {
                     auto t0 = clk::now();
@@ -131,7 +129,7 @@ int main(int argc, char** argv) {
                         latencies_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
                         holds[lock_no].push_back({t1, t2});
                         ++cycles;
-                        ++session_cycles[static_cast<std::size_t>(w % cfg.sessions)];
+                        ++session_cycles[static_cast<std::size_t>(global_session) % session_cycles.size()];
                         max_node_grants = std::max(max_node_grants, g.local_grant() + 1);
                     }
                     if (cfg.background_release)
@@ -169,6 +167,133 @@ int main(int argc, char** argv) {
     io.run();
     sessions.clear();
 
+    res.requests = req1 - req0;
+    res.watch_events = watch1 - watch0;
+    res.cpu = cpu0;
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    res.maxrss_kb = ru.ru_maxrss;
+    return res;
+}
+
+/// A child's result, through a temporary file.
+static void write_result(const run_result& r, const std::string& file) {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    if (!f) std::exit(4);
+    std::fprintf(f, "S %ld %.9f %.9f %llu %llu %u %ld\n", r.cycles, r.wall, r.cpu,
+                 static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.watch_events),
+                 r.max_node_grants, r.maxrss_kb);
+    for (auto c : r.session_cycles) std::fprintf(f, "C %ld\n", c);
+    for (auto l : r.latencies_us) std::fprintf(f, "L %.3f\n", l);
+    for (auto& [lock, hs] : r.holds)
+        for (auto& h : hs)
+            std::fprintf(f, "H %d %lld %lld\n", lock, static_cast<long long>(h.start.time_since_epoch().count()),
+                         static_cast<long long>(h.end.time_since_epoch().count()));
+    std::fclose(f);
+}
+
+static bool read_result(run_result& into, const std::string& file) {
+    std::ifstream in(file);
+    if (!in) return false;
+    std::string tag;
+    std::size_t c = 0;
+    bool saw_summary = false;
+    while (in >> tag) {
+        if (tag == "S") {
+            long cycles; double wall, cpu; unsigned long long req, watch; unsigned mng; long rss;
+            in >> cycles >> wall >> cpu >> req >> watch >> mng >> rss;
+            into.cycles += cycles;
+            into.wall = std::max(into.wall, wall);
+            into.cpu += cpu;
+            into.requests += req;
+            into.watch_events += watch;
+            into.max_node_grants = std::max(into.max_node_grants, static_cast<std::uint32_t>(mng));
+            into.maxrss_kb = std::max(into.maxrss_kb, rss);
+            saw_summary = true;
+        } else if (tag == "C") {
+            long n; in >> n;
+            if (c < into.session_cycles.size()) into.session_cycles[c] += n;
+            ++c;
+        } else if (tag == "L") {
+            double l; in >> l;
+            into.latencies_us.push_back(l);
+        } else if (tag == "H") {
+            int lock; long long a, b; in >> lock >> a >> b;
+            into.holds[lock].push_back({clk::time_point(clk::duration(a)), clk::time_point(clk::duration(b))});
+        }
+    }
+    return saw_summary;
+}
+
+int main(int argc, char** argv) {
+    config cfg;
+    if (const char* e = std::getenv("ZK_CONNECT")) cfg.connect = e;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        std::string k = argv[i], v = argv[i + 1];
+        if (k == "--connect") cfg.connect = v;
+        else if (k == "--workers") cfg.workers = std::atoi(v.c_str());
+        else if (k == "--sessions") cfg.sessions = std::atoi(v.c_str());
+        else if (k == "--processes") cfg.processes = std::atoi(v.c_str());
+        else if (k == "--locks") cfg.locks = std::atoi(v.c_str());
+        else if (k == "--hold-ms") cfg.hold_ms = std::atoi(v.c_str());
+        else if (k == "--duration") cfg.duration = std::atof(v.c_str());
+        else if (k == "--warmup") cfg.warmup = std::atof(v.c_str());
+        else if (k == "--label") cfg.label = v;
+        else if (k == "--handoff") cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
+        else if (k == "--release") cfg.background_release = v == "background";
+        else if (k == "--strategy") {
+            if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
+            else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;
+            else if (v == "unique") cfg.strategy = zklock::lock_strategy::unique_node;
+            else { std::fprintf(stderr, "unknown strategy %s\n", v.c_str()); return 2; }
+        }
+        else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
+    }
+    if (cfg.connect.empty() || cfg.workers < 1 || cfg.sessions < 1 || cfg.locks < 1) {
+        std::fprintf(stderr, "usage: zklock_bench --connect HOST:PORT [--workers N] [--sessions N] [--locks N] [--hold-ms N] [--duration S]\n");
+        return 2;
+    }
+    cfg.sessions = std::min(cfg.sessions, cfg.workers);
+    cfg.processes = std::clamp(cfg.processes, 1, cfg.sessions);
+    const std::string base = "/zklock-bench/run-" + std::to_string(::getpid());
+    const auto parent = ::getpid();
+    auto base_file = [parent](int p) { return "/tmp/zklock_bench." + std::to_string(parent) + "." + std::to_string(p); };
+
+    run_result res;
+    if (cfg.processes == 1) {
+        res = run_process(cfg, base, 0);
+    } else {
+        res.session_cycles.assign(static_cast<std::size_t>(cfg.sessions), 0);
+        std::fflush(nullptr);
+        std::vector<pid_t> children;
+        for (int p = 0; p < cfg.processes; ++p) {
+            pid_t pid = ::fork();
+            if (pid < 0) { std::perror("fork"); return 1; }
+            if (pid == 0) {
+                write_result(run_process(cfg, base, p), base_file(p));
+                std::_Exit(0);
+            }
+            children.push_back(pid);
+        }
+        int failed = 0;
+        for (auto pid : children) {
+            int status = 0;
+            ::waitpid(pid, &status, 0);
+            failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        }
+        for (int p = 0; p < cfg.processes; ++p) {
+            failed += !read_result(res, base_file(p));
+            std::remove(base_file(p).c_str());
+        }
+        if (failed) { std::fprintf(stderr, "bench: %d process(es) failed\n", failed); return 1; }
+    }
+    auto& latencies_us = res.latencies_us;
+    auto& holds = res.holds;
+    const long cycles = res.cycles;
+    const double wall = res.wall;
+    const double cpu0 = res.cpu;
+    auto& session_cycles = res.session_cycles;
+    const auto max_node_grants = res.max_node_grants;
     std::sort(latencies_us.begin(), latencies_us.end());
     auto pct = [&](double p) {
         if (latencies_us.empty()) return 0.0;
@@ -179,20 +304,17 @@ int main(int argc, char** argv) {
         std::sort(hs.begin(), hs.end(), [](const hold& a, const hold& b) { return a.start < b.start; });
         for (std::size_t i = 1; i < hs.size(); ++i) overlaps += hs[i].start < hs[i - 1].end;
     }
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    session_cycles.resize(static_cast<std::size_t>(cfg.sessions));
     auto [smin, smax] = std::minmax_element(session_cycles.begin(), session_cycles.end());
     double cps = cycles / wall;
-    double rpc = cycles ? double(req1 - req0) / cycles : 0; // requests issued during the window / cycles in it
-    std::printf("{\"impl\":\"%s\",\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,\"cycles\":%ld,"
+    double rpc = cycles ? double(res.requests) / cycles : 0; // requests issued during the window / cycles in it
+    std::printf("{\"impl\":\"%s\",\"processes\":%d,\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,\"cycles\":%ld,"
                 "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
                 "\"requests_per_cycle\":%.2f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":%ld,"
                 "\"handoff\":%u,\"max_grants_per_node\":%u,\"session_share_min\":%.3f,\"session_share_max\":%.3f}\n",
-                cfg.label.c_str(), cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall, cps, pct(0.5),
+                cfg.label.c_str(), cfg.processes, cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall, cps, pct(0.5),
                 pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
-                cycles ? double(watch1 - watch0) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0,
-                ru.ru_maxrss, overlaps, cfg.handoff, max_node_grants, cycles ? double(*smin) / cycles : 0.0,
+                cycles ? double(res.watch_events) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0,
+                res.maxrss_kb, overlaps, cfg.handoff, max_node_grants, cycles ? double(*smin) / cycles : 0.0,
                 cycles ? double(*smax) / cycles : 0.0);
     std::fprintf(stderr, "%s: %d workers/%d sessions/%d locks hold %d ms: %.0f cycles/s p50 %.0f us p99 %.0f us, "
                  "%.2f req/cycle, %.1f us CPU/cycle, overlaps %ld\n", cfg.label.c_str(), cfg.workers, cfg.sessions,
