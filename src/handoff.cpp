@@ -96,8 +96,18 @@ public:
     }
 
     void local_release(held_lock& grant, std::optional<pending<void(error_code)>> done) override {
-        (void)grant;
+        if (lent_.lock().get() != &grant) {
+            // A grant of an earlier node, lost with it (expiry, close) while the queue moved on
+            // to a new node: it has nothing to pass on, and the current grant is not its business.
+            if (done) done->complete({});
+            return;
+        }
         lent_.reset();
+        if (phase_ != phase::held) {
+            // The queue let go of the node already (expiry, close); a new acquire may be under way.
+            if (done) done->complete({});
+            return forget_if_idle();
+        }
         auto s = s_.lock();
         // No hand-off under a node that is lost, or that someone asked us to give up (a
         // revocation request: the queue lets go after the current holder).

@@ -150,14 +150,32 @@ TEST(Faults, HandOffQueueThroughSessionExpiry) {
         CO_REQUIRE(failed == 3);
         for (auto& ec : errors) EXPECT_EQ(ec, errc::session_expired) << ec.message();
         co_await wait_state(*a, session_state::connected, 5000ms);
-        co_await g.async_release(use_awaitable);
         const auto remote_token = gb.fencing_token();
         co_await gb.async_release(use_awaitable);
-        auto g2 = co_await ma.async_acquire_for(5s, use_awaitable); // a new node, new session
+        // The queue works again on the renewed session, with a new node, even while the lost
+        // guard is still held...
+        auto g2 = co_await ma.async_acquire_for(5s, use_awaitable);
         EXPECT_EQ(g2.local_grant(), 0u);
         EXPECT_EQ(g2.session_id(), a->session_id());
         EXPECT_GT(g2.fencing_token(), remote_token);
+        zklock::guard g3;
+        bool g3_granted = false;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g3 = co_await ma.async_acquire_for(5s, use_awaitable);
+            g3_granted = true;
+        }, asio::detached);
+        co_await sleep_for(50ms);
+        // ...and releasing the lost guard of the old node passes nothing on: g2 still holds
+        co_await g.async_release(use_awaitable);
+        co_await sleep_for(200ms);
+        EXPECT_FALSE(g3_granted) << "the lost guard's release handed the lock on while g2 held it";
+        const auto g2_token = g2.fencing_token();
         co_await g2.async_release(use_awaitable);
+        co_await eventually([&] { return g3_granted; });
+        CO_REQUIRE(g3_granted);
+        EXPECT_GT(g3.fencing_token(), g2_token);
+        EXPECT_EQ(g3.local_grant(), 1u); // handed off under g2's node
+        co_await g3.async_release(use_awaitable);
         co_await expect_no_leftovers(*b, path);
     }());
 }
