@@ -173,8 +173,20 @@ private:
         // (and deleted the node if it had one), so now they may complete.
         auto leaving = std::move(leaving_);
         leaving_.clear();
-        for (auto& [h, why] : leaving) h.complete(why, guard{});
         auto s = s_.lock();
+        if (s && waiters_.empty() && g.owns_lock() && !g.is_lost()) {
+            // Granted just as the last waiter left: delete the node first, then let them complete.
+            auto h = g.state();
+            guard keep = std::move(g); // (its destructor posts a second release: a no-op)
+            h->release(pending<void(error_code)>(
+                asio::any_completion_handler<void(error_code)>(asio::bind_executor(s->strand(),
+                    [leaving = std::move(leaving)](error_code) mutable {
+                        for (auto& [w, why] : leaving) w.complete(why, guard{});
+                    })),
+                s->executor()));
+            return forget_if_idle();
+        }
+        for (auto& [h, why] : leaving) h.complete(why, guard{});
         if (!s) return;
         if (waiters_.empty()) { // everyone left while we waited
             g.release_in_background();
