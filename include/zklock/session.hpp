@@ -114,6 +114,7 @@ public:
 
     /// Closes the session: the server deletes its ephemeral nodes, so every lock is released.
     /// Operations in flight complete with operation_aborted; guards report errc::session_closed.
+    /// (Those completions are not ordered with the close's own: one may come after it.)
     /// Completion signature: void(error_code). Idempotent. Not cancellable.
     template <class CompletionToken>
     auto async_close(CompletionToken&& token) {

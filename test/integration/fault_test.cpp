@@ -282,12 +282,14 @@ TEST(Faults, CloseAbortsOperationsInFlightAndReleasesLocks) {
         zklock::error_code lost;
         ga.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
         co_await b->async_close(use_awaitable);
+        // (the aborted acquire's completion is not ordered with the close's: it may come after)
+        co_await eventually([&] { return b_done; });
         EXPECT_TRUE(b_done);
         EXPECT_EQ(b_ec, asio::error::operation_aborted);
         EXPECT_EQ(b->state(), session_state::closed);
         co_await b->async_close(use_awaitable); // idempotent
         co_await a->async_close(use_awaitable);
-        co_await sleep_for(20ms);
+        co_await eventually([&] { return bool(lost); });
         EXPECT_EQ(lost, errc::session_closed);
         auto c = co_await connect();
         co_await expect_no_leftovers(*c, path);
