@@ -28,7 +28,7 @@ struct contender_info {
     std::string data;                   ///< the holder description ("zklock <host> pid <pid>", Curator's IP, ...)
     std::chrono::milliseconds age{0};   ///< now minus the node's creation time (server clock)
     std::int64_t session_id = 0;        ///< the ephemeralOwner
-    std::int64_t czxid = 0;             ///< the fencing token of that grant
+    std::int64_t czxid = 0;             ///< the node's czxid (guard::node_czxid() of its holder)
 };
 
 /// Which nodes to list: the mutex's or the read/write lock's, in a dialect.
