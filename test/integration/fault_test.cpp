@@ -180,6 +180,49 @@ TEST(Faults, HandOffQueueThroughSessionExpiry) {
     }());
 }
 
+TEST(Faults, HandOffWaitsForTheConnection) {
+    // The README's promise: a hand-off happens only while the session is connected. A holder
+    // that releases while the connection is down passes nothing on; the local waiter gets the
+    // lock on a new node once the session is back.
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.lost_after_suspended = 2.0; // policy off: the lock stays held while suspended
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex_options ho;
+        ho.local_handoff = 8;
+        zklock::mutex m(*a, path, ho);
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        const auto first_node = g1.node_path();
+        zklock::guard g2;
+        bool granted = false;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g2 = co_await m.async_acquire_for(10s, use_awaitable);
+            granted = true;
+        }, asio::detached);
+        co_await sleep_for(50ms);
+        proxy.blackhole(true);
+        proxy.drop(); // the client sees the loss at once and cannot reconnect
+        co_await wait_state(*a, session_state::suspended, 3000ms);
+        g1.release_in_background();
+        co_await sleep_for(300ms);
+        EXPECT_FALSE(granted) << "handed off while the connection was down";
+        proxy.blackhole(false);
+        co_await eventually([&] { return granted; }, 5000ms);
+        CO_REQUIRE(granted);
+        EXPECT_NE(g2.node_path(), first_node);
+        EXPECT_EQ(g2.local_grant(), 0u);
+        auto kids = co_await children_of(*b, path);
+        CO_REQUIRE(kids.size() == 1u);
+        EXPECT_EQ(path + "/" + kids[0], g2.node_path()) << "the first node outlived the reconnect";
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
 TEST(Faults, DisconnectLongerThanThePolicyReportsTheLossAndBindsWorkToIt) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
