@@ -111,7 +111,8 @@ public:
         auto s = s_.lock();
         // No hand-off under a node that is lost, or that someone asked us to give up (a
         // revocation request: the queue lets go after the current holder).
-        const bool node_ok = node_ && node_->st == held_lock::status::held && !node_->revoke_requested;
+        const auto* n = node();
+        const bool node_ok = n && n->st == held_lock::status::held && !n->revoke_requested;
         const bool connected = s && s->state() == session_state::connected;
         switch (decide_after_release(node_ok, connected, waiters_.size(), grants_, bound())) {
         case after_release::hand_off:
@@ -176,14 +177,9 @@ private:
         auto s = s_.lock();
         if (s && waiters_.empty() && g.owns_lock() && !g.is_lost()) {
             // Granted just as the last waiter left: delete the node first, then let them complete.
-            auto h = g.state();
-            guard keep = std::move(g); // (its destructor posts a second release: a no-op)
-            h->release(pending<void(error_code)>(
-                asio::any_completion_handler<void(error_code)>(asio::bind_executor(s->strand(),
-                    [leaving = std::move(leaving)](error_code) mutable {
-                        for (auto& [w, why] : leaving) w.complete(why, guard{});
-                    })),
-                s->executor()));
+            release_then(std::move(g), [leaving = std::move(leaving)]() mutable {
+                for (auto& [w, why] : leaving) w.complete(why, guard{});
+            });
             return forget_if_idle();
         }
         for (auto& [h, why] : leaving) h.complete(why, guard{});
@@ -208,16 +204,16 @@ private:
             g.release_in_background();
             return acquire_node(*s);
         }
-        node_ = g.state();
-        node_guard_ = std::move(g);
-        node_->revocable = true; // (the flag only records the request: see local_release)
-        node_->arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
+        node_ = std::move(g);
+        auto& n = *node();
+        n.revocable = true; // (the flag only records the request: see local_release)
+        n.arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
         // The node's loss reaches the grant that is lent out, even if its holder armed no watch.
-        node_->wait_lost(pending<void(error_code)>(
+        n.wait_lost(pending<void(error_code)>(
             asio::any_completion_handler<void(error_code)>(asio::bind_executor(s->strand(),
-                [q = weak_from_this(), n = std::weak_ptr<held_lock>(node_)](error_code why) {
+                [q = weak_from_this(), w = std::weak_ptr<held_lock>(node_.state())](error_code why) {
                     auto self = q.lock();
-                    if (!self || why == errc::lock_released || self->node_ != n.lock()) return;
+                    if (!self || why == errc::lock_released || self->node_.state() != w.lock()) return;
                     if (auto lent = self->lent_.lock()) lent->lose(why);
                 })),
             s->executor()));
@@ -231,8 +227,9 @@ private:
         auto w = std::move(it->second);
         waiters_.erase(it);
         if (w.timer) w.timer->cancel();
-        auto h = std::make_shared<held_lock>(s.shared_from_this(), node_->node, node_->seq, node_->czxid,
-                                             node_->session_id, grants_++, shared_from_this());
+        const auto& n = *node();
+        auto h = std::make_shared<held_lock>(s.shared_from_this(), n.node, n.seq, n.czxid, n.session_id, grants_++,
+                                             shared_from_this());
         h->revocable = w.revocable;
         h->start();
         if (h->revocable) h->arm_watch();
@@ -243,9 +240,8 @@ private:
     /// Deletes the node (the user's release, if any, completes when it is gone).
     void release_node(std::optional<pending<void(error_code)>> done) {
         phase_ = phase::idle;
-        auto h = std::move(node_);
-        guard g = std::move(node_guard_); // its destructor posts a second release: a no-op
-        if (h) h->release(std::move(done));
+        guard g = std::move(node_); // its destructor posts a second release: a no-op
+        if (auto h = g.state()) h->release(std::move(done));
         else if (done) done->complete({});
     }
 
@@ -278,8 +274,8 @@ private:
     std::uint64_t next_id_ = 1;
     std::unique_ptr<asio::cancellation_signal> cancel_;
     bool cancelled_by_us_ = false;
-    std::shared_ptr<held_lock> node_; // with phase held: the node's own state (watch, loss)
-    guard node_guard_;
+    guard node_; // with phase held: the queue's node (its own state: watch, loss)
+    held_lock* node() const { return node_.state().get(); }
     std::weak_ptr<held_lock> lent_;   // the grant out now, if any
     std::uint32_t grants_ = 0;
     bool listening_ = false;

@@ -65,16 +65,10 @@ void on_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reent
     e.leaving.clear();
     if (e.waiters.empty() && g.owns_lock() && !g.is_lost()) {
         // Granted just as the last waiter gave up: delete the node first, then let it complete.
-        auto h = g.state();
-        guard keep = std::move(g); // (its destructor posts a second release: a no-op)
         table->entries.erase(it);
-        h->release(pending<void(error_code)>(
-            asio::any_completion_handler<void(error_code)>(asio::bind_executor(s->strand(),
-                [leaving = std::move(leaving)](error_code) mutable {
-                    for (auto& w : leaving) w.complete(asio::error::operation_aborted, guard{});
-                })),
-            s->executor()));
-        return;
+        return release_then(std::move(g), [leaving = std::move(leaving)]() mutable {
+            for (auto& w : leaving) w.complete(asio::error::operation_aborted, guard{});
+        });
     }
     for (auto& w : leaving) w.complete(asio::error::operation_aborted, guard{});
     if (e.waiters.empty()) { // everyone gave up meanwhile

@@ -5,7 +5,9 @@
 #include "detail/session_impl.hpp"
 
 #include <zklock/error.hpp>
+#include <zklock/guard.hpp>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
 #include <atomic>
@@ -73,5 +75,18 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     waiter_map revoke_waiters;
     asio::cancellation_signal loss_signal;
 };
+
+/// Deletes the node `g` owns, then runs `then()` on the session's strand (for a waiter that must
+/// not complete before the node is gone).
+template <class F>
+void release_then(guard g, F then) {
+    auto h = g.state();
+    auto& s = *h->session;
+    h->release(pending<void(error_code)>(
+        asio::any_completion_handler<void(error_code)>(asio::bind_executor(
+            s.strand(), [then = std::move(then)](error_code) mutable { then(); })),
+        s.executor()));
+    // g's destructor posts a second release: a no-op
+}
 
 } // namespace zklock::detail
