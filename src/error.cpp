@@ -28,12 +28,13 @@ public:
         case errc::session_closed: return "the ZooKeeper session was closed";
         case errc::lock_busy: return "lock busy: another contender holds or waits for the lock";
         case errc::acquire_timeout: return "acquire timed out: the lock was not granted before the deadline";
-        case errc::lock_lost_suspended: return "lock lost: the connection to ZooKeeper was down longer than the loss policy allows";
+        case errc::lock_lost_suspended: return "lock lost: the connection to ZooKeeper dropped (loss policy on_disconnect)";
         case errc::lock_node_deleted: return "lock lost: the lock node was deleted by another client";
         case errc::lock_released: return "the lock was released by its holder";
         case errc::not_held: return "the guard holds no lock (empty, moved-from or released)";
         case errc::revocation_requested: return "revocation requested: another client asked the holder to release the lock";
         case errc::not_revocable: return "the lock was not acquired with mutex_options::revocable";
+        case errc::lease_expired: return "lock lost: no request sent within the lease (loss_policy::lease) got a reply from ZooKeeper, so the server may expire the session soon";
         case errc::upgrade_not_supported: return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, then acquire the write lock";
         }
         return "zklock error " + std::to_string(ev);

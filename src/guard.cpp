@@ -34,14 +34,55 @@ void held_lock::park(waiter_map held_lock::*which, pending<void(error_code)> h) 
     arm_watch();
 }
 
-void held_lock::start() { listener_id = session->add_listener(weak_from_this()); }
+void held_lock::start() {
+    listener_id = session->add_listener(weak_from_this());
+    policy = session->policy_for(policy_override);
+    if (policy.type() == loss_policy::kind::lease) {
+        lease_registered = true;
+        session->lease_register(policy.lease_fraction());
+        // Granted on a reply so slow that the lease has already lapsed: not vouched for.
+        if (session->lease_lapsed(policy.lease_fraction())) lose_by_policy(errc::lease_expired);
+    } else if (policy.type() == loss_policy::kind::on_disconnect && session->state() != session_state::connected) {
+        lose_by_policy(errc::lock_lost_suspended);
+    }
+}
+
+void held_lock::unregister() {
+    session->remove_listener(listener_id);
+    if (lease_registered) {
+        lease_registered = false;
+        session->lease_unregister(policy.lease_fraction());
+    }
+}
+
+bool held_lock::is_lost_now() const noexcept {
+    if (lost.load(std::memory_order_acquire)) return true;
+    if (policy.type() != loss_policy::kind::lease) return false; // (fixed by start(), before the grant)
+    if (lease_seen_lapsed.load(std::memory_order_acquire)) return true;
+    if (!session->lease_lapsed(policy.lease_fraction())) return false;
+    lease_seen_lapsed.store(true, std::memory_order_release);
+    return true;
+}
+
+error_code held_lock::loss_reason_now() const {
+    if (lost.load(std::memory_order_acquire)) return reason;
+    if (is_lost_now()) return errc::lease_expired;
+    return {};
+}
+
+void held_lock::lose_by_policy(error_code why) {
+    lose(why);
+    // The holder has been told; if the session survives, the node must not linger.
+    // (A hand-off grant's node is its queue's, which deletes it.)
+    if (!hook) session->delete_in_background(node);
+}
 
 void held_lock::lose(error_code why) {
     if (st != status::held) return;
     st = status::lost;
     reason = why;
     lost.store(true, std::memory_order_release);
-    session->remove_listener(listener_id);
+    unregister();
     complete_all(loss_waiters, why);
     complete_all(revoke_waiters, why);
     loss_signal.emit(asio::cancellation_type::terminal);
@@ -49,11 +90,13 @@ void held_lock::lose(error_code why) {
 
 void held_lock::on_session_event(session_event e) {
     switch (e) {
-    case session_event::suspended_too_long:
-        lose(errc::lock_lost_suspended);
-        // The holder has been told; if the session survives, the node must not linger.
-        // (A hand-off grant's node is its queue's, which deletes it.)
-        if (!hook) session->delete_in_background(node);
+    case session_event::suspended:
+        if (policy.type() == loss_policy::kind::on_disconnect) lose_by_policy(errc::lock_lost_suspended);
+        break;
+    case session_event::lease_check:
+        if (policy.type() == loss_policy::kind::lease &&
+            (lease_seen_lapsed.load(std::memory_order_acquire) || session->lease_lapsed(policy.lease_fraction())))
+            lose_by_policy(errc::lease_expired);
         break;
     case session_event::expired: lose(errc::session_expired); break;
     case session_event::closed: lose(errc::session_closed); break;
@@ -61,7 +104,6 @@ void held_lock::on_session_event(session_event e) {
         // a watch whose request failed during the disconnect: arm it again
         if (st == status::held && watch_id == 0 && wants_watch) arm_watch();
         break;
-    case session_event::suspended:
     case session_event::state_changed: break;
     }
 }
@@ -77,16 +119,33 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     }
     bool was_held = st == status::held;
     st = status::released;
-    session->remove_listener(listener_id);
+    unregister();
     session->drop_watch(watch_id);
     complete_all(loss_waiters, errc::lock_released);
     complete_all(revoke_waiters, errc::lock_released);
     if (hook) return hook->local_release(*this, std::move(done)); // the node is the queue's
-    if (was_held || reason == errc::lock_lost_suspended) {
-        session->delete_in_background(node, std::move(done));
-    } else if (done) {
-        done->complete({}); // lost with the session or deleted by someone else: nothing to delete
+    if (!was_held) {
+        // Lost: by policy (its delete already runs in the background), with the session, or
+        // deleted by someone else. Nothing to wait for.
+        if (done) done->complete({});
+        return;
     }
+    if (!done || session->state() == session_state::connected)
+        return session->delete_in_background(node, std::move(done));
+    // Disconnected: the delete waits for the reconnect; the release waits no longer than the
+    // lock's policy would have vouched for the lock (on_expiry: one session timeout).
+    auto slot = std::make_shared<std::optional<pending<void(error_code)>>>(std::move(*done));
+    auto finish = [slot](error_code ec) {
+        if (!*slot) return;
+        auto p = std::move(**slot);
+        slot->reset();
+        p.complete(ec);
+    };
+    auto& s = *session;
+    s.delete_in_background(node, pending<void(error_code)>(
+        asio::any_completion_handler<void(error_code)>(asio::bind_executor(s.strand(), finish)), s.executor()));
+    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : 1.0;
+    s.on_lease_lapse(bound, [finish] { finish({}); });
 }
 
 void held_lock::wait_lost(pending<void(error_code)> h) {
@@ -166,10 +225,10 @@ void guard::release_in_background() noexcept {
     }
 }
 
-bool guard::is_lost() const noexcept { return h_ && h_->lost.load(std::memory_order_acquire); }
+bool guard::is_lost() const noexcept { return h_ && h_->is_lost_now(); }
 
 error_code guard::loss_reason() const {
-    return is_lost() ? h_->reason : error_code{};
+    return h_ ? h_->loss_reason_now() : error_code{};
 }
 
 const std::string& guard::node_path() const noexcept {

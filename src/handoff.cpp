@@ -66,6 +66,7 @@ public:
         auto& w = waiters_[id];
         w.try_only = req.try_only;
         w.revocable = req.revocable;
+        w.loss = req.loss;
         w.h.emplace(std::move(h));
         if (req.deadline) {
             w.timer = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
@@ -147,6 +148,7 @@ private:
         std::unique_ptr<asio::steady_timer> timer;
         bool try_only = false;
         bool revocable = false;
+        std::optional<loss_policy> loss;
     };
 
     std::uint32_t bound() const { return base_.local_handoff; }
@@ -231,6 +233,7 @@ private:
         auto h = std::make_shared<held_lock>(s.shared_from_this(), n.node, n.seq, n.czxid, n.session_id, grants_++,
                                              shared_from_this());
         h->revocable = w.revocable;
+        h->policy_override = w.loss;
         h->start();
         if (h->revocable) h->arm_watch();
         lent_ = h;
@@ -312,7 +315,8 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     if (req.local_handoff == 0) return start_node_acquire(s, std::move(req), std::move(handler));
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
-    if (req.rw || req.local_handoff > max_local_grants) return p.complete(errc::invalid_argument, guard{});
+    if (req.rw || req.local_handoff > max_local_grants || (req.loss && req.loss->validate()))
+        return p.complete(errc::invalid_argument, guard{});
     auto t = std::make_shared<ticket>();
     p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
         asio::post(strand, [t] {

@@ -58,7 +58,7 @@ public:
         case session_event::expired: fatal_ = errc::session_expired; break;
         case session_event::closed: fatal_ = asio::error::operation_aborted; break;
         case session_event::suspended:
-        case session_event::suspended_too_long: return; // ride it out; the watch survives
+        case session_event::lease_check: return; // ride it out; the watch survives
         }
         wake_.cancel();
     }
@@ -185,6 +185,7 @@ private:
         auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->revocable = req_.revocable;
+        h->policy_override = req_.loss;
         h->start();
         if (h->revocable) h->arm_watch(); // watch our own node's data for revocation requests
         finish({}, guard(std::move(h)));
@@ -312,7 +313,13 @@ private:
                 op.my_node_.clear();
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
             }
-            if (d.what == exclusive_decision::acquired) co_return op.grant();
+            if (d.what == exclusive_decision::acquired) {
+                // Granted on a listing whose reply came so late that the lease has lapsed: the
+                // session is not vouched for; list again (a fresh reply renews the lease).
+                auto policy = s.policy_for(op.req_.loss);
+                if (policy.type() == loss_policy::kind::lease && s.lease_lapsed(policy.lease_fraction())) continue;
+                co_return op.grant();
+            }
             if (op.req_.try_only) co_return co_await op.abandon(errc::lock_busy);
 
             op.recheck_ = false;
@@ -362,6 +369,7 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
                         asio::any_completion_handler<void(error_code, guard)> handler) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
+    if (req.loss && req.loss->validate()) return p.complete(errc::invalid_argument, guard{});
     acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));
 }
 

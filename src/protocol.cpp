@@ -27,6 +27,7 @@ std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcep
 }
 
 std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept {
+    (void)d; // (the mutex family reads both dialects' names; the rw family uses `d` below)
     auto ends_with_marker = [&](std::string_view marker) {
         return child.size() >= marker.size() + 10 &&
                child.substr(child.size() - 10 - marker.size(), marker.size()) == marker;
@@ -34,9 +35,9 @@ std::optional<contender> parse_contender(std::string_view child, lock_family f, 
     bool writer = true;
     if (f == lock_family::mutex) {
         // Curator names its nodes "[_c_<uuid>-]lock-<seq>": the 5 characters before the 10-character
-        // suffix must be "lock-". kazoo's are "<hex>__lock__<seq>", seen only in the kazoo dialect.
-        if (!ends_with_marker("lock-") && !(d == lock_dialect::kazoo && ends_with_marker("__lock__")))
-            return std::nullopt;
+        // suffix must be "lock-". kazoo's are "<hex>__lock__<seq>". Both dialects count both, so
+        // that zklock excludes kazoo and Curator peers alike (the dialect only decides our names).
+        if (!ends_with_marker("lock-") && !ends_with_marker("__lock__")) return std::nullopt;
     } else if (d == lock_dialect::curator) {
         if (ends_with_marker("__READ__")) writer = false;
         else if (!ends_with_marker("__WRIT__")) return std::nullopt;

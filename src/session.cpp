@@ -4,6 +4,15 @@
 
 namespace zklock {
 
+const char* to_string(loss_policy::kind k) noexcept {
+    switch (k) {
+    case loss_policy::kind::lease: return "lease";
+    case loss_policy::kind::on_disconnect: return "on_disconnect";
+    case loss_policy::kind::on_expiry: return "on_expiry";
+    }
+    return "unknown";
+}
+
 const char* to_string(session_state s) noexcept {
     switch (s) {
     case session_state::disconnected: return "disconnected";

@@ -41,6 +41,7 @@ struct c_op {
     zk_result res;
     std::atomic<int> remaining{1}; // C completions still to come (2 for create_and_list)
     bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
+    lease_ns sent = 0;             // when the request was handed to the C client (the lease)
 };
 
 namespace {
@@ -54,6 +55,12 @@ void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op) {
     });
 }
 
+/// A reply renews the lease from the request's send time, on the C thread: a busy strand must
+/// not make the lease look older than it is.
+void note_reply(c_op* op, int rc) {
+    if (is_server_reply(rc)) op->owner->lease->acknowledge(op->sent);
+}
+
 void finish(c_op* op) {
     if (op->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     zk_handle* owner = op->owner;
@@ -64,6 +71,7 @@ c_op* as_op(const void* data) { return static_cast<c_op*>(const_cast<void*>(data
 
 void on_string_stat(int rc, const char* value, const Stat* stat, const void* data) {
     auto* op = as_op(data);
+    note_reply(op, rc);
     op->res.rc = rc;
     if (rc == ZOK) {
         if (value) op->res.path = value;
@@ -74,6 +82,7 @@ void on_string_stat(int rc, const char* value, const Stat* stat, const void* dat
 
 void on_strings(int rc, const String_vector* strings, const void* data) {
     auto* op = as_op(data);
+    note_reply(op, rc);
     (op->pipelined ? op->res.list_rc : op->res.rc) = rc;
     if (rc == ZOK && strings) {
         op->res.children.reserve(static_cast<std::size_t>(strings->count));
@@ -84,6 +93,7 @@ void on_strings(int rc, const String_vector* strings, const void* data) {
 
 void on_data(int rc, const char* value, int len, const Stat* stat, const void* data) {
     auto* op = as_op(data);
+    note_reply(op, rc);
     op->res.rc = rc;
     if (rc == ZOK) {
         if (value && len > 0) op->res.data.assign(value, static_cast<std::size_t>(len));
@@ -94,6 +104,7 @@ void on_data(int rc, const char* value, int len, const Stat* stat, const void* d
 
 void on_stat(int rc, const Stat* stat, const void* data) {
     auto* op = as_op(data);
+    note_reply(op, rc);
     op->res.rc = rc;
     if (rc == ZOK && stat) op->res.stat = *stat;
     finish(op);
@@ -101,6 +112,7 @@ void on_stat(int rc, const Stat* stat, const void* data) {
 
 void on_void(int rc, const void* data) {
     auto* op = as_op(data);
+    note_reply(op, rc);
     op->res.rc = rc;
     finish(op);
 }
@@ -128,8 +140,9 @@ void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
 } // namespace
 
 // ---------------------------------------------------------------- zk_handle
-zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> st, std::uint64_t gen)
-    : session(std::move(s)), strand(std::move(st)), generation(gen) {}
+zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> st, std::uint64_t gen,
+                     std::shared_ptr<session_lease> l)
+    : session(std::move(s)), strand(std::move(st)), generation(gen), lease(std::move(l)) {}
 
 zk_handle::~zk_handle() { close(); }
 
@@ -155,6 +168,7 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
     std::lock_guard lk(mu_);
     if (closed_ || !zh_) return ZCLOSING;
     op->owner = this;
+    if (op->sent == 0) op->sent = to_lease_ns(std::chrono::steady_clock::now());
     inflight_.insert(op);
     int rc = call(zh_, op);
     if (rc != ZOK) inflight_.erase(op);
@@ -200,7 +214,7 @@ void zk_handle::close() {
 // ---------------------------------------------------------------- session_impl
 session_impl::session_impl(asio::any_io_executor ex, session_options opts)
     : ex_(ex), strand_(asio::make_strand(ex)), opts_(std::move(opts)), connect_timer_(strand_),
-      suspend_timer_(strand_) {}
+      lease_timer_(strand_), heartbeat_timer_(strand_) {}
 
 session_impl::~session_impl() {
     std::shared_ptr<zk_handle> h;
@@ -223,6 +237,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.exists = n_exists.load();
     s.set_data = n_set.load();
     s.watch_events = n_watch.load();
+    s.heartbeats = n_heartbeat.load();
     return s;
 }
 
@@ -271,7 +286,8 @@ void session_impl::on_watch(std::uint64_t id, int type) {
 
 void session_impl::start_handle() {
     auto gen = generation_.fetch_add(1) + 1;
-    auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen);
+    lease_->reset(); // a new session: nothing of the old one vouches for it
+    auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_);
     {
         std::lock_guard lk(handle_mu_);
         if (shut_down_) return;
@@ -322,7 +338,7 @@ void session_impl::connect(pending<void(error_code)> h) {
         }
         if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
         if (s.opts_.session_timeout.count() <= 0 || s.opts_.connect_timeout.count() <= 0 ||
-            s.opts_.session_timeout.count() > INT32_MAX)
+            s.opts_.session_timeout.count() > INT32_MAX || s.opts_.loss.validate())
             return h.complete(errc::invalid_argument);
         s.start_handle();
         if (!s.handle_) return h.complete(errc::invalid_connect_string);
@@ -361,33 +377,21 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             }
         }
         connect_timer_.cancel();
-        suspend_timer_.cancel();
         set_state(session_state::connected);
         for (auto& w : connect_waiters_) w.complete({});
         connect_waiters_.clear();
         (void)prev;
         notify(session_event::reconnected); // waiters re-check their node and re-arm watches
         run_cleanups();
+        if (!lease_fractions_.empty()) arm_heartbeat(true); // renew the lease at once
     } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
         if (state() != session_state::connected) return;
         set_state(session_state::suspended);
-        notify(session_event::suspended);
-        double f = opts_.lost_after_suspended;
-        if (f <= 0) {
-            notify(session_event::suspended_too_long);
-        } else if (f < 1) {
-            auto ms = static_cast<long long>(f * static_cast<double>(timeout_ms_.load()));
-            suspend_timer_.expires_after(std::chrono::milliseconds(ms));
-            suspend_timer_.async_wait([w = weak_from_this(), gen](error_code ec) {
-                auto s = w.lock();
-                if (ec || !s || s->generation() != gen || s->state() != session_state::suspended) return;
-                s->notify(session_event::suspended_too_long);
-            });
-        }
+        notify(session_event::suspended); // on_disconnect locks are lost; lease locks wait for their lease
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
-        suspend_timer_.cancel();
         set_state(session_state::expired);
         notify(session_event::expired);
+        fire_lapse_waiters(true);
         watches_.clear();
         finish_all_cleanups(); // the server deleted our ephemeral nodes
         std::shared_ptr<zk_handle> old;
@@ -434,11 +438,13 @@ void session_impl::enter_closed() {
     if (closed_done_) return;
     closed_done_ = true;
     connect_timer_.cancel();
-    suspend_timer_.cancel();
+    lease_timer_.cancel();
+    heartbeat_timer_.cancel();
     set_state(session_state::closed);
     for (auto& w : connect_waiters_) w.complete(asio::error::operation_aborted);
     connect_waiters_.clear();
     notify(session_event::closed);
+    fire_lapse_waiters(true);
     watches_.clear();
     finish_all_cleanups();
 }
@@ -486,6 +492,108 @@ void session_impl::shutdown() noexcept {
     }
     for (auto& t : closers)
         if (t.joinable()) t.join();
+}
+
+// ---------------------------------------------------------------- the lease
+bool session_impl::lease_lapsed(double fraction) const noexcept {
+    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
+    return lease_->lapsed(to_lease_ns(std::chrono::steady_clock::now()), t, fraction);
+}
+
+void session_impl::lease_register(double fraction) {
+    bool first = lease_fractions_.empty();
+    lease_fractions_.insert(fraction);
+    if (first) arm_heartbeat(false);
+    arm_lease_timer();
+}
+
+void session_impl::lease_unregister(double fraction) {
+    auto it = lease_fractions_.find(fraction);
+    if (it != lease_fractions_.end()) lease_fractions_.erase(it);
+    if (lease_fractions_.empty()) {
+        heartbeat_timer_.cancel();
+        heartbeat_armed_ = false;
+    }
+}
+
+void session_impl::on_lease_lapse(double fraction, std::function<void()> fn) {
+    if (state() == session_state::closed || state() == session_state::expired) return fn();
+    lapse_waiters_.emplace(fraction, std::move(fn));
+    arm_lease_timer();
+}
+
+void session_impl::fire_lapse_waiters(bool all) {
+    for (auto it = lapse_waiters_.begin(); it != lapse_waiters_.end();) {
+        if (all || lease_lapsed(it->first)) {
+            auto fn = std::move(it->second);
+            it = lapse_waiters_.erase(it);
+            fn();
+        } else {
+            ++it;
+        }
+    }
+}
+
+void session_impl::arm_lease_timer() {
+    // The earliest deadline in use: the smallest fraction's (lapse waiters included).
+    std::optional<double> f;
+    if (!lease_fractions_.empty()) f = *lease_fractions_.begin();
+    if (!lapse_waiters_.empty()) f = f ? std::min(*f, lapse_waiters_.begin()->first) : lapse_waiters_.begin()->first;
+    if (!f) {
+        lease_timer_.cancel();
+        return;
+    }
+    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
+    auto deadline = session_lease::deadline(lease_->last_ack_send(), t, *f);
+    // One nanosecond past the deadline is "lapsed"; never spin on a deadline already gone.
+    auto at = std::max(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline + 1)),
+                       std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+    if (lease_timer_.expiry() == at) return;
+    lease_timer_.expires_at(at);
+    lease_timer_.async_wait([w = weak_from_this()](error_code ec) {
+        if (ec) return;
+        if (auto s = w.lock()) s->on_lease_timer();
+    });
+}
+
+void session_impl::on_lease_timer() {
+    if (state() == session_state::closed) return;
+    notify(session_event::lease_check); // lease locks whose lease lapsed report their loss
+    fire_lapse_waiters(false);
+    arm_lease_timer();
+}
+
+void session_impl::arm_heartbeat(bool now) {
+    auto period = std::chrono::nanoseconds(session_lease::heartbeat_interval(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count()));
+    if (period <= std::chrono::nanoseconds(0) || lease_fractions_.empty()) return;
+    if (now && state() == session_state::connected && heartbeats_in_flight_ < 8) {
+        ++heartbeats_in_flight_;
+        n_heartbeat.fetch_add(1, std::memory_order_relaxed);
+        // Any reply renews the lease (note_reply); the answer itself does not matter.
+        auto w = weak_from_this();
+        auto* op = new c_op;
+        op->h.emplace([w](zk_result) {
+            if (auto s = w.lock()) --s->heartbeats_in_flight_;
+        });
+        int rc = handle_ ? handle_->submit(op, true, [](zhandle_t* zh, c_op* op) -> int {
+            return zoo_aexists(zh, "/", 0, on_stat, op);
+        }) : ZINVALIDSTATE;
+        if (rc != ZOK) {
+            op->res.rc = rc;
+            post_result(strand_, op);
+        }
+    }
+    if (heartbeat_armed_ && !now) return;
+    heartbeat_armed_ = true;
+    heartbeat_timer_.expires_after(period);
+    heartbeat_timer_.async_wait([w = weak_from_this()](error_code ec) {
+        if (ec) return;
+        auto s = w.lock();
+        if (!s) return;
+        s->heartbeat_armed_ = false;
+        s->arm_heartbeat(true);
+    });
 }
 
 // ---------------------------------------------------------------- requests

@@ -36,13 +36,14 @@ enum class errc {
     // -- locks --
     lock_busy = 40,         ///< try-acquire: another contender holds the lock
     acquire_timeout,        ///< the acquire deadline passed before the lock was granted
-    lock_lost_suspended,    ///< lost by policy: disconnected longer than the configured fraction of the session timeout
+    lock_lost_suspended,    ///< lost by loss_policy::on_disconnect: the connection to ZooKeeper dropped
     lock_node_deleted,      ///< the holder's (or waiter's) node was deleted by someone else
     lock_released,          ///< the lock was released by its holder (loss waiters complete with this)
     not_held,               ///< the guard holds no lock (moved-from, released or never acquired)
     upgrade_not_supported,  ///< a read lock cannot be upgraded to a write lock (it would deadlock)
     revocation_requested,   ///< another client asked the holder of a revocable lock to let go
     not_revocable,          ///< async_wait_revoked on a lock not made with mutex_options::revocable
+    lease_expired,          ///< lost by loss_policy::lease: no reply to a request sent within the lease
 };
 
 /// The "zklock" category.

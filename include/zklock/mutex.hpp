@@ -4,6 +4,7 @@
 #include <zklock/dialect.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
+#include <zklock/loss_policy.hpp>
 #include <zklock/session.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -51,6 +52,9 @@ struct mutex_options {
     /// happens while the session is connected and the node is held. At most 4096; exclusive
     /// locks only (mutex, reentrant_mutex).
     std::uint32_t local_handoff = 0;
+    /// This lock's loss policy; empty: the session's (session_options::loss). An invalid lease
+    /// fraction fails the acquire with errc::invalid_argument.
+    std::optional<loss_policy> loss;
 };
 
 namespace detail {
@@ -63,6 +67,7 @@ struct acquire_request {
     lock_strategy strategy = lock_strategy::predecessor;
     bool revocable = false;
     std::uint32_t local_handoff = 0;
+    std::optional<loss_policy> loss;
     bool rw = false;         ///< the read/write lock's nodes (else the mutex's)
     bool reader = false;     ///< with rw: a read (shared) acquire
     std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
@@ -80,6 +85,7 @@ inline acquire_request make_request(const std::string& path, const mutex_options
     r.strategy = o.strategy;
     r.revocable = o.revocable;
     r.local_handoff = o.local_handoff;
+    r.loss = o.loss;
     return r;
 }
 /// Starts an acquire: through the local hand-off queue when req.local_handoff > 0.

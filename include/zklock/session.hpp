@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/error.hpp>
+#include <zklock/loss_policy.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -28,7 +29,7 @@ enum class session_state {
     connecting,   ///< async_connect in progress, or a new session is being made after an expiry
     connected,    ///< the session is live; locks are held
     suspended,    ///< the connection dropped; the client is reconnecting with the same session.
-                  ///< Locks are still held unless the loss policy (session_options::lost_after_suspended) fires.
+                  ///< Locks are still held unless their loss policy (loss_policy) reports them lost.
     expired,      ///< the server expired the session: every lock it held is gone
     closed,       ///< async_close was called or the session object was destroyed
 };
@@ -45,12 +46,11 @@ struct session_options {
     std::chrono::milliseconds session_timeout{10'000};
     /// async_connect fails with errc::connect_timeout if no server answers within this time.
     std::chrono::milliseconds connect_timeout{10'000};
-    /// Loss policy for a dropped connection: a held lock is reported lost (errc::lock_lost_suspended)
-    /// once the connection has been down for this fraction of the negotiated session timeout.
-    /// The server may expire the session as early as 1/3 of the timeout after the client notices
-    /// a silent partition, so the default (0.25) errs on the side of safety. 0 means "lost as soon
-    /// as the connection drops"; a value >= 1 means "only on confirmed expiry" (unsafe).
-    double lost_after_suspended = 0.25;
+    /// When held locks are reported lost while the session cannot vouch for them (see
+    /// loss_policy; each lock may override it with mutex_options::loss). The default, a lease of
+    /// 1/3 of the negotiated timeout kept alive by a heartbeat every T/10 while a lock is held,
+    /// reports the loss at least 0.317 x T before the server can expire the session.
+    loss_policy loss = loss_policy::lease();
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;
 };
@@ -64,6 +64,8 @@ struct session_statistics {
     std::uint64_t exists = 0;
     std::uint64_t set_data = 0;
     std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
+    std::uint64_t heartbeats = 0;   ///< lease heartbeats (exists "/") sent while a lock was held
+    /// The lock recipes' requests (heartbeats not included).
     std::uint64_t requests() const noexcept {
         return creates + deletes + get_children + get_data + exists + set_data;
     }

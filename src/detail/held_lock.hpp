@@ -6,6 +6,7 @@
 
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
+#include <zklock/loss_policy.hpp>
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -52,6 +53,15 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     void arm_watch();
     void on_session_event(session_event e) override;
     void lose(error_code why);
+    /// Lost by the loss policy while the session may live on: also deletes the node.
+    void lose_by_policy(error_code why);
+    /// Leaves the session's listeners and lease (strand).
+    void unregister();
+    /// Any thread: lost, or (lease policy) the lease has lapsed. A lapse seen here sticks, and is
+    /// reported through the loss signal at the strand's next lease check.
+    bool is_lost_now() const noexcept;
+    /// Any thread: why (errc::lease_expired for a lapse seen by is_lost_now()).
+    error_code loss_reason_now() const;
 
     const std::shared_ptr<session_impl> session;
     const std::string node;
@@ -70,6 +80,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     bool wants_watch = false;    // someone asked for the node watch (loss or revocation waiters)
     std::uint64_t next_waiter = 1;
     waiter_map loss_waiters;
+    std::optional<loss_policy> policy_override; // set before start(); else the session's
+    loss_policy policy = loss_policy::lease();  // resolved by start()
+    bool lease_registered = false;              // strand
+    mutable std::atomic<bool> lease_seen_lapsed{false};
     bool revocable = false;
     bool revoke_requested = false;
     waiter_map revoke_waiters;

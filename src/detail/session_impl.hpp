@@ -3,6 +3,7 @@
 // (listeners, watch registry, guaranteed background deletes).
 #pragma once
 
+#include "detail/lease.hpp"
 #include "detail/pending.hpp"
 
 #include <zklock/session.hpp>
@@ -19,6 +20,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -42,7 +45,7 @@ using zk_handler = asio::any_completion_handler<void(zk_result)>;
 enum class session_event {
     reconnected,        ///< connected (again): re-check and re-arm
     suspended,          ///< the connection dropped; the client reconnects with the same session
-    suspended_too_long, ///< ... for longer than the loss policy allows
+    lease_check,        ///< the lease timer fired: lease-policy locks check whether theirs lapsed
     expired,            ///< the session is gone
     closed,             ///< closed by us
     state_changed,      ///< another change (connect timeout, no renewal): re-check the state
@@ -63,7 +66,8 @@ struct c_op;
 /// whose completion the C client never runs (close, expiry) are completed by sweep.
 class zk_handle {
 public:
-    zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen);
+    zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen,
+              std::shared_ptr<session_lease> lease);
     ~zk_handle();
     /// zookeeper_init2; false (with errno) if the C client refused the arguments.
     bool init(const std::string& connect, int timeout_ms);
@@ -81,6 +85,8 @@ public:
     const std::weak_ptr<session_impl> session;
     const asio::strand<asio::any_io_executor> strand;
     const std::uint64_t generation;
+    /// The session's lease: replies to this handle's requests renew it (C completion thread).
+    const std::shared_ptr<session_lease> lease;
 
 private:
     std::mutex mu_;
@@ -108,6 +114,20 @@ public:
     }
     session_statistics statistics() const noexcept;
     std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+
+    // -- the lease (loss_policy::lease); thread-safe reads --
+    /// True once no request sent within the last `fraction` x T got a reply (see loss_policy).
+    bool lease_lapsed(double fraction) const noexcept;
+    /// The policy a lock follows: its own override, else the session's.
+    loss_policy policy_for(const std::optional<loss_policy>& override_) const noexcept {
+        return override_ ? *override_ : opts_.loss;
+    }
+    // (strand) A held lock under a lease: heartbeats run while at least one is registered.
+    void lease_register(double fraction);
+    void lease_unregister(double fraction);
+    /// (strand) Runs `fn` once the lease of `fraction` lapses, or the session ends, whichever
+    /// comes first (bounds a release that waits for a reconnect).
+    void on_lease_lapse(double fraction, std::function<void()> fn);
 
     // -- public operations (any thread) --
     void connect(pending<void(error_code)> h);
@@ -191,7 +211,7 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0};
+        n_watch{0}, n_heartbeat{0};
 
 private:
     struct cleanup_job {
@@ -203,6 +223,10 @@ private:
     };
 
     void set_state(session_state s);
+    void arm_lease_timer();
+    void on_lease_timer();
+    void arm_heartbeat(bool now);
+    void fire_lapse_waiters(bool all);
     void enter_closed();
     void notify(session_event e);
     void start_handle();
@@ -229,7 +253,13 @@ private:
     std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
     std::mutex handle_mu_;               // guards handle_ against shutdown()
     asio::steady_timer connect_timer_;
-    asio::steady_timer suspend_timer_;
+    std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
+    asio::steady_timer lease_timer_;     // fires at the earliest lease deadline in use
+    asio::steady_timer heartbeat_timer_; // every T/10 while a lease lock is held
+    std::multiset<double> lease_fractions_;
+    std::multimap<double, std::function<void()>> lapse_waiters_;
+    int heartbeats_in_flight_ = 0;
+    bool heartbeat_armed_ = false;
     std::vector<pending<void(error_code)>> connect_waiters_;
     std::vector<pending<void(error_code)>> close_waiters_;
     std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>> state_waiters_;

@@ -84,7 +84,7 @@ TEST(Faults, SessionExpiryFiresTheLossSignalAndFreesTheLock) {
         auto path = unique_path("lock");
         auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
         o.session_timeout = 2000ms;
-        o.lost_after_suspended = 2.0; // policy off: only the confirmed expiry counts here
+        o.loss = zklock::loss_policy::on_expiry(); // only the confirmed expiry counts here
         auto a = co_await connect(o);
         auto b = co_await connect();
         auto old_id = a->session_id();
@@ -125,7 +125,7 @@ TEST(Faults, HandOffQueueThroughSessionExpiry) {
         auto path = unique_path("lock");
         auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
         o.session_timeout = 2000ms;
-        o.lost_after_suspended = 2.0; // policy off: only the confirmed expiry counts here
+        o.loss = zklock::loss_policy::on_expiry(); // only the confirmed expiry counts here
         auto a = co_await connect(o);
         auto b = co_await connect();
         zklock::mutex_options ho;
@@ -189,7 +189,7 @@ TEST(Faults, HandOffWaitsForTheConnection) {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
         auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
-        o.lost_after_suspended = 2.0; // policy off: the lock stays held while suspended
+        o.loss = zklock::loss_policy::on_expiry(); // the lock stays held while suspended
         auto a = co_await connect(o);
         auto b = co_await connect();
         zklock::mutex_options ho;
@@ -223,14 +223,14 @@ TEST(Faults, HandOffWaitsForTheConnection) {
     }());
 }
 
-TEST(Faults, DisconnectLongerThanThePolicyReportsTheLossAndBindsWorkToIt) {
+TEST(Faults, OnDisconnectPolicyReportsTheLossAndBindsWorkToIt) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
         auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
         o.session_timeout = 3000ms;
-        o.lost_after_suspended = 0.1;
+        o.loss = zklock::loss_policy::on_disconnect();
         auto a = co_await connect(o);
         auto b = co_await connect();
         zklock::mutex ma(*a, path);

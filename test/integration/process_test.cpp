@@ -9,7 +9,9 @@
 #include <boost/asio/write.hpp>
 
 #include <csignal>
+#include <algorithm>
 #include <fstream>
+#include <mutex>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,13 +103,30 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
     const std::string dir = env_or_fail("ZK_ENSEMBLE_DIR");
     const std::string scripts = env_or_fail("ZKLOCK_SCRIPTS");
     ASSERT_FALSE(connect.empty() || dir.empty() || scripts.empty());
+    // The C client's log of this test, with times, printed if the test fails (failover is
+    // where the client's reconnect order, back-off and the election interact).
+    auto log = std::make_shared<std::vector<std::string>>();
+    auto log_mu = std::make_shared<std::mutex>();
+    const auto t0 = std::chrono::steady_clock::now();
+    zklock::set_log_handler([log, log_mu, t0](std::string_view line) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+        std::lock_guard lk(*log_mu);
+        log->push_back(std::to_string(ms) + " ms " + std::string(line));
+    });
+    auto note = [log, log_mu, t0](std::string line) {
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+        std::lock_guard lk(*log_mu);
+        log->push_back(std::to_string(ms) + " ms " + line);
+    };
+    zoo_set_debug_level(ZOO_LOG_LEVEL_INFO);
     asio::io_context io;
     int killed = 0;
     run(io, [&]() -> awaitable<void> {
         auto path = unique_path("lock");
         auto o = options(connect);
-        o.session_timeout = 6000ms;
-        o.lost_after_suspended = 0.6;
+        // A lease of 0.6 x 10 s: the lock survives a failover that takes less than ~5 s.
+        o.session_timeout = 10000ms;
+        o.loss = zklock::loss_policy::lease(0.6);
         auto a = co_await connect_session(o);
         auto b = co_await connect_session(o);
         zklock::mutex ma(*a, path), mb(*b, path);
@@ -122,9 +141,11 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         CO_REQUIRE(killed != 0);
         auto id = a->session_id();
         EXPECT_EQ(std::system((scripts + "/zk.sh kill " + dir + " " + std::to_string(killed)).c_str()), 0);
+        note("test: killed server " + std::to_string(killed));
         // A fails over to another server with the same session, and keeps the lock
         co_await eventually([&] { return a->state() != zklock::session_state::connected; }, 2000ms);
         co_await eventually([&] { return a->state() == zklock::session_state::connected; }, 10000ms);
+        note(std::string("test: A is ") + zklock::to_string(a->state()));
         EXPECT_EQ(a->state(), zklock::session_state::connected);
         EXPECT_EQ(a->session_id(), id);
         EXPECT_FALSE(g.is_lost()) << g.loss_reason().message();
@@ -136,5 +157,97 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         co_await g3.async_release(use_awaitable);
         co_await expect_no_leftovers(*b, path);
     }(), 90s);
+    zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
+    zklock::set_log_handler(nullptr);
+    if (::testing::Test::HasFailure()) {
+        std::lock_guard lk(*log_mu);
+        for (auto& l : *log) std::fprintf(stderr, "  c-client: %s\n", l.c_str());
+    }
     if (killed) EXPECT_EQ(std::system((scripts + "/zk.sh restart " + dir + " " + std::to_string(killed) + " >/dev/null").c_str()), 0);
+}
+
+TEST(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
+    // The fault: the holder's session uses one follower only; that follower is SIGSTOPped
+    // (it replied to the holder but never relays its last touches to the leader); a waiter on the
+    // other servers. At 5 phases spread over the C client's ping interval (T/3), the lease must
+    // report the loss at least the stated margin (0.317 T, less an allowance) before the grant.
+    const std::string connect = env_or_fail("ZK_ENSEMBLE_CONNECT");
+    const std::string dir = env_or_fail("ZK_ENSEMBLE_DIR");
+    const std::string scripts = env_or_fail("ZKLOCK_SCRIPTS");
+    ASSERT_FALSE(connect.empty() || dir.empty() || scripts.empty());
+    const auto T = 2000ms;
+    const double bound = zklock::detail::session_lease::guaranteed_margin(zklock::loss_policy::default_lease_fraction) *
+                         std::chrono::duration<double>(T).count();
+    const double allowance = 0.1;
+    using clk = std::chrono::steady_clock;
+    asio::io_context io;
+    int frozen = 0;
+    run(io, [&]() -> awaitable<void> {
+        // a follower to freeze, and the other two servers for the waiter
+        std::string others;
+        for (int i = 1; i <= 3; ++i) {
+            auto port = read_int(dir + "/port" + std::to_string(i));
+            if (!frozen && four_letter(static_cast<unsigned short>(port), "srvr").find("Mode: follower") != std::string::npos)
+                frozen = i;
+            else
+                others += (others.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
+        }
+        CO_REQUIRE(frozen != 0);
+        auto ob = options(others);
+        ob.session_timeout = 4000ms;
+        auto b = co_await connect_session(ob);
+        const std::string f_port = std::to_string(read_int(dir + "/port" + std::to_string(frozen)));
+        std::vector<double> margins;
+        for (int k = 0; k < 5; ++k) {
+            auto path = unique_path("lock" + std::to_string(k));
+            auto oa = options("127.0.0.1:" + f_port);
+            oa.session_timeout = T;
+            oa.renew_after_expiry = false;
+            auto a = co_await connect_session(oa);
+            CO_REQUIRE(a->negotiated_timeout() == T);
+            zklock::mutex ma(*a, path), mb(*b, path);
+            auto g = co_await ma.async_acquire(use_awaitable);
+            clk::time_point lost_at{}, granted_at{};
+            zklock::error_code why;
+            g.async_wait_lost([&](zklock::error_code ec) {
+                why = ec;
+                lost_at = clk::now();
+            });
+            zklock::guard gb;
+            mb.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard x) {
+                EXPECT_FALSE(ec) << ec.message();
+                granted_at = clk::now();
+                gb = std::move(x);
+            });
+            co_await wait_for_children(*b, path, 2);
+            // the phase: from one of the holder's heartbeats, k x (T/3)/5 later
+            auto n = a->statistics().heartbeats;
+            co_await eventually([&] { return a->statistics().heartbeats > n; }, 3000ms);
+            co_await sleep_for(std::chrono::milliseconds(k * 133));
+            EXPECT_EQ(std::system((scripts + "/zk.sh pause " + dir + " " + std::to_string(frozen)).c_str()), 0);
+            auto t0 = clk::now();
+            co_await eventually([&] { return lost_at != clk::time_point{} && granted_at != clk::time_point{}; }, 8000ms);
+            EXPECT_EQ(std::system((scripts + "/zk.sh resume " + dir + " " + std::to_string(frozen)).c_str()), 0);
+            CO_REQUIRE(lost_at != clk::time_point{});
+            CO_REQUIRE(granted_at != clk::time_point{});
+            EXPECT_EQ(why, errc::lease_expired) << why.message();
+            double margin = std::chrono::duration<double>(granted_at - lost_at).count();
+            margins.push_back(margin);
+            std::printf("  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n",
+                        k * 133, std::chrono::duration<double>(lost_at - t0).count(),
+                        std::chrono::duration<double>(granted_at - t0).count(), margin, bound);
+            EXPECT_GE(margin, bound - allowance);
+            auto r0 = clk::now();
+            co_await g.async_release(use_awaitable); // lost: completes at once
+            EXPECT_LT(clk::now() - r0, 200ms);
+            co_await gb.async_release(use_awaitable);
+            a.reset(); // its session expired; closing it does not wait for the follower
+            EXPECT_EQ(std::system((scripts + "/zk.sh wait " + dir + " " + std::to_string(frozen)).c_str()), 0);
+            co_await expect_no_leftovers(*b, path);
+        }
+        std::sort(margins.begin(), margins.end());
+        std::printf("  margins: min %.3f s, median %.3f s, max %.3f s over %zu phases\n", margins.front(),
+                    margins[margins.size() / 2], margins.back(), margins.size());
+    }(), 150s);
+    if (frozen) std::system((scripts + "/zk.sh resume " + dir + " " + std::to_string(frozen) + " 2>/dev/null").c_str());
 }

@@ -64,6 +64,8 @@ PY
 run_case curator mutex curator curator zklock:3:curator zklock:2:curator
 # kazoo's Lock (extra_lock_patterns=["-lock-"]) and zklock's kazoo dialect
 run_case kazoo mutex kazoo kazoo zklock:3:kazoo zklock:2:kazoo
+# kazoo's Lock and zklock's default dialect on one path (zklock counts kazoo's __lock__ nodes)
+run_case kazoo-default mutex kazoo kazoo zklock:3:curator zklock:2:curator
 # read/write locks: Curator's InterProcessReadWriteLock; kazoo's WriteLock (its ReadLock: see kazoo_contender.py)
 run_case curator-rw rw curator curator zklock:3:curator zklock:2:curator
 run_case kazoo-rw rw kazoo kazoo zklock:3:kazoo zklock:2:kazoo

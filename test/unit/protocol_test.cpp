@@ -32,7 +32,7 @@ TEST(Protocol, RejectsForeignChildren) {
     for (const char* bad : {"0", "lock", "-lock-", "x-lock-12345", "x-lock-00000000001", "x-lock-00000a0001",
                             "x-lock-+000000001", "x-lock- 000000001", "x-lock-0000000001 ", "leader", "",
                             "x-lock-9999999999" /* above INT32_MAX */, "x-lock---00000001",
-                            "abc__lock__0000000001" /* kazoo's form */}) {
+                            "abc__lock__000000001", "abc__lock_0000000001", "abc__rlock__0000000001"}) {
         EXPECT_FALSE(parse_contender(bad)) << bad;
     }
 }
@@ -114,13 +114,17 @@ TEST(Protocol, PathHelpers) {
 TEST(Protocol, KazooDialect) {
     using zklock::lock_dialect;
     const std::string kazoo = "0123456789abcdef0123456789abcdef__lock__0000000003";
-    EXPECT_FALSE(parse_contender(kazoo)); // the Curator dialect does not see kazoo's nodes
+    EXPECT_TRUE(parse_contender(kazoo)); // the default (Curator) dialect counts kazoo's nodes too
     auto k = parse_contender(kazoo, lock_dialect::kazoo);
     ASSERT_TRUE(k);
     EXPECT_EQ(k->seq, 3);
     EXPECT_TRUE(parse_contender("_c_x-lock-0000000001", lock_dialect::kazoo)); // kazoo with extra_lock_patterns
     std::vector<std::string> children{kazoo, "_c_x-lock-0000000004"};
-    EXPECT_EQ(decide_exclusive(children, "_c_x-lock-0000000004").what, exclusive_decision::acquired);
+    // Measured before: zklock's default dialect held "-lock-0000000004" while kazoo held
+    // "__lock__0000000003" on the same path. Now it waits for kazoo's node.
+    auto dc = decide_exclusive(children, "_c_x-lock-0000000004");
+    EXPECT_EQ(dc.what, exclusive_decision::wait);
+    EXPECT_EQ(dc.predecessor, kazoo);
     auto d = decide_exclusive(children, "_c_x-lock-0000000004", lock_dialect::kazoo);
     EXPECT_EQ(d.what, exclusive_decision::wait);
     EXPECT_EQ(d.predecessor, kazoo);

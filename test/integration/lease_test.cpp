@@ -1,0 +1,201 @@
+// The loss policy on a real server: the lease reports the loss before the server can hand the
+// lock on (partition through the proxy), survives a short disconnect, and bounds releases.
+// The frozen-follower case, which needs the ensemble, is in process_test.cpp.
+#include <zklock/mutex.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <cstdio>
+
+using namespace zt;
+using zklock::errc;
+using zklock::loss_policy;
+using zklock::session_state;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+double seconds(clk::duration d) { return std::chrono::duration<double>(d).count(); }
+
+/// Waits until the session has sent its next lease heartbeat (the phase reference of a fault).
+awaitable<void> next_heartbeat(zklock::session& s) {
+    auto n = s.statistics().heartbeats;
+    co_await eventually([&] { return s.statistics().heartbeats > n; }, 5000ms);
+    EXPECT_GT(s.statistics().heartbeats, n) << "no heartbeat while holding a lock";
+}
+
+} // namespace
+
+TEST(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto o = options();
+        o.session_timeout = 2000ms; // heartbeat every 200 ms
+        auto a = co_await connect(o);
+        co_await sleep_for(500ms);
+        EXPECT_EQ(a->statistics().heartbeats, 0u) << "heartbeats without a lock";
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto before = a->statistics().heartbeats;
+        co_await sleep_for(1000ms);
+        auto during = a->statistics().heartbeats - before;
+        EXPECT_GE(during, 3u);
+        EXPECT_LE(during, 7u);
+        co_await g.async_release(use_awaitable);
+        co_await sleep_for(100ms);
+        auto after = a->statistics().heartbeats;
+        co_await sleep_for(600ms);
+        EXPECT_EQ(a->statistics().heartbeats, after) << "heartbeats went on after the release";
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Lease, ShortDisconnectsReportNoLoss) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 4000ms; // lease 1.33 s
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        auto id = a->session_id();
+        for (int i = 0; i < 4; ++i) { // connection resets: the client reconnects at once
+            proxy.drop();
+            co_await sleep_for(500ms);
+        }
+        co_await sleep_for(1500ms); // past the lease since the first drop
+        EXPECT_EQ(a->state(), session_state::connected);
+        EXPECT_EQ(a->session_id(), id);
+        EXPECT_FALSE(g.is_lost()) << g.loss_reason().message();
+        auto [ec, none] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::lock_busy) << ec.message();
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
+    // The holder's connection stays open but carries nothing (a partition). Whatever the phase of
+    // the partition against the holder's traffic, the lease must report the loss at least the
+    // stated margin (0.317 T, less an allowance for scheduling) before the waiter is granted.
+    const auto T = 2000ms;
+    const double bound = zklock::detail::session_lease::guaranteed_margin(loss_policy::default_lease_fraction) *
+                         std::chrono::duration<double>(T).count();
+    const double allowance = 0.1;
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto b = co_await connect();
+        for (int k = 0; k < 5; ++k) {
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto path = unique_path("lock" + std::to_string(k));
+            auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+            o.session_timeout = T;
+            auto a = co_await connect(o);
+            CO_REQUIRE(a->negotiated_timeout() == T);
+            zklock::mutex ma(*a, path), mb(*b, path);
+            auto g = co_await ma.async_acquire(use_awaitable);
+            clk::time_point lost_at{}, granted_at{};
+            zklock::error_code why;
+            g.async_wait_lost([&](zklock::error_code ec) {
+                why = ec;
+                lost_at = clk::now();
+            });
+            zklock::guard gb;
+            mb.async_acquire_for(10s, [&](zklock::error_code ec, zklock::guard x) {
+                EXPECT_FALSE(ec) << ec.message();
+                granted_at = clk::now();
+                gb = std::move(x);
+            });
+            co_await wait_for_children(*b, path, 2);
+            co_await next_heartbeat(*a);
+            co_await sleep_for(std::chrono::milliseconds(40 * k)); // 5 phases over the 200 ms heartbeat
+            proxy.blackhole(true);
+            auto t0 = clk::now();
+            co_await eventually([&] { return lost_at != clk::time_point{} && granted_at != clk::time_point{}; }, 8000ms);
+            CO_REQUIRE(lost_at != clk::time_point{});
+            CO_REQUIRE(granted_at != clk::time_point{});
+            EXPECT_EQ(why, errc::lease_expired) << why.message();
+            double margin = seconds(granted_at - lost_at);
+            std::printf("  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n", 40 * k,
+                        seconds(lost_at - t0), seconds(granted_at - t0), margin, bound);
+            EXPECT_GE(margin, bound - allowance);
+            // after the loss, release completes at once although the partition goes on
+            auto r0 = clk::now();
+            co_await g.async_release(use_awaitable);
+            EXPECT_LT(clk::now() - r0, 200ms) << "release after a loss waited";
+            proxy.blackhole(false);
+            co_await gb.async_release(use_awaitable);
+            co_await a->async_close(use_awaitable);
+            co_await expect_no_leftovers(*b, path);
+        }
+    }(), 120s);
+}
+
+TEST(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 3000ms; // lease 1 s
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        co_await next_heartbeat(*a);
+        proxy.blackhole(true);
+        proxy.drop(); // the client notices at once, and cannot reconnect
+        co_await eventually([&] { return a->state() == session_state::suspended; }, 2000ms);
+        auto r0 = clk::now();
+        auto [ec] = co_await g.async_release(boost::asio::as_tuple(use_awaitable));
+        auto took = clk::now() - r0;
+        EXPECT_FALSE(ec) << ec.message();
+        EXPECT_LT(took, 1500ms) << "the release waited past the lease for a reconnect";
+        EXPECT_EQ(a->state(), session_state::suspended) << "the test meant to release while disconnected";
+        proxy.blackhole(false);
+        // the node goes: deleted after the reconnect, or with the expired session
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Lease, PerLockPolicyOverridesTheSession) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 3000ms;
+        o.loss = loss_policy::on_expiry();
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex_options lease_opts;
+        lease_opts.loss = loss_policy::lease();
+        zklock::mutex plain(*a, path + "-a"), leased(*a, path + "-b", lease_opts);
+        auto g1 = co_await plain.async_acquire(use_awaitable);
+        auto g2 = co_await leased.async_acquire(use_awaitable);
+        proxy.blackhole(true);
+        auto [ec] = co_await g2.async_wait_lost(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::lease_expired) << ec.message();
+        EXPECT_TRUE(g2.is_lost());
+        EXPECT_FALSE(g1.is_lost()) << "the session's on_expiry lock reported a loss before the expiry";
+        zklock::mutex_options bad;
+        bad.loss = loss_policy::lease(0.9);
+        zklock::mutex invalid(*b, path + "-c", bad);
+        auto [ec2, none] = co_await invalid.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec2, errc::invalid_argument);
+        proxy.blackhole(false);
+        g1.release_in_background();
+        g2.release_in_background();
+        co_await expect_no_leftovers(*b, path + "-a");
+        co_await expect_no_leftovers(*b, path + "-b");
+        co_await expect_no_leftovers(*b, path + "-c");
+    }());
+}
