@@ -317,6 +317,7 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     if (req.rw || req.local_handoff > max_local_grants || (req.loss && req.loss->validate()))
         return p.complete(errc::invalid_argument, guard{});
+    if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     auto t = std::make_shared<ticket>();
     p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
         asio::post(strand, [t] {

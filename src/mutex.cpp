@@ -269,6 +269,7 @@ private:
         bool listed = false;
 
         // 1. Create our node; the listing rides in the same flight.
+        int lost_creates = 0;
         for (int parent_attempts = 0; op.my_node_.empty();) {
             if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
@@ -285,6 +286,12 @@ private:
                 int rc = co_await op.ensure_parents();
                 if (rc != ZOK && !is_connection_rc(rc)) co_return op.finish(op.fail_code(rc));
             } else if (is_connection_rc(r.rc)) {
+                // Bounded: a request the server refuses to answer (it drops the connection) would
+                // otherwise be sent again forever, suspending the whole session each time.
+                if (++lost_creates > 5) {
+                    s.delete_by_guid_in_background(op.req_.path, op.guid_);
+                    co_return op.finish(errc::create_retries_exhausted);
+                }
                 if (!co_await op.recover_create(children, listed)) co_return co_await op.abandon(op.stop_reason());
             } else {
                 co_return op.finish(op.fail_code(r.rc));
@@ -309,6 +316,7 @@ private:
             listed = false;
             auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer);
             std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
+            if (d.what == exclusive_decision::ambiguous) co_return co_await op.abandon(errc::sequence_overflow);
             if (d.what == exclusive_decision::missing) {
                 op.my_node_.clear();
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
@@ -370,6 +378,7 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     if (req.loss && req.loss->validate()) return p.complete(errc::invalid_argument, guard{});
+    if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));
 }
 

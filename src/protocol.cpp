@@ -68,8 +68,33 @@ std::vector<contender> sorted_contenders(std::span<const std::string> children, 
     return out;
 }
 
+bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d) {
+    std::vector<std::string_view> seen;
+    seen.reserve(children.size());
+    for (const auto& c : children) {
+        if (auto p = parse_contender(c, f, d)) {
+            if (p->seq < 0 || p->seq == INT32_MAX) return true;
+            seen.push_back(p->seq_text);
+            continue;
+        }
+        // "<marker>-2147483648": an 11-character wrapped suffix, which parse_contender refuses.
+        if (c.size() > 11 && c[c.size() - 11] == '-' &&
+            std::all_of(c.end() - 10, c.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+            std::string unwrapped = c.substr(0, c.size() - 11) + "0000000000";
+            if (parse_contender(unwrapped, f, d)) return true;
+        }
+    }
+    std::sort(seen.begin(), seen.end());
+    return std::adjacent_find(seen.begin(), seen.end()) != seen.end();
+}
+
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
                           lock_dialect dialect, std::string_view own_writer) {
+    if (sequence_ambiguous(children, f, dialect)) {
+        exclusive_decision amb;
+        amb.what = exclusive_decision::ambiguous;
+        return amb;
+    }
     auto all = sorted_contenders(children, dialect, f);
     auto it = std::find_if(all.begin(), all.end(), [&](const contender& c) { return c.name == mine; });
     exclusive_decision d;
@@ -167,6 +192,7 @@ namespace zklock {
 
 error_code validate_lock_path(std::string_view p) noexcept {
     if (p.empty()) return errc::path_empty;
+    if (p.size() > max_path_length) return errc::path_too_long;
     if (p.front() != '/') return errc::path_not_absolute;
     if (p.size() == 1) return errc::path_reserved; // "/" itself: the lock would own the root
     if (p.back() == '/') return errc::path_trailing_slash;

@@ -201,6 +201,7 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
     if (max_leases < 1) return p.complete(errc::invalid_argument, guard{});
+    if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (data.empty()) data = "zklock lease";
     lease_op::start(std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p)));
 }

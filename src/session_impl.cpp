@@ -3,6 +3,8 @@
 
 #include "detail/protocol.hpp"
 
+#include <zklock/detail/deadline.hpp>
+
 #include <zklock/path.hpp>
 
 #include <boost/asio/bind_executor.hpp>
@@ -344,23 +346,28 @@ void session_impl::connect(pending<void(error_code)> h) {
         if (!s.handle_) return h.complete(errc::invalid_connect_string);
         s.connect_waiters_.push_back(std::move(h));
         s.set_state(session_state::connecting);
-        s.connect_timer_.expires_after(s.opts_.connect_timeout);
-        s.connect_timer_.async_wait([w = s.weak_from_this(), gen = s.generation()](error_code ec) {
-            auto s = w.lock();
-            if (ec || !s || s->generation() != gen || s->state() != session_state::connecting) return;
-            // Nobody answered: abandon this attempt (the C client would retry forever).
-            std::shared_ptr<zk_handle> old;
-            {
-                std::lock_guard lk(s->handle_mu_);
-                old = std::move(s->handle_);
-            }
-            s->generation_.fetch_add(1); // events the abandoned handle already posted are stale
-            s->close_handle_in_background(std::move(old));
-            s->set_state(session_state::disconnected);
-            for (auto& w : s->connect_waiters_) w.complete(errc::connect_timeout);
-            s->connect_waiters_.clear();
-            s->notify(session_event::state_changed); // acquires waiting for the connection give up
-        });
+        s.arm_connect_timer();
+    });
+}
+
+void session_impl::arm_connect_timer() {
+    // No server answering: abandon the attempt (the C client would retry forever). For a first
+    // connect and for the renewal after an expiry alike.
+    connect_timer_.expires_at(deadline_after(opts_.connect_timeout));
+    connect_timer_.async_wait([w = weak_from_this(), gen = generation()](error_code ec) {
+        auto s = w.lock();
+        if (ec || !s || s->generation() != gen || s->state() != session_state::connecting) return;
+        std::shared_ptr<zk_handle> old;
+        {
+            std::lock_guard lk(s->handle_mu_);
+            old = std::move(s->handle_);
+        }
+        s->generation_.fetch_add(1); // events the abandoned handle already posted are stale
+        s->close_handle_in_background(std::move(old));
+        s->set_state(session_state::disconnected);
+        for (auto& w : s->connect_waiters_) w.complete(errc::connect_timeout);
+        s->connect_waiters_.clear();
+        s->notify(session_event::state_changed); // acquires waiting for the connection give up
     });
 }
 
@@ -403,6 +410,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
         if (opts_.renew_after_expiry) start_handle();
         if (handle_) {
             set_state(session_state::connecting);
+            arm_connect_timer();
         } else {
             // No new session (not wanted, or the C client refused to start one): nothing will
             // change by itself any more.

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <boost/system/error_code.hpp>
+#include <cstddef>
 #include <type_traits>
 
 namespace zklock {
@@ -28,6 +29,8 @@ enum class errc {
     path_reserved,          ///< a lock path is in ZooKeeper's reserved /zookeeper tree
     invalid_connect_string, ///< the connect string is not host:port[,host:port...][/chroot]
     invalid_argument,       ///< another argument is out of range (e.g. a session timeout <= 0)
+    path_too_long,          ///< a lock path is longer than max_path_length bytes
+    data_too_large,         ///< node data is larger than max_node_data bytes
     // -- session --
     connect_timeout = 20,   ///< no ZooKeeper server answered within the connect timeout
     not_connected,          ///< the operation needs a session, and async_connect has not completed
@@ -44,7 +47,15 @@ enum class errc {
     revocation_requested,   ///< another client asked the holder of a revocable lock to let go
     not_revocable,          ///< async_wait_revoked on a lock not made with mutex_options::revocable
     lease_expired,          ///< lost by loss_policy::lease: no reply to a request sent within the lease
+    sequence_overflow,      ///< the lock path's sequence counter has wrapped: the order of contenders is unknown
+    create_retries_exhausted, ///< the lock node's create kept failing with connection loss
 };
+
+/// Input limits, checked before anything is sent. ZooKeeper closes the connection on a request
+/// larger than its jute.maxbuffer (1 MiB by default) instead of answering it, which would look
+/// like a connection loss and be retried; these caps stay far below it.
+inline constexpr std::size_t max_path_length = 4096; ///< bytes of a lock path
+inline constexpr std::size_t max_node_data = 65536;  ///< bytes of node data (the holder description)
 
 /// The "zklock" category.
 const boost::system::error_category& error_category() noexcept;

@@ -29,9 +29,11 @@ struct held_lock;
 ///
 /// Loss: the lock can be lost while held: session expiry (errc::session_expired), session close
 /// (errc::session_closed), the node deleted by someone else (errc::lock_node_deleted) or, by the
-/// session's policy, a connection down for too long (errc::lock_lost_suspended). Then the holder
-/// must stop acting as the owner. Learn it with async_wait_lost(), by binding work to
-/// loss_slot(), or by polling is_lost().
+/// lock's loss_policy, a lease with no reply from the server (errc::lease_expired, the default)
+/// or a dropped connection (errc::lock_lost_suspended, loss_policy::on_disconnect). Then the
+/// holder must stop acting as the owner. Learn it with async_wait_lost(), by binding work to
+/// loss_slot(), or by polling is_lost() (which reads the lease's clock itself, so it is exact
+/// even when the io_context is too busy to run the loss signal in time).
 ///
 /// Fencing: fencing_token() increases strictly with every grant of a lock, including grants
 /// handed off inside a process (mutex_options::local_handoff). It is the node's czxid times 4096
@@ -57,7 +59,8 @@ public:
     /// True if this guard owns a lock that was granted and not released (it may have been lost).
     bool owns_lock() const noexcept { return h_ != nullptr; }
     explicit operator bool() const noexcept { return owns_lock(); }
-    /// True once the lock is known to be lost (see the class comment).
+    /// True once the lock is known to be lost (see the class comment). Under the lease policy it
+    /// also compares the lease's deadline with steady_clock::now(); once true, stays true.
     bool is_lost() const noexcept;
     /// Why the lock was lost (empty while it is not).
     error_code loss_reason() const;
@@ -80,14 +83,21 @@ public:
     /// Releases the lock: deletes the node, completing when it is deleted or the session is gone.
     /// The guard is empty as soon as this is called. Calling it on an empty guard completes with
     /// success (idempotent).
-    /// While the connection is down the delete waits for the reconnect; once the session is
-    /// known to be gone (expired or closed) the release completes with success, since the server
-    /// deleted the node. Completion signature: void(error_code). Not cancellable.
+    /// A lock already lost (see is_lost) completes at once: its node is gone, or its delete goes
+    /// on in the background. While the connection is down the delete waits for the reconnect,
+    /// but the release completes no later than the lock's loss policy stops vouching for it (the
+    /// lease's deadline; one session timeout with loss_policy::on_expiry), the delete going on in
+    /// the background. Once the session is known to be gone (expired or closed) it completes
+    /// with success, since the server deleted the node. If the operation is created but never
+    /// started (a dropped `deferred` or unawaited `use_awaitable`), the lock is released in the
+    /// background. Completion signature: void(error_code). Not cancellable.
     template <class CompletionToken>
     auto async_release(CompletionToken&& token) {
+        // The initiation owns a guard: an operation that is never started (a deferred or
+        // use_awaitable operation dropped unawaited) still releases the lock, in the background.
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [h = std::move(h_)](auto handler) mutable {
-                start_release(std::move(h), asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            [g = guard(std::move(h_))](auto handler) mutable {
+                start_release(std::move(g.h_), asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
     }

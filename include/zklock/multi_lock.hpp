@@ -1,6 +1,8 @@
 // zklock/multi_lock.hpp: several locks, all or nothing.
 #pragma once
 
+#include <zklock/detail/deadline.hpp>
+
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/mutex.hpp>
@@ -45,7 +47,7 @@ auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token) {
 template <class Rep, class Period, class CompletionToken>
 auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, Period> timeout,
                            CompletionToken&& token) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
+    auto deadline = detail::deadline_after(timeout);
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l, std::chrono::steady_clock::time_point d) {
             detail::start_acquire_all(std::move(l), d,

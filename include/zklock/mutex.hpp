@@ -1,6 +1,8 @@
 // zklock/mutex.hpp: the fair, herd-free exclusive lock of the ZooKeeper recipes.
 #pragma once
 
+#include <zklock/detail/deadline.hpp>
+
 #include <zklock/dialect.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
@@ -134,9 +136,7 @@ public:
     /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
-        return initiate(std::chrono::steady_clock::now() +
-                            std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
-                        false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_after(timeout), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.

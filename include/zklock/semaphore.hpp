@@ -1,6 +1,8 @@
 // zklock/semaphore.hpp: a counting semaphore: at most N leases held at once on one path.
 #pragma once
 
+#include <zklock/detail/deadline.hpp>
+
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/mutex.hpp>
@@ -57,7 +59,7 @@ public:
     /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
-        return initiate(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout),
+        return initiate(detail::deadline_after(timeout),
                         std::forward<CompletionToken>(token));
     }
 

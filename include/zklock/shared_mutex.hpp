@@ -1,6 +1,8 @@
 // zklock/shared_mutex.hpp: the herd-free read/write lock of the ZooKeeper recipes.
 #pragma once
 
+#include <zklock/detail/deadline.hpp>
+
 #include <zklock/dialect.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
@@ -112,7 +114,7 @@ public:
 private:
     template <class Rep, class Period>
     static std::chrono::steady_clock::time_point deadline(std::chrono::duration<Rep, Period> d) {
-        return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+        return detail::deadline_after(d);
     }
     detail::acquire_request request(bool reader, std::optional<std::chrono::steady_clock::time_point> deadline,
                                     bool try_only) const {

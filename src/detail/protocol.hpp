@@ -48,7 +48,9 @@ std::vector<contender> sorted_contenders(std::span<const std::string> children,
 
 /// What an exclusive contender should do after listing the children.
 struct exclusive_decision {
-    enum kind { acquired, wait, missing } what = missing;
+    /// ambiguous: the parent's sequence counter has overflowed (see sequence_ambiguous): the
+    /// order of the contenders is unknown, so nobody may be granted on it.
+    enum kind { acquired, wait, missing, ambiguous } what = missing;
     std::string predecessor; ///< with `wait`: the child to watch (the next lower contender)
     std::size_t position = 0; ///< index of our node among the contenders (0 = holder)
 };
@@ -64,6 +66,13 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 /// Only lower contenders matter (kazoo #649 deadlocked by looking at a later writer).
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
                           lock_dialect d, std::string_view own_writer = {});
+
+/// True when the sequence suffixes on a lock path cannot be trusted to order its contenders.
+/// ZooKeeper names sequential nodes "%010d" of the parent's cversion, an int32: after 2^31
+/// creates under one parent it wraps to negative values (up to 11 characters, "-2147483648")
+/// in the request pipeline while the stored cversion stays at 2147483647, so suffixes repeat.
+/// Any suffix that is negative, 2147483647, 11 characters long, or repeated makes the order unknown.
+bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d);
 
 /// The child whose name contains `guid` (our node after a lost create reply), if any.
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid);

@@ -223,6 +223,7 @@ private:
     };
 
     void set_state(session_state s);
+    void arm_connect_timer();
     void arm_lease_timer();
     void on_lease_timer();
     void arm_heartbeat(bool now);

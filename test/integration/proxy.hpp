@@ -44,6 +44,12 @@ public:
         blackhole_ = on;
         if (!on) drop();
     }
+    /// Lets `n` more connections through, then closes every new one at once (a server that went
+    /// away). A negative n lets all through again.
+    void refuse_after(int n) {
+        allowed_ = n;
+        limited_ = n >= 0;
+    }
 
 private:
     struct conn {
@@ -55,6 +61,11 @@ private:
     void accept() {
         acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
             if (ec) return;
+            if (limited_ && allowed_.fetch_sub(1) <= 0) { // refused: close it, keep accepting
+                boost::system::error_code ignored;
+                s.close(ignored);
+                return accept();
+            }
             auto c = std::make_shared<conn>(io_);
             c->client = std::move(s);
             conns_.push_back(c);
@@ -93,6 +104,8 @@ private:
     boost::asio::ip::tcp::acceptor acceptor_;
     std::list<std::shared_ptr<conn>> conns_;
     std::atomic<bool> blackhole_{false};
+    std::atomic<int> allowed_{0};
+    std::atomic<bool> limited_{false};
     std::thread thread_;
 };
 

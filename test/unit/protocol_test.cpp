@@ -48,15 +48,39 @@ TEST(Protocol, SortsBySequenceTextNotFullName) {
 }
 
 TEST(Protocol, NegativeSequencesSortFirstAsStringsLikePeers) {
-    // Curator and kazoo compare suffixes as strings: '-' < '0'. Agreeing with them matters more
-    // than numeric order (which would make peers disagree on the holder). So "-000000001"
-    // (-1) sorts before "-000000005" (-5), and both before any positive sequence.
+    // Curator and kazoo compare suffixes as strings: '-' < '0' (listing and inspection keep
+    // their order). So "-000000001" (-1) sorts before "-000000005" (-5), and both before any
+    // positive sequence: after the counter wraps, the order is wrong, so no grant may rest on it.
     std::vector<std::string> children{"a-lock-2147483647", "b-lock--000000005", "c-lock--000000001"};
     auto s = sorted_contenders(children);
     ASSERT_EQ(s.size(), 3u);
     EXPECT_EQ(s[0].name, "c-lock--000000001");
     EXPECT_EQ(s[1].name, "b-lock--000000005");
     EXPECT_EQ(s[2].name, "a-lock-2147483647");
+    EXPECT_EQ(decide_exclusive(children, "c-lock--000000001").what, exclusive_decision::ambiguous);
+}
+
+TEST(Protocol, OverflowedSequencesMakeTheOrderUnknown) {
+    using zklock::lock_dialect;
+    const auto mutex = zklock::detail::lock_family::mutex;
+    auto amb = [&](std::vector<std::string> c) { return sequence_ambiguous(c, mutex, lock_dialect::curator); };
+    EXPECT_FALSE(amb({"_c_a-lock-0000000001", "_c_b-lock-0000000002", "foreign", "x-lock-2147483646"}));
+    EXPECT_TRUE(amb({"_c_a-lock-2147483647"}));                          // the stuck counter
+    EXPECT_TRUE(amb({"_c_a-lock-0000000001", "_c_b-lock--000000007"}));  // wrapped
+    EXPECT_TRUE(amb({"_c_a-lock-0000000001", "_c_b-lock--2147483648"})); // 11 characters
+    EXPECT_TRUE(amb({"_c_a-lock-0000000005", "_c_b-lock-0000000005"}));  // repeated
+    EXPECT_TRUE(amb({"aa__lock__0000000005", "_c_b-lock-0000000005"}));  // repeated across dialects
+    EXPECT_FALSE(amb({"_c_a-lock-0000000001", "leader--2147483648"}));   // a foreign child stays foreign
+    // The holder with the lowest suffix would be granted by string order: the newcomer whose
+    // suffix repeats the holder's must not be (the review's two-holders case).
+    std::vector<std::string> repeated{"_c_zzzz-lock-2147483647", "_c_aaaa-lock-2147483647"};
+    EXPECT_EQ(decide_exclusive(repeated, "_c_aaaa-lock-2147483647").what, exclusive_decision::ambiguous);
+    // an 11-character suffix of our own is not "missing" (that forgot the node and left it behind)
+    std::vector<std::string> own{"_c_aaaa-lock--2147483648"};
+    EXPECT_EQ(decide_exclusive(own, "_c_aaaa-lock--2147483648").what, exclusive_decision::ambiguous);
+    // read/write names too
+    std::vector<std::string> rw{"_c_a-__READ__0000000003", "_c_b-__WRIT__0000000003"};
+    EXPECT_TRUE(sequence_ambiguous(rw, zklock::detail::lock_family::rw, lock_dialect::curator));
 }
 
 TEST(Protocol, DecideExclusive) {

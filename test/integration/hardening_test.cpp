@@ -1,0 +1,139 @@
+// Fixes from the independent review (issue "Hardening"): each test fails without its fix.
+#include <zklock/mutex.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/deferred.hpp>
+
+using namespace zt;
+using zklock::errc;
+using zklock::session_state;
+
+TEST(Hardening, OversizedInputIsRefusedBeforeAnythingIsSent) {
+    // (Review item 2: a create larger than the server's jute.maxbuffer made the server drop the
+    // connection; zklock retried it forever, suspending the session each time.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto before = a->statistics().requests();
+        zklock::mutex_options big;
+        big.node_data.assign(2 * 1024 * 1024, 'x');
+        zklock::mutex m(*a, path, big);
+        auto [ec, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::data_too_large) << ec.message();
+        EXPECT_NE(ec.message().find("65536"), std::string::npos) << ec.message();
+        zklock::mutex_options just_over;
+        just_over.node_data.assign(zklock::max_node_data + 1, 'y');
+        zklock::mutex m2(*a, path, just_over);
+        auto [ec2, g2] = co_await m2.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec2, errc::data_too_large);
+        zklock::mutex m3(*a, "/" + std::string(zklock::max_path_length, 'p'));
+        auto [ec3, g3] = co_await m3.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec3, errc::path_too_long) << ec3.message();
+        EXPECT_EQ(a->statistics().requests(), before) << "a request was sent";
+        EXPECT_EQ(a->state(), session_state::connected);
+        // the largest allowed data works
+        zklock::mutex_options max_ok;
+        max_ok.node_data.assign(zklock::max_node_data, 'z');
+        zklock::mutex m4(*a, path, max_ok);
+        auto g4 = co_await m4.async_acquire_for(10s, use_awaitable);
+        EXPECT_TRUE(g4.owns_lock());
+        co_await g4.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Hardening, AReleaseOperationNeverStartedStillReleases) {
+    // (Review item 3: the initiation moved the lock out of the guard; an operation that was
+    // created but never started destroyed it unreleased, and the node stayed until the session ended.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        {
+            auto g = co_await ma.async_acquire(use_awaitable);
+            auto op = g.async_release(asio::deferred); // never started
+            EXPECT_FALSE(g.owns_lock());
+        }
+        auto g2 = co_await mb.async_acquire_for(5s, use_awaitable); // was: waited until the timeout
+        EXPECT_TRUE(g2.owns_lock());
+        co_await g2.async_release(use_awaitable);
+        {
+            auto g = co_await ma.async_acquire(use_awaitable);
+            auto aw = g.async_release(use_awaitable); // an awaitable dropped unawaited
+        }
+        auto g3 = co_await mb.async_acquire_for(5s, use_awaitable);
+        EXPECT_TRUE(g3.owns_lock());
+        co_await g3.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Hardening, TheLargestDurationsMeanNoDeadline) {
+    // (Review item 9: now() + duration::max() overflowed: an immediate timeout, or UB.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto o = options();
+        o.connect_timeout = std::chrono::milliseconds::max();
+        auto a = co_await connect(o);
+        EXPECT_EQ(a->state(), session_state::connected);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire_for(std::chrono::hours::max(), use_awaitable);
+        EXPECT_TRUE(g.owns_lock());
+        // a waiter with nanoseconds::max() waits (no immediate timeout), and is granted
+        bool done = false;
+        zklock::error_code wec;
+        zklock::guard gb;
+        mb.async_acquire_for(std::chrono::nanoseconds::max(), [&](zklock::error_code ec, zklock::guard x) {
+            wec = ec;
+            gb = std::move(x);
+            done = true;
+        });
+        co_await sleep_for(300ms);
+        EXPECT_FALSE(done) << wec.message();
+        co_await g.async_release(use_awaitable);
+        co_await eventually([&] { return done; });
+        EXPECT_FALSE(wec) << wec.message();
+        co_await gb.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Hardening, ARenewedSessionHasAConnectTimeout) {
+    // (Review item 8: after an expiry the new session had no connect timeout: with no server
+    // reachable it stayed "connecting" forever and acquires without a deadline hung.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 2000ms;
+        o.connect_timeout = 2000ms;
+        o.loss = zklock::loss_policy::on_expiry();
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        proxy.blackhole(true);
+        auto gb = co_await mb.async_acquire_for(10s, use_awaitable); // the server expired A's session
+        EXPECT_TRUE(gb.owns_lock());
+        proxy.refuse_after(1);  // one reconnect (to learn of the expiry), then the server is gone
+        proxy.blackhole(false);
+        co_await eventually([&] { return g.is_lost(); }, 5000ms);
+        EXPECT_EQ(g.loss_reason(), errc::session_expired) << g.loss_reason().message();
+        co_await eventually([&] { return a->state() == session_state::disconnected; }, 6000ms);
+        EXPECT_EQ(a->state(), session_state::disconnected) << zklock::to_string(a->state());
+        auto [ec, none] = co_await ma.async_acquire(boost::asio::as_tuple(use_awaitable)); // no deadline
+        EXPECT_EQ(ec, errc::not_connected) << ec.message();
+        co_await g.async_release(use_awaitable);
+        co_await gb.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }());
+}
