@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
-# Configures and builds into build/ (or build-asan/ with --sanitize). Prints the build dir.
+# Configures and builds; prints the build dir.
+#   scripts/build.sh             build/       GCC, RelWithDebInfo
+#   scripts/build.sh --sanitize  build-asan/  GCC, AddressSanitizer + UBSan, Debug
+#   scripts/build.sh --tsan      build-tsan/  clang, ThreadSanitizer, warnings are errors in zklock's code
+#   scripts/build.sh --clang     build-clang/ clang, RelWithDebInfo, warnings are errors in zklock's code
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="$root/build"; extra=()
-if [ "${1:-}" = "--sanitize" ]; then dir="$root/build-asan"; extra=(-DZKLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug); fi
+case "${1:-}" in
+  --sanitize) dir="$root/build-asan"; extra=(-DZKLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug);;
+  --tsan) dir="$root/build-tsan"
+          extra=(-DZKLOCK_TSAN=ON -DZKLOCK_WERROR=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++);;
+  --clang) dir="$root/build-clang"; extra=(-DZKLOCK_WERROR=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++);;
+  "") ;;
+  *) echo "usage: $0 [--sanitize|--tsan|--clang]" >&2; exit 2;;
+esac
 if [ ! -f "$dir/build.ninja" ]; then
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${extra[@]+"${extra[@]}"}" >&2
 fi
