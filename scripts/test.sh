@@ -2,16 +2,18 @@
 # The whole test suite: set-up, build, start a throwaway ZooKeeper (standalone + a 3-server
 # ensemble), run ctest, stop the servers. Exits non-zero on any failure.
 #   scripts/test.sh              the suite
-#   scripts/test.sh --sanitize   the same, built with AddressSanitizer + UBSan
+#   scripts/test.sh --sanitize   the same, built with AddressSanitizer + UBSan (GCC)
+#   scripts/test.sh --tsan       the same, built with ThreadSanitizer (clang, warnings as errors)
+#   scripts/test.sh --clang      the same, built with clang (warnings as errors)
 #   extra arguments after -- go to ctest (e.g. -- -R Mutex)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=""; ctest_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --sanitize) mode=--sanitize; shift;;
+    --sanitize|--tsan|--clang) mode=$1; shift;;
     --) shift; ctest_args=("$@"); break;;
-    *) echo "usage: $0 [--sanitize] [-- ctest args]" >&2; exit 2;;
+    *) echo "usage: $0 [--sanitize|--tsan|--clang] [-- ctest args]" >&2; exit 2;;
   esac
 done
 "$root/scripts/setup.sh"
@@ -32,6 +34,10 @@ export ZKLOCK_SCRIPTS="$root/scripts"
 echo "test: ZooKeeper at $ZK_CONNECT, ensemble at $ZK_ENSEMBLE_CONNECT" >&2
 if [ "$mode" = --sanitize ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+if [ "$mode" = --tsan ]; then
+  # a report fails the test (exit code 66); the suppressions are for the C client only
+  export TSAN_OPTIONS="halt_on_error=0 exitcode=66 second_deadlock_stack=1 suppressions=$root/test/tsan.supp"
 fi
 cd "$build"
 ctest --output-on-failure --timeout 300 "${ctest_args[@]+"${ctest_args[@]}"}"

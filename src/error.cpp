@@ -38,6 +38,7 @@ public:
         case errc::data_too_large: return "node data too large (more than zklock::max_node_data = 65536 bytes); ZooKeeper would drop the connection";
         case errc::sequence_overflow: return "the lock path's sequence counter has overflowed (2^31 creates under one parent): the order of its contenders is unknown; let the path empty (its container is then recreated with a fresh counter) or use a new path";
         case errc::create_retries_exhausted: return "creating the lock node failed with connection loss 5 times in a row";
+        case errc::internal_error: return "an unexpected exception inside zklock (e.g. out of memory): the operation was abandoned and its node is deleted in the background";
         case errc::lease_expired: return "lock lost: no request sent within the lease (loss_policy::lease) got a reply from ZooKeeper, so the server may expire the session soon";
         case errc::upgrade_not_supported: return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, then acquire the write lock";
         }

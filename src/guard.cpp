@@ -201,13 +201,16 @@ void held_lock::arm_watch() {
 } // namespace detail
 
 guard::guard() noexcept = default;
-guard::guard(std::shared_ptr<detail::held_lock> h) noexcept : h_(std::move(h)) {}
-guard::guard(guard&& o) noexcept : h_(std::move(o.h_)) {}
+guard::guard(std::shared_ptr<detail::held_lock> h) noexcept : h_(std::move(h)) {
+    if (h_) ex_ = h_->session->executor();
+}
+guard::guard(guard&& o) noexcept : h_(std::move(o.h_)), ex_(o.ex_) {}
 
 guard& guard::operator=(guard&& o) noexcept {
     if (this != &o) {
         release_in_background();
         h_ = std::move(o.h_);
+        if (o.ex_) ex_ = o.ex_;
     }
     return *this;
 }
@@ -252,10 +255,12 @@ asio::cancellation_slot guard::loss_slot() {
 namespace {
 /// Runs `fn(held_lock&, pending)` on the session's strand; an empty guard completes with `empty`.
 template <class Fn>
-void on_strand(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler,
-               error_code empty, Fn fn) {
+void on_strand(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+               asio::any_completion_handler<void(error_code)> handler, error_code empty, Fn fn) {
     if (!h) {
-        detail::pending<void(error_code)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
+        // An empty guard: complete on the session it belonged to (system_executor only for a
+        // default-constructed guard, which never had one).
+        detail::pending<void(error_code)> p(std::move(handler), ex ? ex : asio::any_io_executor(asio::system_executor()));
         return p.complete(empty);
     }
     auto s = h->session;
@@ -264,19 +269,19 @@ void on_strand(std::shared_ptr<detail::held_lock> h, asio::any_completion_handle
 }
 } // namespace
 
-void guard::start_release(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
+void guard::start_release(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
     // Idempotent: an empty (released, moved-from) guard has nothing to release.
-    on_strand(std::move(h), std::move(handler), {},
+    on_strand(std::move(h), ex, std::move(handler), {},
               [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.release(std::move(p)); });
 }
 
-void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
-    on_strand(std::move(h), std::move(handler), errc::not_held,
+void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
+    on_strand(std::move(h), ex, std::move(handler), errc::not_held,
               [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.wait_revoked(std::move(p)); });
 }
 
-void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, asio::any_completion_handler<void(error_code)> handler) {
-    on_strand(std::move(h), std::move(handler), errc::not_held,
+void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
+    on_strand(std::move(h), ex, std::move(handler), errc::not_held,
               [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.wait_lost(std::move(p)); });
 }
 

@@ -44,8 +44,10 @@ public:
             });
         });
         auto& strand = op->s_->strand();
-        asio::co_spawn(strand, run(std::move(op)), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
+        // An exception (out of memory, a bug) must not escape into the user's io_context::run()
+        // nor drop the user's handler: it completes it with errc::internal_error.
+        asio::co_spawn(strand, run(op), [op](std::exception_ptr e) {
+            if (e) op->on_exception();
         });
     }
 
@@ -61,6 +63,13 @@ public:
         case session_event::lease_check: return; // ride it out; the watch survives
         }
         wake_.cancel();
+    }
+
+    void on_exception() {
+        if (!handler_) return; // completed already
+        if (!my_node_.empty() && !session_gone()) s_->delete_in_background(my_node_);
+        else if (!guid_.empty() && !session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
+        finish(errc::internal_error);
     }
 
 private:
@@ -261,6 +270,8 @@ private:
         op.listener_id_ = s.add_listener(self);
         if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
         op.gen_ = s.generation();
+        if (s.test_throw_in_acquire.load(std::memory_order_relaxed) > 0 && s.test_throw_in_acquire.fetch_sub(1) > 0)
+            throw std::bad_alloc();
         if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
         op.guid_ = guid_in_name(make_guid(), op.req_.dialect);
         const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);

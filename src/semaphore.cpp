@@ -54,8 +54,13 @@ public:
             });
         });
         auto& strand = op->s_->strand();
-        asio::co_spawn(strand, run(std::move(op)), [](std::exception_ptr e) {
-            if (e) std::rethrow_exception(e);
+        // An exception must not escape into the user's io_context::run() nor drop the handler.
+        asio::co_spawn(strand, run(op), [op](std::exception_ptr e) {
+            if (!e || !op->handler_) return;
+            if (!op->lease_node_.empty()) op->s_->delete_in_background(op->lease_node_);
+            op->internal_.release_in_background();
+            op->s_->remove_listener(op->listener_id_);
+            op->handler_.complete(errc::internal_error, guard{});
         });
     }
 
@@ -95,6 +100,8 @@ private:
         auto& op = *self;
         auto& s = *op.s_;
         op.listener_id_ = s.add_listener(self);
+        if (s.test_throw_in_acquire.load(std::memory_order_relaxed) > 0 && s.test_throw_in_acquire.fetch_sub(1) > 0)
+            throw std::bad_alloc();
         if (op.n_ < 1) co_return co_await op.finish(errc::invalid_argument);
 
         // 1. the internal lock (Curator's "<path>/locks")

@@ -49,6 +49,7 @@ enum class errc {
     lease_expired,          ///< lost by loss_policy::lease: no reply to a request sent within the lease
     sequence_overflow,      ///< the lock path's sequence counter has wrapped: the order of contenders is unknown
     create_retries_exhausted, ///< the lock node's create kept failing with connection loss
+    internal_error,         ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
 };
 
 /// Input limits, checked before anything is sent. ZooKeeper closes the connection on a request

@@ -4,6 +4,7 @@
 #include <zklock/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
@@ -41,6 +42,11 @@ struct held_lock;
 /// resource refuse tokens smaller than the largest it has seen: it is what keeps a paused or
 /// partitioned former holder from doing damage after its loss. (Tokens of different locks are
 /// comparable too: czxids are ordered across the whole ensemble.)
+///
+/// Executors: handlers run on their associated executor; a plain callback without one runs on the
+/// session's executor, also for an empty guard that once held a lock (released or moved from).
+/// Only a default-constructed guard, which never knew a session, falls back to
+/// asio::system_executor for such a callback.
 ///
 /// Thread safety: distinct objects: safe. Shared object: unsafe, except the const accessors.
 class guard {
@@ -95,9 +101,11 @@ public:
     auto async_release(CompletionToken&& token) {
         // The initiation owns a guard: an operation that is never started (a deferred or
         // use_awaitable operation dropped unawaited) still releases the lock, in the background.
+        // (Shared, so that the initiation stays copyable, as asio::deferred requires; a second
+        // start finds the guard empty and completes at once.)
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [g = guard(std::move(h_))](auto handler) mutable {
-                start_release(std::move(g.h_), asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            [g = std::make_shared<guard>(std::move(*this))](auto handler) {
+                start_release(std::move(g->h_), g->ex_, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
     }
@@ -110,8 +118,8 @@ public:
     template <class CompletionToken>
     auto async_wait_lost(CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [h = h_](auto handler) {
-                start_wait_lost(h, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            [h = h_, ex = ex_](auto handler) {
+                start_wait_lost(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
     }
@@ -124,8 +132,8 @@ public:
     template <class CompletionToken>
     auto async_wait_revoked(CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
-            [h = h_](auto handler) {
-                start_wait_revoked(h, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            [h = h_, ex = ex_](auto handler) {
+                start_wait_revoked(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
     }
@@ -145,11 +153,15 @@ public:
     const std::shared_ptr<detail::held_lock>& state() const noexcept { return h_; }
 
 private:
-    static void start_release(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
-    static void start_wait_revoked(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
-    static void start_wait_lost(std::shared_ptr<detail::held_lock>, asio::any_completion_handler<void(error_code)>);
+    using handler_type = asio::any_completion_handler<void(error_code)>;
+    static void start_release(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
+    static void start_wait_revoked(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
+    static void start_wait_lost(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
 
     std::shared_ptr<detail::held_lock> h_;
+    // The session's executor, kept after a release or a move: the operations of an empty guard
+    // complete there (never on a thread zklock did not ask for).
+    asio::any_io_executor ex_;
 };
 
 } // namespace zklock

@@ -208,6 +208,9 @@ public:
     /// Test hook: the next N successful creates of create_and_list report ZCONNECTIONLOSS
     /// instead, as if the reply had been lost after the server applied the create.
     std::atomic<int> test_lose_create_replies{0};
+    /// Test hook: the next N acquires (mutex, semaphore) throw from inside their coroutine, as an
+    /// allocation failure would.
+    std::atomic<int> test_throw_in_acquire{0};
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},

@@ -1,5 +1,6 @@
 // Fixes from the independent review (issue "Hardening"): each test fails without its fix.
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 
 #include "common.hpp"
 #include "proxy.hpp"
@@ -135,5 +136,33 @@ TEST(Hardening, ARenewedSessionHasAConnectTimeout) {
         co_await g.async_release(use_awaitable);
         co_await gb.async_release(use_awaitable);
         co_await expect_no_leftovers(*b, path);
+    }());
+}
+
+TEST(Hardening, AnExceptionInsideAnAcquireCompletesItsHandler) {
+    // (Review item 10: the recipe coroutines rethrew into io_context::run(), and the user's
+    // handler was destroyed without completing.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        zklock::mutex m(*a, path);
+        a->impl()->test_throw_in_acquire = 1;
+        auto [ec, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::internal_error) << ec.message();
+        EXPECT_FALSE(g.owns_lock());
+        auto g2 = co_await m.async_acquire_for(5s, use_awaitable); // the session is fine
+        EXPECT_TRUE(g2.owns_lock());
+        co_await g2.async_release(use_awaitable);
+        zklock::semaphore sem(*a, path + "-sem", 2);
+        a->impl()->test_throw_in_acquire = 1;
+        auto [ec3, lease] = co_await sem.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec3, errc::internal_error) << ec3.message();
+        auto lease2 = co_await sem.async_acquire_for(5s, use_awaitable);
+        EXPECT_TRUE(lease2.owns_lock());
+        co_await lease2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+        co_await expect_no_leftovers(*a, path + "-sem/leases");
+        co_await expect_no_leftovers(*a, path + "-sem/locks");
     }());
 }

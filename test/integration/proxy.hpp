@@ -5,9 +5,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
 #include <array>
+#include <chrono>
 #include <atomic>
 #include <list>
 #include <memory>
@@ -44,6 +46,8 @@ public:
         blackhole_ = on;
         if (!on) drop();
     }
+    /// Holds every forwarded chunk back for `d` before passing it on (0: no delay).
+    void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
     /// Lets `n` more connections through, then closes every new one at once (a server that went
     /// away). A negative n lets all through again.
     void refuse_after(int n) {
@@ -82,10 +86,17 @@ private:
         from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t n) {
             if (ec) return close(c);
             if (blackhole_) return pump(c, from, to, buf); // swallow
-            boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
-                if (ec) return close(c);
-                pump(c, from, to, buf);
-            });
+            auto forward = [this, c, &from, &to, &buf, n] {
+                boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
+                    if (ec) return close(c);
+                    pump(c, from, to, buf);
+                });
+            };
+            if (int d = delay_ms_; d > 0) {
+                auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(d));
+                return t->async_wait([t, forward](boost::system::error_code) { forward(); });
+            }
+            forward();
         });
     }
     void close(const std::shared_ptr<conn>& c) {
@@ -105,6 +116,7 @@ private:
     std::list<std::shared_ptr<conn>> conns_;
     std::atomic<bool> blackhole_{false};
     std::atomic<int> allowed_{0};
+    std::atomic<int> delay_ms_{0};
     std::atomic<bool> limited_{false};
     std::thread thread_;
 };

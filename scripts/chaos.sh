@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The chaos soak: N zklock worker processes contend on a few lock paths of a 3-server ensemble on
+# loopback while faults are injected at random times (seeded, so a run can be repeated); then
+# every hold is checked for overlap, fencing-token order, loss margins and liveness, and the
+# lock paths for leftover nodes. Bounded in time; stops by itself.
+#
+#   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
+#                    [--out DIR]
+#
+# Faults (one at a time, 1-3 s apart): leader SIGKILL then restart, follower SIGSTOP for 1.5-3 T
+# then SIGCONT, holder (worker) SIGKILL then a new worker, and through each worker's own proxies:
+# connection drops, a partition longer than T (the session expires), 300 ms delays for 3 s. The
+# faults of a single client hit a worker that holds a lock 3 times in 4. Holds last 10-1500 ms.
+# Exit 0 only if the checker passes, every worker exits cleanly when told to, and no lock node
+# is left. The run's files stay in --out (default: a new /tmp/zklock-chaos.* directory).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+seconds=120 seed=1 workers=5 paths=2 policy=lease out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds=$2; shift 2;;
+    --seed) seed=$2; shift 2;;
+    --workers) workers=$2; shift 2;;
+    --paths) paths=$2; shift 2;;
+    --policy) policy=$2; shift 2;;
+    --out) out=$2; shift 2;;
+    *) sed -n '2,16p' "$0"; exit 2;;
+  esac
+done
+T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
+"$root/scripts/setup.sh"
+build=$("$root/scripts/build.sh")
+worker_bin="$build/test/zklock_chaos_worker"
+[ -n "$out" ] || out=$(mktemp -d /tmp/zklock-chaos.XXXXXX)
+mkdir -p "$out"
+events="$out/events"; : >"$events"
+now_ns() { date +%s%N; }
+event() { echo "$(now_ns) $*" >>"$events"; }
+
+zkdir=""
+declare -a pid name gen
+cleanup() {
+  for i in $(seq 1 "$workers"); do [ -n "${pid[$i]:-}" ] && kill -9 "${pid[$i]}" 2>/dev/null || true; done
+  if [ -n "$zkdir" ]; then "$root/scripts/zk.sh" stop "$zkdir" || true; fi
+}
+trap cleanup EXIT INT TERM
+zkout=$("$root/scripts/zk.sh" start --servers 3)
+ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
+echo "chaos: ensemble at $ZK_CONNECT; $workers workers on $paths path(s); policy $policy; seed $seed; ${seconds}s; files in $out" >&2
+
+start_worker() { # start_worker I
+  local i=$1
+  gen[$i]=$(( ${gen[$i]:-0} + 1 ))
+  name[$i]="w${i}g${gen[$i]}"
+  "$worker_bin" --connect "$ZK_CONNECT" --paths "$paths" --log "$out/${name[$i]}.log" --name "${name[$i]}" \
+    --seed $((seed * 1000 + i * 10 + gen[$i])) --session-timeout "$T" --policy "$policy" --partition-ms $((T * 2)) \
+    --hold-ms 10:1500 \
+    2>>"$out/workers.stderr" &
+  pid[$i]=$!
+}
+holder_or_any() { # a worker that holds a lock right now (3 times in 4), else any worker
+  local holders=()
+  if [ $((RANDOM % 4)) -ne 0 ]; then
+    for i in $(seq 1 "$workers"); do
+      [ "$(tail -n 1 "$out/${name[$i]}.log" 2>/dev/null | cut -c1)" = G ] && holders+=("$i")
+    done
+  fi
+  if [ ${#holders[@]} -gt 0 ]; then echo "${holders[$((RANDOM % ${#holders[@]}))]}"; else echo $((1 + RANDOM % workers)); fi
+}
+server_mode() { "$root/scripts/zk.sh" srvr "$zkdir" "$1" 2>/dev/null | sed -n 's/^Mode: //p'; }
+pick_server() { # pick_server leader|follower -> index
+  local want=$1 found=()
+  for s in 1 2 3; do [ "$(server_mode "$s")" = "$want" ] && found+=("$s"); done
+  [ ${#found[@]} -gt 0 ] && echo "${found[$((RANDOM % ${#found[@]}))]}"
+}
+
+event start
+for i in $(seq 1 "$workers"); do start_worker "$i"; done
+RANDOM=$seed
+end=$(( $(date +%s) + seconds ))
+while [ "$(date +%s)" -lt "$end" ]; do
+  sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
+  w=$(holder_or_any)
+  case $((RANDOM % 6)) in
+    0) if s=$(pick_server leader); then
+         event leader_kill "server$s"; "$root/scripts/zk.sh" kill "$zkdir" "$s"
+         sleep "1.$((RANDOM % 10))"; "$root/scripts/zk.sh" restart "$zkdir" "$s" >/dev/null; event leader_restart "server$s"
+       fi;;
+    1) if s=$(pick_server follower); then
+         ms=$(( T * 3 / 2 + RANDOM % (T * 3 / 2) ))
+         event follower_stop "server$s" "${ms}ms"; "$root/scripts/zk.sh" pause "$zkdir" "$s"
+         sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"; "$root/scripts/zk.sh" resume "$zkdir" "$s"
+         "$root/scripts/zk.sh" wait "$zkdir" "$s" || true; event follower_resume "server$s"
+       fi;;
+    2) event worker_kill "${name[$w]}"; kill -9 "${pid[$w]}" 2>/dev/null || true; wait "${pid[$w]}" 2>/dev/null || true
+       start_worker "$w";;
+    3) event drop "${name[$w]}"; kill -USR1 "${pid[$w]}" 2>/dev/null || true;;
+    4) event partition "${name[$w]}"; kill -USR2 "${pid[$w]}" 2>/dev/null || true;;
+    5) event delay "${name[$w]}"; kill -HUP "${pid[$w]}" 2>/dev/null || true;;
+  esac
+done
+event stop
+# every server up again, then every worker must finish its hold and exit cleanly
+for s in 1 2 3; do
+  "$root/scripts/zk.sh" resume "$zkdir" "$s" 2>/dev/null || true
+  if ! "$root/scripts/zk.sh" srvr "$zkdir" "$s" 2>/dev/null | grep -q '^Mode: '; then
+    kill -0 "$(cat "$zkdir/server$s.pid")" 2>/dev/null || "$root/scripts/zk.sh" restart "$zkdir" "$s" >/dev/null || true
+  fi
+done
+fail=0
+for i in $(seq 1 "$workers"); do kill -TERM "${pid[$i]}" 2>/dev/null || true; done
+for i in $(seq 1 "$workers"); do
+  for _ in $(seq 1 300); do kill -0 "${pid[$i]}" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "${pid[$i]}" 2>/dev/null; then
+    echo "LIVENESS: worker ${name[$i]} did not finish within 30 s of being told to" ; fail=1; kill -9 "${pid[$i]}"
+  fi
+  rc=0; wait "${pid[$i]}" || rc=$?
+  [ "$rc" -eq 0 ] || { echo "LIVENESS: worker ${name[$i]} exited with $rc"; fail=1; }
+  pid[$i]=""
+done
+# no lock node may be left (killed workers' sessions expire within T; lost locks are deleted in the background)
+for p in $(seq 0 $((paths - 1))); do
+  left=1
+  for _ in $(seq 1 30); do
+    if "$build/test/zklock_interop_contender" --check-empty "$ZK_CONNECT" "/zklock-chaos/lock$p" >"$out/leftovers" 2>&1; then left=0; break; fi
+    sleep 0.5
+  done
+  [ $left -eq 0 ] || { echo "LEFTOVER nodes on /zklock-chaos/lock$p:"; cat "$out/leftovers"; fail=1; }
+done
+/usr/bin/python3 "$root/scripts/chaos_check.py" "$out" --timeout-ms "$T" || fail=1
+[ $fail -eq 0 ] && echo "chaos: PASS (seed $seed, ${seconds}s)" || echo "chaos: FAIL (seed $seed; files in $out)"
+exit $fail

@@ -1,0 +1,196 @@
+#!/usr/bin/python3
+"""The overlap checker of scripts/chaos.sh.
+
+    chaos_check.py DIR [--timeout-ms T]   check the worker logs (DIR/*.log) and DIR/events
+    chaos_check.py --self-test            fabricated logs: a clean one must pass, bad ones must fail
+
+Worker logs (zklock_chaos_worker): "G path start_ns token session", then "E path end_ns released"
+or "E path end_ns lost reason". DIR/events: "ns kind detail..." written by chaos.sh; a
+"worker_kill NAME" event ends the open hold of that worker (its log is NAME.log).
+
+Fails (exit 1) on: two holds of one path that overlap; fencing tokens not strictly increasing in
+grant order; a log line that cannot be read. Reports the margin between each loss signal and the
+next grant of the same path, and the hand-over time after a holder was killed.
+"""
+import collections
+import glob
+import os
+import statistics
+import sys
+import tempfile
+
+
+def read_events(d):
+    events = []
+    path = os.path.join(d, "events")
+    if os.path.exists(path):
+        for line in open(path):
+            parts = line.split()
+            if len(parts) >= 2:
+                events.append((int(parts[0]), parts[1], parts[2:]))
+    return events
+
+
+def read_holds(d, events):
+    """Returns (holds, problems): hold = dict(path, start, end, token, who, reason)."""
+    kills = collections.defaultdict(list)
+    for ns, kind, rest in events:
+        if kind == "worker_kill" and rest:
+            kills[rest[0]].append(ns)
+    holds, problems = [], []
+    for f in sorted(glob.glob(os.path.join(d, "*.log"))):
+        who = os.path.basename(f)[:-4]
+        open_hold = None
+        for n, line in enumerate(open(f), 1):
+            p = line.split()
+            try:
+                if p[0] == "G":
+                    if open_hold:
+                        problems.append(f"{f}:{n}: a grant while a hold is open")
+                    open_hold = dict(path=p[1], start=int(p[2]), token=int(p[3]), who=who, end=None, reason=None,
+                                     session=p[4] if len(p) > 4 else "?")
+                elif p[0] == "E":
+                    if not open_hold or open_hold["path"] != p[1]:
+                        problems.append(f"{f}:{n}: an end without its grant")
+                        continue
+                    open_hold["end"] = int(p[2])
+                    open_hold["reason"] = p[3] if p[3] == "released" else "lost:" + (p[4] if len(p) > 4 else "?")
+                    holds.append(open_hold)
+                    open_hold = None
+                else:
+                    problems.append(f"{f}:{n}: unreadable line {line.strip()!r}")
+            except (IndexError, ValueError):
+                problems.append(f"{f}:{n}: unreadable line {line.strip()!r}")
+        # a loss whose worker's next hold is on another session: that session expired (so the
+        # server, not our own delete, freed the lock: the lease's margin bound applies)
+        mine = [h for h in holds if h["who"] == who]
+        for a, b in zip(mine, mine[1:]):
+            a["expired"] = a["session"] != b["session"]
+        if open_hold:  # a killed holder: its hold ends when it was killed
+            after = [k for k in kills[who] if k >= open_hold["start"]]
+            open_hold["end"] = min(after) if after else float("inf")
+            open_hold["reason"] = "killed" if after else "never ended"
+            holds.append(open_hold)
+    return holds, problems
+
+
+def check(d, timeout_ms=None, quiet=False):
+    out = [] if quiet else None
+    say = (lambda s: out.append(s)) if quiet else print
+    events = read_events(d)
+    holds, problems = read_holds(d, events)
+    by_path = collections.defaultdict(list)
+    for h in holds:
+        by_path[h["path"]].append(h)
+    overlaps, token_errors, margins, handovers, below_bound = 0, 0, [], [], 0
+    bound = 0.317 * timeout_ms / 1000 if timeout_ms else None
+    allowance = 0.15  # one-way delay and scheduling on a loaded 2-core machine
+    for path, hs in by_path.items():
+        hs.sort(key=lambda h: h["start"])
+        latest = None  # the hold with the latest end so far
+        for i, h in enumerate(hs):
+            if latest and h["start"] < latest["end"]:
+                overlaps += 1
+                say(f"OVERLAP on {path}: {h['who']} granted at {h['start']} while {latest['who']} held until "
+                    f"{latest['end']} ({latest['reason']}), by {(latest['end'] - h['start']) / 1e6:.3f} ms")
+            if i > 0 and h["token"] <= hs[i - 1]["token"]:
+                token_errors += 1
+                say(f"TOKEN ORDER on {path}: {h['who']} got {h['token']} after {hs[i - 1]['who']}'s {hs[i - 1]['token']}")
+            if latest is None or h["end"] > latest["end"]:
+                latest = h
+            if i + 1 < len(hs):
+                gap = (hs[i + 1]["start"] - h["end"]) / 1e9
+                if h["reason"].startswith("lost:"):
+                    margins.append((gap, h["reason"], h.get("expired")))
+                    if bound and h["reason"] == "lost:lease_expired" and h.get("expired") and gap < bound - allowance:
+                        below_bound += 1
+                        say(f"MARGIN on {path}: {h['who']}'s lease loss came {gap:.3f} s before the next grant, "
+                            f"below the stated bound {bound:.3f} s less {allowance} s, and its session expired")
+                elif h["reason"] == "killed":
+                    handovers.append(gap)
+    faults = collections.Counter(kind for _, kind, _ in events if kind not in ("start", "stop"))
+    reasons = collections.Counter(h["reason"] for h in holds)
+    say(f"holds: {len(holds)} on {len(by_path)} path(s); ended: " +
+        ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+    say("faults: " + (", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"))
+    say(f"overlaps: {overlaps}; fencing-token order violations: {token_errors}; unreadable lines: {len(problems)}")
+    for p in problems[:10]:
+        say("  " + p)
+    if margins:
+        ms = sorted(m for m, _, _ in margins)
+        say(f"loss signal -> next grant of the path: {len(ms)} losses, smallest {ms[0]:.3f} s, "
+            f"median {statistics.median(ms):.3f} s")
+        exp = sorted(m for m, r, e in margins if r == "lost:lease_expired" and e)
+        surv = sorted(m for m, r, e in margins if r == "lost:lease_expired" and e is False)
+        if exp:
+            say(f"  lease losses whose session then expired: {len(exp)}, margin smallest {exp[0]:.3f} s, median "
+                f"{statistics.median(exp):.3f} s (stated bound {bound:.3f} s)" if bound else "")
+        if surv:
+            say(f"  lease losses whose session survived (the node was deleted by its holder, so a small margin "
+                f"is no overlap): {len(surv)}, margin smallest {surv[0]:.3f} s")
+    else:
+        say("loss signal -> next grant: no losses")
+    if handovers:
+        hv = sorted(handovers)
+        say(f"hand-over after a holder was killed: {len(hv)}, median {statistics.median(hv):.3f} s, "
+            f"longest {hv[-1]:.3f} s")
+    say(f"lease margins below the stated bound: {below_bound}")
+    ok = overlaps == 0 and token_errors == 0 and not problems and below_bound == 0
+    say("chaos check: " + ("PASS" if ok else "FAIL"))
+    return ok
+
+
+def self_test():
+    """Fabricated logs: the checker must pass a clean one and fail each broken one."""
+    def run(files, events=""):
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in files.items():
+                with open(os.path.join(d, name), "w") as f:
+                    f.write(text)
+            with open(os.path.join(d, "events"), "w") as f:
+                f.write(events)
+            return check(d, 2000, quiet=True)
+
+    clean = {"a.log": "G /p 100 4096 1\nE /p 200 released\nG /p 500 12288 1\nE /p 600 lost lease_expired\n",
+             "b.log": "G /p 300 8192 2\nE /p 400 released\nG /p 2000000000 16384 2\nE /p 2000000100 released\n"}
+    cases = {
+        "clean": (clean, "", True),
+        "overlap": ({"a.log": "G /p 100 4096 1\nE /p 300 released\n",
+                     "b.log": "G /p 250 8192 2\nE /p 400 released\n"}, "", False),
+        "token order": ({"a.log": "G /p 100 8192 1\nE /p 200 released\n",
+                         "b.log": "G /p 300 4096 2\nE /p 400 released\n"}, "", False),
+        "killed holder overlapped": ({"a.log": "G /p 100 4096 1\n",
+                                      "b.log": "G /p 300 8192 2\nE /p 400 released\n"}, "500 worker_kill a\n", False),
+        "killed holder handed over": ({"a.log": "G /p 100 4096 1\n",
+                                       "b.log": "G /p 900 8192 2\nE /p 950 released\n"}, "500 worker_kill a\n", True),
+        "hold never ended": ({"a.log": "G /p 100 4096 1\n",
+                              "b.log": "G /p 900 8192 2\nE /p 950 released\n"}, "", False),
+        "unreadable": ({"a.log": "G /p x 4096 1\n"}, "", False),
+        "lease loss, session expired, margin too small": (
+            {"a.log": "G /p 100 4096 1\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2\nE /p 5000000100 released\n",
+             "b.log": "G /p 1100000000 8192 3\nE /p 1200000000 released\n"}, "", False),
+        "lease loss, session survived, small margin": (
+            {"a.log": "G /p 100 4096 1\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 1\nE /p 5000000100 released\n",
+             "b.log": "G /p 1100000000 8192 3\nE /p 1200000000 released\n"}, "", True),
+        "other paths do not interfere": ({"a.log": "G /p 100 4096 1\nE /p 300 released\n",
+                                          "b.log": "G /q 200 8192 2\nE /q 400 released\n"}, "", True),
+    }
+    bad = 0
+    for name, (files, events, want) in cases.items():
+        got = run(files, events)
+        print(f"self-test {name}: {'pass' if got else 'fail'} (expected {'pass' if want else 'fail'})")
+        bad += got != want
+    print("chaos check self-test: " + ("PASS" if bad == 0 else "FAIL"))
+    return bad == 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(0 if self_test() else 1)
+    if len(sys.argv) < 2:
+        print(__doc__)
+        sys.exit(2)
+    t = None
+    if "--timeout-ms" in sys.argv:
+        t = int(sys.argv[sys.argv.index("--timeout-ms") + 1])
+    sys.exit(0 if check(sys.argv[1], t) else 1)
