@@ -30,9 +30,12 @@ done
 T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
 "$root/scripts/setup.sh"
 build=$("$root/scripts/build.sh")
-worker_bin="$build/test/zklock_chaos_worker"
 [ -n "$out" ] || out=$(mktemp -d /tmp/zklock-chaos.XXXXXX)
 mkdir -p "$out"
+# private copies: a rebuild during a long soak must not swap the binaries under it
+cp "$build/test/zklock_chaos_worker" "$build/test/zklock_interop_contender" "$out/"
+worker_bin="$out/zklock_chaos_worker"
+contender_bin="$out/zklock_interop_contender"
 events="$out/events"; : >"$events"
 now_ns() { date +%s%N; }
 event() { echo "$(now_ns) $*" >>"$events"; }
@@ -122,7 +125,7 @@ done
 for p in $(seq 0 $((paths - 1))); do
   left=1
   for _ in $(seq 1 30); do
-    if "$build/test/zklock_interop_contender" --check-empty "$ZK_CONNECT" "/zklock-chaos/lock$p" >"$out/leftovers" 2>&1; then left=0; break; fi
+    if "$contender_bin" --check-empty "$ZK_CONNECT" "/zklock-chaos/lock$p" >"$out/leftovers" 2>&1; then left=0; break; fi
     sleep 0.5
   done
   [ $left -eq 0 ] || { echo "LEFTOVER nodes on /zklock-chaos/lock$p:"; cat "$out/leftovers"; fail=1; }

@@ -22,7 +22,7 @@ for t in "${targets[@]}"; do
   work=$(mktemp -d /tmp/zklock-fuzz.XXXXXX)
   cp "$root/test/fuzz/corpus/$t/"* "$work/"
   echo "fuzz: $t for ${seconds}s" >&2
-  if (cd "$dir" && "./zklock_fuzz_$t" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 "$work" \
+  if (cd "$dir" && "$dir/test/fuzz/zklock_fuzz_$t" -max_total_time="$seconds" -max_len=4096 -print_final_stats=1 "$work" \
         >"$dir/fuzz_$t.log" 2>&1); then
     echo "fuzz: $t: $(grep -h 'stat::number_of_executed_units' "$dir/fuzz_$t.log" | awk '{print $2}') runs, no failure"
   else

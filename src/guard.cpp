@@ -16,20 +16,31 @@ void complete_all(held_lock::waiter_map& m, error_code ec) {
 }
 } // namespace
 
-void held_lock::park(waiter_map held_lock::*which, pending<void(error_code)> h) {
-    auto id = next_waiter++;
+std::uint64_t held_lock::new_cancellable_waiter(waiter_map held_lock::*which, pending<void(error_code)>& h) {
+    auto id = next_waiter.fetch_add(1, std::memory_order_relaxed);
     h.on_cancel([w = weak_from_this(), which, id](asio::cancellation_type) {
         auto self = w.lock();
         if (!self) return;
-        asio::post(self->session->strand(), [self, which, id] {
-            auto& waiters = (*self).*which;
-            auto it = waiters.find(id);
-            if (it == waiters.end()) return;
-            auto p = std::move(it->second);
-            waiters.erase(it);
-            p.complete(asio::error::operation_aborted);
-        });
+        asio::post(self->session->strand(), [self, which, id] { self->cancel_waiter(which, id); });
     });
+    return id;
+}
+
+void held_lock::cancel_waiter(waiter_map held_lock::*which, std::uint64_t id) {
+    auto& waiters = (*this).*which;
+    auto it = waiters.find(id);
+    if (it == waiters.end()) {
+        if (st == status::held) cancelled_early.insert(id); // not parked yet
+        return;
+    }
+    auto p = std::move(it->second);
+    waiters.erase(it);
+    p.complete(asio::error::operation_aborted);
+}
+
+void held_lock::park(waiter_map held_lock::*which, pending<void(error_code)> h, std::uint64_t id) {
+    if (id != 0 && cancelled_early.erase(id)) return h.complete(asio::error::operation_aborted);
+    if (id == 0) id = next_waiter.fetch_add(1, std::memory_order_relaxed);
     ((*this).*which).emplace(id, std::move(h));
     arm_watch();
 }
@@ -74,12 +85,13 @@ void held_lock::lose_by_policy(error_code why) {
     lose(why);
     // The holder has been told; if the session survives, the node must not linger.
     // (A hand-off grant's node is its queue's, which deletes it.)
-    if (!hook) session->delete_in_background(node);
+    if (!hook) session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
 }
 
 void held_lock::lose(error_code why) {
     if (st != status::held) return;
     st = status::lost;
+    cancelled_early.clear();
     reason = why;
     lost.store(true, std::memory_order_release);
     unregister();
@@ -119,6 +131,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     }
     bool was_held = st == status::held;
     st = status::released;
+    cancelled_early.clear();
     unregister();
     session->drop_watch(watch_id);
     complete_all(loss_waiters, errc::lock_released);
@@ -130,8 +143,9 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
         if (done) done->complete({});
         return;
     }
+    const std::int64_t owner = fixed_name ? czxid : 0;
     if (!done || session->state() == session_state::connected)
-        return session->delete_in_background(node, std::move(done));
+        return session->delete_in_background(node, std::move(done), owner);
     // Disconnected: the delete waits for the reconnect; the release waits no longer than the
     // lock's policy would have vouched for the lock (on_expiry: one session timeout).
     auto slot = std::make_shared<std::optional<pending<void(error_code)>>>(std::move(*done));
@@ -143,15 +157,15 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     };
     auto& s = *session;
     s.delete_in_background(node, pending<void(error_code)>(
-        asio::any_completion_handler<void(error_code)>(asio::bind_executor(s.strand(), finish)), s.executor()));
+        asio::any_completion_handler<void(error_code)>(asio::bind_executor(s.strand(), finish)), s.executor()), owner);
     double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : 1.0;
     s.on_lease_lapse(bound, [finish] { finish({}); });
 }
 
-void held_lock::wait_lost(pending<void(error_code)> h) {
+void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {
     if (st == status::lost) return h.complete(reason);
     if (st == status::released) return h.complete(errc::lock_released);
-    park(&held_lock::loss_waiters, std::move(h));
+    park(&held_lock::loss_waiters, std::move(h), id);
 }
 
 void held_lock::on_data(const std::string& data) {
@@ -160,12 +174,12 @@ void held_lock::on_data(const std::string& data) {
     complete_all(revoke_waiters, errc::revocation_requested);
 }
 
-void held_lock::wait_revoked(pending<void(error_code)> h) {
+void held_lock::wait_revoked(pending<void(error_code)> h, std::uint64_t id) {
     if (!revocable) return h.complete(errc::not_revocable);
     if (st == status::lost) return h.complete(reason);
     if (st == status::released) return h.complete(errc::lock_released);
     if (revoke_requested) return h.complete(errc::revocation_requested);
-    park(&held_lock::revoke_waiters, std::move(h));
+    park(&held_lock::revoke_waiters, std::move(h), id);
 }
 
 void held_lock::arm_watch() {
@@ -275,14 +289,28 @@ void guard::start_release(std::shared_ptr<detail::held_lock> h, const asio::any_
               [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.release(std::move(p)); });
 }
 
+namespace {
+/// A loss or revocation wait: its cancellation is installed here, in the initiating function.
+template <class Wait>
+void start_wait(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                asio::any_completion_handler<void(error_code)> handler,
+                detail::held_lock::waiter_map detail::held_lock::*which, Wait wait) {
+    if (!h) return on_strand(nullptr, ex, std::move(handler), errc::not_held, [](auto&, auto) {});
+    auto s = h->session;
+    detail::pending<void(error_code)> p(std::move(handler), s->executor());
+    auto id = h->new_cancellable_waiter(which, p);
+    asio::post(s->strand(), [h = std::move(h), p = std::move(p), id, wait]() mutable { wait(*h, std::move(p), id); });
+}
+} // namespace
+
 void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
-    on_strand(std::move(h), ex, std::move(handler), errc::not_held,
-              [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.wait_revoked(std::move(p)); });
+    start_wait(std::move(h), ex, std::move(handler), &detail::held_lock::revoke_waiters,
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) { l.wait_revoked(std::move(p), id); });
 }
 
 void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
-    on_strand(std::move(h), ex, std::move(handler), errc::not_held,
-              [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.wait_lost(std::move(p)); });
+    start_wait(std::move(h), ex, std::move(handler), &detail::held_lock::loss_waiters,
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) { l.wait_lost(std::move(p), id); });
 }
 
 } // namespace zklock

@@ -195,6 +195,7 @@ private:
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->revocable = req_.revocable;
         h->policy_override = req_.loss;
+        h->fixed_name = req_.strategy == lock_strategy::unique_node;
         h->start();
         if (h->revocable) h->arm_watch(); // watch our own node's data for revocation requests
         finish({}, guard(std::move(h)));
@@ -283,6 +284,8 @@ private:
         int lost_creates = 0;
         for (int parent_attempts = 0; op.my_node_.empty();) {
             if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            if (s.test_orphan_creates.load(std::memory_order_relaxed) > 0 && s.test_orphan_creates.fetch_sub(1) > 0)
+                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable);
             auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
                                                       use_awaitable);
             if (r.rc == ZOK) {
@@ -325,6 +328,17 @@ private:
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             }
             listed = false;
+            // Another child with our guid is ours too: a create whose reply was lost, committed
+            // at the leader but not yet visible when we looked for it, then created again. It
+            // sorts before our node, so we would wait on ourselves: delete it, and decide without it.
+            for (auto it = children.begin(); it != children.end();) {
+                if (*it != my_name && it->find(op.guid_) != std::string::npos) {
+                    s.delete_in_background(op.req_.path + "/" + *it);
+                    it = children.erase(it);
+                } else {
+                    ++it;
+                }
+            }
             auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer);
             std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
             if (d.what == exclusive_decision::ambiguous) co_return co_await op.abandon(errc::sequence_overflow);

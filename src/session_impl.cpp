@@ -10,6 +10,7 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <shared_mutex>
@@ -328,14 +329,23 @@ void session_impl::join_finished_closers() {
 }
 
 void session_impl::connect(pending<void(error_code)> h) {
-    asio::post(strand_, [self = shared_from_this(), h = std::move(h)]() mutable {
+    // Cancellation (terminal, partial): this waiter completes with operation_aborted; if it was
+    // the last one of an attempt still connecting, the attempt is abandoned (disconnected).
+    auto id = next_state_waiter_.fetch_add(1, std::memory_order_relaxed);
+    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
+        auto s = w.lock();
+        if (!s) return;
+        asio::post(s->strand_, [s, id] { s->cancel_connect(id); });
+    });
+    asio::post(strand_, [self = shared_from_this(), h = std::move(h), id]() mutable {
         auto& s = *self;
+        if (s.connects_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted);
         switch (s.state()) {
         case session_state::connected: h.complete({}); return;
         case session_state::closed: h.complete(asio::error::operation_aborted); return;
         case session_state::connecting:
         case session_state::suspended:
-        case session_state::expired: s.connect_waiters_.push_back(std::move(h)); return;
+        case session_state::expired: s.connect_waiters_.emplace_back(id, std::move(h)); return;
         case session_state::disconnected: break;
         }
         if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
@@ -344,10 +354,38 @@ void session_impl::connect(pending<void(error_code)> h) {
             return h.complete(errc::invalid_argument);
         s.start_handle();
         if (!s.handle_) return h.complete(errc::invalid_connect_string);
-        s.connect_waiters_.push_back(std::move(h));
+        s.connect_waiters_.emplace_back(id, std::move(h));
         s.set_state(session_state::connecting);
         s.arm_connect_timer();
     });
+}
+
+void session_impl::cancel_connect(std::uint64_t id) {
+    auto it = std::find_if(connect_waiters_.begin(), connect_waiters_.end(), [&](auto& w) { return w.first == id; });
+    if (it == connect_waiters_.end()) {
+        if (state() == session_state::disconnected || state() == session_state::connecting)
+            connects_cancelled_early_.insert(id); // not queued yet (or completed: harmless)
+        return;
+    }
+    auto p = std::move(it->second);
+    connect_waiters_.erase(it);
+    p.complete(asio::error::operation_aborted);
+    if (connect_waiters_.empty() && state() == session_state::connecting) abandon_attempt(asio::error::operation_aborted);
+}
+
+void session_impl::abandon_attempt(error_code why) {
+    std::shared_ptr<zk_handle> old;
+    {
+        std::lock_guard lk(handle_mu_);
+        old = std::move(handle_);
+    }
+    generation_.fetch_add(1); // events the abandoned handle already posted are stale
+    connect_timer_.cancel();
+    close_handle_in_background(std::move(old));
+    set_state(session_state::disconnected);
+    for (auto& [cid, w] : connect_waiters_) w.complete(why);
+    connect_waiters_.clear();
+    notify(session_event::state_changed); // acquires waiting for the connection give up
 }
 
 void session_impl::arm_connect_timer() {
@@ -357,17 +395,7 @@ void session_impl::arm_connect_timer() {
     connect_timer_.async_wait([w = weak_from_this(), gen = generation()](error_code ec) {
         auto s = w.lock();
         if (ec || !s || s->generation() != gen || s->state() != session_state::connecting) return;
-        std::shared_ptr<zk_handle> old;
-        {
-            std::lock_guard lk(s->handle_mu_);
-            old = std::move(s->handle_);
-        }
-        s->generation_.fetch_add(1); // events the abandoned handle already posted are stale
-        s->close_handle_in_background(std::move(old));
-        s->set_state(session_state::disconnected);
-        for (auto& w : s->connect_waiters_) w.complete(errc::connect_timeout);
-        s->connect_waiters_.clear();
-        s->notify(session_event::state_changed); // acquires waiting for the connection give up
+        s->abandon_attempt(errc::connect_timeout);
     });
 }
 
@@ -385,7 +413,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
         }
         connect_timer_.cancel();
         set_state(session_state::connected);
-        for (auto& w : connect_waiters_) w.complete({});
+        for (auto& [cid, w] : connect_waiters_) w.complete({});
         connect_waiters_.clear();
         (void)prev;
         notify(session_event::reconnected); // waiters re-check their node and re-arm watches
@@ -415,7 +443,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             // No new session (not wanted, or the C client refused to start one): nothing will
             // change by itself any more.
             set_state(session_state::disconnected);
-            for (auto& w : connect_waiters_) w.complete(errc::session_expired);
+            for (auto& [cid, w] : connect_waiters_) w.complete(errc::session_expired);
             connect_waiters_.clear();
             notify(session_event::state_changed);
         }
@@ -423,21 +451,27 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
 }
 
 void session_impl::wait_state(session_state last_seen, pending<void(error_code, session_state)> h) {
-    asio::post(strand_, [self = shared_from_this(), last_seen, h = std::move(h)]() mutable {
-        auto now = self->state();
-        if (now != last_seen) return h.complete({}, now);
-        auto id = self->next_id_++;
-        h.on_cancel([w = self->weak_from_this(), id](asio::cancellation_type) {
-            auto s = w.lock();
-            if (!s) return;
-            asio::post(s->strand_, [s, id] {
-                auto it = s->state_waiters_.find(id);
-                if (it == s->state_waiters_.end()) return;
-                auto st = it->second.first;
-                it->second.second.complete(asio::error::operation_aborted, st);
-                s->state_waiters_.erase(it);
-            });
+    // The cancellation is installed here, in the initiating function: a cancel that reaches the
+    // strand before the waiter is parked is remembered, not lost.
+    auto id = next_state_waiter_.fetch_add(1, std::memory_order_relaxed);
+    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
+        auto s = w.lock();
+        if (!s) return;
+        asio::post(s->strand_, [s, id] {
+            auto it = s->state_waiters_.find(id);
+            if (it == s->state_waiters_.end()) {
+                s->state_waits_cancelled_early_.insert(id);
+                return;
+            }
+            auto st = it->second.first;
+            it->second.second.complete(asio::error::operation_aborted, st);
+            s->state_waiters_.erase(it);
         });
+    });
+    asio::post(strand_, [self = shared_from_this(), last_seen, id, h = std::move(h)]() mutable {
+        auto now = self->state();
+        if (self->state_waits_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted, now);
+        if (now != last_seen) return h.complete({}, now);
         self->state_waiters_.emplace(id, std::make_pair(last_seen, std::move(h)));
     });
 }
@@ -449,7 +483,7 @@ void session_impl::enter_closed() {
     lease_timer_.cancel();
     heartbeat_timer_.cancel();
     set_state(session_state::closed);
-    for (auto& w : connect_waiters_) w.complete(asio::error::operation_aborted);
+    for (auto& [cid, w] : connect_waiters_) w.complete(asio::error::operation_aborted);
     connect_waiters_.clear();
     notify(session_event::closed);
     fire_lapse_waiters(true);
@@ -696,13 +730,15 @@ void session_impl::set_data(const std::string& path, const std::string& data, in
 }
 
 // ---------------------------------------------------------------- guaranteed deletes
-void session_impl::delete_in_background(std::string node, std::optional<pending<void(error_code)>> done) {
+void session_impl::delete_in_background(std::string node, std::optional<pending<void(error_code)>> done,
+                                        std::int64_t owner_czxid) {
     if (state() == session_state::closed || state() == session_state::expired) {
         if (done) done->complete({}); // the server deletes the session's ephemeral nodes
         return;
     }
     cleanup_job job;
     job.node = std::move(node);
+    job.owner_czxid = owner_czxid;
     if (done) job.waiters.push_back(std::move(*done));
     cleanups_.push_back(std::move(job));
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
@@ -743,6 +779,30 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
     it->running = true;
     auto gen = generation();
     auto w = weak_from_this();
+    if (!it->node.empty() && it->owner_czxid != 0) {
+        // A fixed name: check that the node is still ours (an admin may have broken it and
+        // someone else created it again), then delete exactly that version of it.
+        exists(it->node, zk_handler([w, gen, it](zk_result r) {
+            auto s = w.lock();
+            if (!s || !s->cleanup_alive(gen)) return;
+            if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
+                it->running = false;
+                return;
+            }
+            if (r.rc != ZOK || r.stat.czxid != it->owner_czxid) return s->finish_cleanup(it, {}); // gone, or not ours
+            s->remove(it->node, r.stat.version, zk_handler([w, gen, it](zk_result r2) {
+                auto s = w.lock();
+                if (!s || !s->cleanup_alive(gen)) return;
+                if (r2.rc == ZCONNECTIONLOSS || r2.rc == ZOPERATIONTIMEOUT) {
+                    it->running = false;
+                    return;
+                }
+                if (r2.rc == ZBADVERSION) return s->run_cleanup(it); // its data changed: look again
+                s->finish_cleanup(it, {});
+            }));
+        }));
+        return;
+    }
     if (!it->node.empty()) {
         remove(it->node, -1, zk_handler([w, gen, it](zk_result r) {
             auto s = w.lock();

@@ -43,6 +43,10 @@ struct held_lock;
 /// partitioned former holder from doing damage after its loss. (Tokens of different locks are
 /// comparable too: czxids are ordered across the whole ensemble.)
 ///
+/// Outstanding work: while a session holds a lock under the lease policy (the default), its
+/// heartbeat and lease timers keep the session's io_context busy, so io_context::run() does
+/// not return before the lock is released (the lease must keep running to vouch for the lock).
+///
 /// Executors: handlers run on their associated executor; a plain callback without one runs on the
 /// session's executor, also for an empty guard that once held a lock (released or moved from).
 /// Only a default-constructed guard, which never knew a session, falls back to

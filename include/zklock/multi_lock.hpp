@@ -25,8 +25,11 @@ void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::stea
 
 /// Acquires every lock of `locks`, or none: in a canonical order (sorted by path, so two callers
 /// with overlapping sets cannot deadlock), with one deadline for the whole set. On failure,
-/// timeout or cancellation the locks taken so far are released in reverse order before the
-/// handler runs.
+/// timeout or cancellation the locks taken so far are given up in reverse order before the
+/// handler runs: their deletes are sent (and retried in the background until they land, or the
+/// session ends), but the handler does not wait for them. A lock of the set that is lost while
+/// later ones are still being acquired is returned as part of the set: check guard::is_lost() of
+/// each guard (or wait on its loss) before relying on it.
 ///
 /// Completion signature: void(error_code, std::vector<guard>), the guards in canonical (path)
 /// order. Errors: errc::invalid_argument (empty set, or one path twice: it would wait for

@@ -52,7 +52,10 @@ struct mutex_options {
     /// fairness across processes (up to N local holds go before a remote waiter) and of
     /// ZooKeeper's view: inspection shows one node for the whole local queue. A hand-off only
     /// happens while the session is connected and the node is held. At most 4096; exclusive
-    /// locks only (mutex, reentrant_mutex).
+    /// locks only (mutex, reentrant_mutex). A revocation request (zklock::async_revoke) on the
+    /// queue's node always ends the run of hand-offs (the queue watches its node for it, whether
+    /// or not `revocable` is set), so an operator can make a busy process let others in; the
+    /// grant that is out is told only if it was acquired with `revocable`.
     std::uint32_t local_handoff = 0;
     /// This lock's loss policy; empty: the session's (session_options::loss). An invalid lease
     /// fraction fails the acquire with errc::invalid_argument.

@@ -82,7 +82,7 @@ void set_log_handler(std::function<void(std::string_view)> handler);
 /// concurrently; completion handlers run on their own associated executor (default: the
 /// session's executor), never inside the initiating function.
 ///
-/// Destroying a session closes it (blocking for the close request, at most ~2 s against a dead
+/// Destroying a session closes it (blocking for the close request: up to ~4.5 s against a dead
 /// server); operations in flight complete with asio::error::operation_aborted and held locks
 /// report errc::session_closed. Destroy it before its execution context.
 class session {

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <optional>
 #include <memory>
 #include <string>
@@ -42,13 +43,19 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     void start();
     /// The holder lets go (strand). `done` completes when the node is gone.
     void release(std::optional<pending<void(error_code)>> done);
-    /// Loss waiters (strand).
-    void wait_lost(pending<void(error_code)> h);
+    /// Loss waiters (strand). `id`: from new_waiter_id() (0: none, not cancellable).
+    void wait_lost(pending<void(error_code)> h, std::uint64_t id = 0);
     /// Revocation waiters (strand).
-    void wait_revoked(pending<void(error_code)> h);
+    void wait_revoked(pending<void(error_code)> h, std::uint64_t id = 0);
+    /// Any thread: an id for a waiter, and its cancellation installed in the handler's slot now,
+    /// in the initiating function (a cancel that reaches the strand before the waiter is parked
+    /// is remembered, not lost).
+    std::uint64_t new_cancellable_waiter(waiter_map held_lock::*which, pending<void(error_code)>& h);
+    /// Strand: cancel waiter `id` of `which`, parked or not yet.
+    void cancel_waiter(waiter_map held_lock::*which, std::uint64_t id);
     void on_data(const std::string& data);
     /// Parks a loss or revocation waiter (cancellable) and arms the node watch.
-    void park(waiter_map held_lock::*which, pending<void(error_code)> h);
+    void park(waiter_map held_lock::*which, pending<void(error_code)> h, std::uint64_t id = 0);
     /// Arms a data watch on the node itself, once (strand).
     void arm_watch();
     void on_session_event(session_event e) override;
@@ -78,12 +85,14 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t listener_id = 0;
     std::uint64_t watch_id = 0;
     bool wants_watch = false;    // someone asked for the node watch (loss or revocation waiters)
-    std::uint64_t next_waiter = 1;
+    std::atomic<std::uint64_t> next_waiter{1};
+    std::set<std::uint64_t> cancelled_early; // strand: cancelled before they were parked
     waiter_map loss_waiters;
     std::optional<loss_policy> policy_override; // set before start(); else the session's
     loss_policy policy = loss_policy::lease();  // resolved by start()
     bool lease_registered = false;              // strand
     mutable std::atomic<bool> lease_seen_lapsed{false};
+    bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
     bool revocable = false;
     bool revoke_requested = false;
     waiter_map revoke_waiters;

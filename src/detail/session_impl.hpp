@@ -196,7 +196,10 @@ public:
     // -- guaranteed deletes (strand) --
     /// Deletes `node` now if connected, else on the next reconnect, until it is gone or the
     /// session ends. `done` (optional) completes when that happens.
-    void delete_in_background(std::string node, std::optional<pending<void(error_code)>> done = std::nullopt);
+    /// With `owner_czxid` != 0 the node is deleted only while it is still the one created with
+    /// that czxid (a fixed name that someone else may have recreated: the unique_node strategy).
+    void delete_in_background(std::string node, std::optional<pending<void(error_code)>> done = std::nullopt,
+                              std::int64_t owner_czxid = 0);
     /// Same, for a node known only by the guid in its name (a create whose reply was lost).
     void delete_by_guid_in_background(std::string parent, std::string guid);
     std::size_t background_deletes() const noexcept { return cleanups_.size(); }
@@ -211,6 +214,9 @@ public:
     /// Test hook: the next N acquires (mutex, semaphore) throw from inside their coroutine, as an
     /// allocation failure would.
     std::atomic<int> test_throw_in_acquire{0};
+    /// Test hook: the next N acquires first create a node of their own guid whose reply they
+    /// ignore: what a create committed late, after its recovery had looked, leaves behind.
+    std::atomic<int> test_orphan_creates{0};
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
@@ -221,12 +227,15 @@ private:
         std::string node;   // known path, or empty while looking it up by guid
         std::string parent; // with guid
         std::string guid;
+        std::int64_t owner_czxid = 0; // with a fixed name: delete only this incarnation
         std::vector<pending<void(error_code)>> waiters;
         bool running = false;
     };
 
     void set_state(session_state s);
     void arm_connect_timer();
+    void cancel_connect(std::uint64_t id);
+    void abandon_attempt(error_code why);
     void arm_lease_timer();
     void on_lease_timer();
     void arm_heartbeat(bool now);
@@ -264,9 +273,12 @@ private:
     std::multimap<double, std::function<void()>> lapse_waiters_;
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
-    std::vector<pending<void(error_code)>> connect_waiters_;
+    std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
+    std::set<std::uint64_t> connects_cancelled_early_; // strand
     std::vector<pending<void(error_code)>> close_waiters_;
     std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>> state_waiters_;
+    std::atomic<std::uint64_t> next_state_waiter_{1};
+    std::set<std::uint64_t> state_waits_cancelled_early_; // strand
     std::uint64_t next_id_ = 1;
     std::unordered_map<std::uint64_t, std::function<void(int)>> watches_;
     std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;

@@ -85,6 +85,14 @@ void run(asio::io_context& io, Coro&& coro, std::chrono::seconds limit = 60s, in
     if (error) std::rethrow_exception(error);
 }
 
+/// Runs `io` until `pred` holds (at most `limit`), for tests that drive the io_context by hand.
+template <class Pred>
+void run_until(asio::io_context& io, Pred pred, std::chrono::milliseconds limit = 10000ms) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (!pred() && std::chrono::steady_clock::now() < deadline) io.run_one_for(100ms);
+    io.restart();
+}
+
 inline awaitable<void> sleep_for(std::chrono::milliseconds d) {
     asio::steady_timer t(co_await asio::this_coro::executor, d);
     co_await t.async_wait(use_awaitable);

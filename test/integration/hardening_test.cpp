@@ -6,6 +6,8 @@
 #include "proxy.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
 
 using namespace zt;
@@ -164,5 +166,129 @@ TEST(Hardening, AnExceptionInsideAnAcquireCompletesItsHandler) {
         co_await expect_no_leftovers(*a, path);
         co_await expect_no_leftovers(*a, path + "-sem/leases");
         co_await expect_no_leftovers(*a, path + "-sem/locks");
+    }());
+}
+
+TEST(Hardening, ALateCreateOfOurOwnIsDeletedNotWaitedOn) {
+    // (Review item 4: a create sent before a connection loss can be committed after the recovery
+    // looked for it; the acquire then created a second node with the same guid and waited on the
+    // first, lower one, its own, forever.) The hook leaves exactly that first node behind.
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        zklock::mutex m(*a, path);
+        a->impl()->test_orphan_creates = 1;
+        auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << ec.message() << " (waited on its own orphan)";
+        EXPECT_TRUE(g.owns_lock());
+        co_await sleep_for(300ms); // the orphan's delete lands
+        auto kids = co_await children_of(*a, path);
+        EXPECT_EQ(kids.size(), 1u) << "the orphan is still there";
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Hardening, ACancelEmittedRightAfterAWaitStartsIsNotLost) {
+    // (Review item 11: async_wait_lost, async_wait_revoked and async_wait_state installed their
+    // cancellation handler from inside a lambda posted to the strand: a cancel emitted before it
+    // ran was lost, and the wait went on.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        zklock::mutex_options ro;
+        ro.revocable = true;
+        zklock::mutex m(*a, path, ro);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto wait_and_cancel = [&](auto start) -> awaitable<zklock::error_code> {
+            asio::cancellation_signal sig;
+            bool done = false;
+            zklock::error_code got;
+            start(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, auto&&...) {
+                got = ec;
+                done = true;
+            }));
+            sig.emit(asio::cancellation_type::terminal); // before the strand ran the wait
+            co_await eventually([&] { return done; }, 1000ms);
+            EXPECT_TRUE(done) << "the cancel was lost";
+            co_return got;
+        };
+        auto e1 = co_await wait_and_cancel([&](auto h) { g.async_wait_lost(std::move(h)); });
+        EXPECT_EQ(e1, asio::error::operation_aborted) << e1.message();
+        auto e2 = co_await wait_and_cancel([&](auto h) { g.async_wait_revoked(std::move(h)); });
+        EXPECT_EQ(e2, asio::error::operation_aborted) << e2.message();
+        auto e3 = co_await wait_and_cancel([&](auto h) { a->async_wait_state(session_state::connected, std::move(h)); });
+        EXPECT_EQ(e3, asio::error::operation_aborted) << e3.message();
+        EXPECT_FALSE(g.is_lost());
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Hardening, ConnectIsCancellable) {
+    // (Review item 12: async_connect's cancellation was documented but never installed.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto o = options("127.0.0.1:1"); // nothing listens: the C client would retry until the timeout
+        o.connect_timeout = 30s;
+        zklock::session s(co_await asio::this_coro::executor, o);
+        asio::cancellation_signal sig;
+        bool done = false;
+        zklock::error_code got;
+        s.async_connect(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) {
+            got = ec;
+            done = true;
+        }));
+        co_await sleep_for(200ms);
+        EXPECT_EQ(s.state(), session_state::connecting);
+        sig.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done; }, 3000ms);
+        EXPECT_TRUE(done) << "the cancel did not reach the connect";
+        EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+        EXPECT_EQ(s.state(), session_state::disconnected) << zklock::to_string(s.state());
+        // and a cancel emitted at once, before the strand ran the connect
+        asio::cancellation_signal sig2;
+        bool done2 = false;
+        s.async_connect(asio::bind_cancellation_slot(sig2.slot(), [&](zklock::error_code ec) {
+            got = ec;
+            done2 = true;
+        }));
+        sig2.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done2; }, 3000ms);
+        EXPECT_TRUE(done2);
+        EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+        co_await eventually([&] { return s.state() == session_state::disconnected; }, 1000ms);
+        EXPECT_EQ(s.state(), session_state::disconnected) << zklock::to_string(s.state());
+    }());
+}
+
+TEST(Hardening, UniqueNodeReleaseDeletesOnlyItsOwnNode) {
+    // (Review item 5: the unique_node strategy released by deleting "<path>/lock" with version -1,
+    // which removed another client's node after an admin had broken ours.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex_options uo;
+        uo.strategy = zklock::lock_strategy::unique_node;
+        zklock::mutex ma(*a, path, uo), mb(*b, path, uo);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        // an admin deletes A's node; B takes the lock under the same name
+        auto& bi = *b->impl();
+        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(ga.node_path(), use_awaitable), use_awaitable);
+        EXPECT_EQ(r.rc, ZOK);
+        auto gb = co_await mb.async_acquire_for(5s, use_awaitable);
+        CO_REQUIRE(gb.owns_lock());
+        co_await ga.async_release(use_awaitable); // must not delete B's node
+        auto kids = co_await children_of(*b, path);
+        EXPECT_EQ(kids.size(), 1u) << "A's release deleted B's node";
+        auto e = co_await asio::co_spawn(bi.strand(), bi.async_exists(gb.node_path(), use_awaitable), use_awaitable);
+        EXPECT_EQ(e.rc, ZOK);
+        EXPECT_EQ(e.stat.czxid, gb.node_czxid());
+        co_await gb.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
     }());
 }
