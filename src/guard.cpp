@@ -97,7 +97,9 @@ void held_lock::lose(error_code why) {
     unregister();
     complete_all(loss_waiters, why);
     complete_all(revoke_waiters, why);
-    loss_signal.emit(asio::cancellation_type::terminal);
+    for (auto& w : bindings)
+        if (auto b = w.lock()) loss_binding::fire(b);
+    bindings.clear();
 }
 
 void held_lock::on_session_event(session_event e) {
@@ -132,6 +134,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     bool was_held = st == status::held;
     st = status::released;
     cancelled_early.clear();
+    bindings.clear();
     unregister();
     session->drop_watch(watch_id);
     complete_all(loss_waiters, errc::lock_released);
@@ -260,10 +263,29 @@ std::int64_t guard::node_czxid() const noexcept { return h_ ? h_->czxid : 0; }
 std::uint32_t guard::local_grant() const noexcept { return h_ ? h_->local_index : 0; }
 std::int64_t guard::session_id() const noexcept { return h_ ? h_->session_id : 0; }
 
-asio::cancellation_slot guard::loss_slot() {
-    if (!h_) return {};
-    asio::post(h_->session->strand(), [h = h_] { h->arm_watch(); });
-    return h_->loss_signal.slot();
+namespace detail {
+asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept { return b ? b->signal.slot() : asio::cancellation_slot(); }
+
+void loss_binding::fire(const std::shared_ptr<loss_binding>& b) {
+    asio::post(b->ex, [b] { b->signal.emit(asio::cancellation_type::terminal); });
+}
+} // namespace detail
+
+std::shared_ptr<detail::loss_binding> guard::start_loss_binding(const std::shared_ptr<detail::held_lock>& h,
+                                                                asio::any_io_executor ex) {
+    if (!h) return nullptr;
+    auto b = std::make_shared<detail::loss_binding>(std::move(ex));
+    // Registered on the strand, where the loss is decided: a loss before or after is not missed.
+    asio::post(h->session->strand(), [h, w = std::weak_ptr<detail::loss_binding>(b)] {
+        auto b = w.lock();
+        if (!b) return; // the operation is over already
+        if (h->st == detail::held_lock::status::lost) return detail::loss_binding::fire(b);
+        if (h->st != detail::held_lock::status::held) return; // released: nothing will be lost
+        std::erase_if(h->bindings, [](const auto& x) { return x.expired(); });
+        h->bindings.push_back(w);
+        h->arm_watch();
+    });
+    return b;
 }
 
 namespace {

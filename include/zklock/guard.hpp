@@ -6,7 +6,9 @@
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/consign.hpp>
 
 #include <cstdint>
 #include <memory>
@@ -18,7 +20,10 @@ namespace asio = boost::asio;
 
 namespace detail {
 struct held_lock;
-}
+struct loss_binding;
+/// The binding's slot (an unconnected slot for nullptr).
+asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
+} // namespace detail
 
 /// Owns one granted lock: a movable handle, not tied to a thread (coroutines move between threads).
 ///
@@ -33,7 +38,7 @@ struct held_lock;
 /// lock's loss_policy, a lease with no reply from the server (errc::lease_expired, the default)
 /// or a dropped connection (errc::lock_lost_suspended, loss_policy::on_disconnect). Then the
 /// holder must stop acting as the owner. Learn it with async_wait_lost(), by binding work to
-/// loss_slot(), or by polling is_lost() (which reads the lease's clock itself, so it is exact
+/// it with bind_loss(), or by polling is_lost() (which reads the lease's clock itself, so it is exact
 /// even when the io_context is too busy to run the loss signal in time).
 ///
 /// Fencing: fencing_token() increases strictly with every grant of a lock, including grants
@@ -142,13 +147,22 @@ public:
             token);
     }
 
-    /// A cancellation slot that emits cancellation_type::terminal when the lock is lost, so a
-    /// critical section can bind its work to the lock:
-    ///   co_await do_work(asio::bind_cancellation_slot(g.loss_slot(), asio::use_awaitable));
-    /// One operation at a time may be bound. The signal is emitted on the session's strand:
-    /// bind work that runs on the same thread (single-threaded io_context) or handle it with care.
-    /// Also arms the node watch (see async_wait_lost). On an empty guard: an unconnected slot.
-    asio::cancellation_slot loss_slot();
+    /// Binds an asynchronous operation to the lock: when the lock is lost, the operation is
+    /// cancelled (cancellation_type::terminal), so a critical section stops with its lock:
+    ///   auto ex = co_await asio::this_coro::executor;
+    ///   co_await do_work(g.bind_loss(ex, asio::use_awaitable));
+    /// `ex` is the executor the bound operation's handler runs on (a strand, on a multi-threaded
+    /// io_context): the cancellation is emitted there, never on another thread. If the lock is
+    /// already lost, the operation is cancelled right after it starts. Any number of operations
+    /// may be bound, each with its own signal, which lives as long as the operation's handler:
+    /// the guard may be released or destroyed while they are pending. Also arms the node watch
+    /// (see async_wait_lost). On an empty guard the token is returned bound to nothing.
+    template <class Executor, class CompletionToken>
+    auto bind_loss(const Executor& ex, CompletionToken&& token) {
+        auto b = start_loss_binding(h_, asio::any_io_executor(ex));
+        auto slot = detail::loss_binding_slot(b.get());
+        return asio::bind_cancellation_slot(slot, asio::consign(std::forward<CompletionToken>(token), std::move(b)));
+    }
 
     /// Gives up ownership without waiting: the node is deleted in the background.
     void release_in_background() noexcept;
@@ -161,6 +175,8 @@ private:
     static void start_release(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
     static void start_wait_revoked(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
     static void start_wait_lost(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
+    static std::shared_ptr<detail::loss_binding> start_loss_binding(const std::shared_ptr<detail::held_lock>&,
+                                                                    asio::any_io_executor);
 
     std::shared_ptr<detail::held_lock> h_;
     // The session's executor, kept after a release or a move: the operations of an empty guard

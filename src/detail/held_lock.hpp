@@ -14,6 +14,7 @@
 #include <atomic>
 #include <map>
 #include <set>
+#include <vector>
 #include <optional>
 #include <memory>
 #include <string>
@@ -21,6 +22,16 @@
 namespace zklock::detail {
 
 struct held_lock;
+
+/// One operation bound to a lock's loss (guard::bind_loss): its own signal, emitted on the
+/// operation's executor; kept alive by the operation's handler (asio::consign).
+struct loss_binding {
+    explicit loss_binding(asio::any_io_executor e) : ex(std::move(e)) {}
+    asio::any_io_executor ex;
+    asio::cancellation_signal signal;
+    /// Posts the emission to the operation's executor (any thread).
+    static void fire(const std::shared_ptr<loss_binding>& b);
+};
 
 /// Takes over a held_lock's node when its last hold is released (in-process hand-off: the node
 /// belongs to a local queue, not to the grant).
@@ -96,7 +107,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     bool revocable = false;
     bool revoke_requested = false;
     waiter_map revoke_waiters;
-    asio::cancellation_signal loss_signal;
+    std::vector<std::weak_ptr<loss_binding>> bindings; // strand
 };
 
 /// Deletes the node `g` owns, then runs `then()` on the session's strand (for a waiter that must

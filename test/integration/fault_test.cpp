@@ -239,7 +239,7 @@ TEST(Faults, OnDisconnectPolicyReportsTheLossAndBindsWorkToIt) {
         asio::steady_timer work(co_await asio::this_coro::executor, 60s);
         zklock::error_code work_ec;
         bool work_done = false;
-        work.async_wait(asio::bind_cancellation_slot(g.loss_slot(), [&](zklock::error_code ec) {
+        work.async_wait(g.bind_loss(co_await asio::this_coro::executor, [&](zklock::error_code ec) {
             work_ec = ec;
             work_done = true;
         }));

@@ -292,3 +292,59 @@ TEST(Hardening, UniqueNodeReleaseDeletesOnlyItsOwnNode) {
         co_await expect_no_leftovers(*b, path);
     }());
 }
+
+TEST(Hardening, BindLossOnTwoThreads) {
+    // (Review item 13: loss_slot() emitted on the session's strand while the bound operation
+    // used its slot on another thread; a binding made after the loss was never cancelled; the
+    // signal died with the guard while an operation was still bound.) bind_loss emits on the
+    // operation's own executor, cancels at once after a loss, and lives as long as the operation.
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        // work on a strand of the 2-thread io_context, bound to the lock
+        auto strand = asio::make_strand(io);
+        std::atomic<int> cancelled{0};
+        std::vector<std::unique_ptr<asio::steady_timer>> work;
+        for (int i = 0; i < 4; ++i) {
+            work.push_back(std::make_unique<asio::steady_timer>(strand, 60s));
+            asio::post(strand, [&, t = work.back().get()] {
+                t->async_wait(g.bind_loss(strand, [&](zklock::error_code ec) {
+                    if (ec == asio::error::operation_aborted) ++cancelled;
+                }));
+            });
+        }
+        co_await sleep_for(100ms);
+        // someone else breaks the lock: the loss is seen through the node watch
+        auto& bi = *b->impl();
+        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(g.node_path(), use_awaitable), use_awaitable);
+        EXPECT_EQ(r.rc, ZOK);
+        co_await eventually([&] { return cancelled.load() == 4; }, 3000ms);
+        EXPECT_EQ(cancelled.load(), 4) << "bound work not cancelled";
+        EXPECT_EQ(g.loss_reason(), errc::lock_node_deleted) << g.loss_reason().message();
+        // bound after the loss: cancelled right after it starts
+        std::atomic<bool> late{false};
+        asio::steady_timer t2(strand, 60s);
+        asio::post(strand, [&] {
+            t2.async_wait(g.bind_loss(strand, [&](zklock::error_code ec) { late = ec == asio::error::operation_aborted; }));
+        });
+        co_await eventually([&] { return late.load(); }, 3000ms);
+        EXPECT_TRUE(late.load()) << "a binding made after the loss was not cancelled";
+        // the guard goes while an operation is still bound: no use of freed memory (ASan/TSan)
+        asio::steady_timer t3(strand, 200ms);
+        std::atomic<bool> t3_done{false};
+        {
+            auto g2 = co_await m.async_acquire(use_awaitable);
+            asio::post(strand, [&, gp = std::make_shared<zklock::guard>(std::move(g2))] {
+                t3.async_wait(gp->bind_loss(strand, [&](zklock::error_code) { t3_done = true; }));
+            });
+        }
+        co_await eventually([&] { return t3_done.load(); }, 3000ms);
+        EXPECT_TRUE(t3_done.load());
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    }(), 60s, 2);
+}
