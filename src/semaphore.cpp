@@ -9,6 +9,7 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -104,6 +105,8 @@ private:
             throw std::bad_alloc();
         if (op.n_ < 1) co_return co_await op.finish(errc::invalid_argument);
 
+        for (;;) { // a round; a round starts over when the internal lock is lost while we wait
+        if (op.stop()) co_return co_await op.finish(op.reason());
         // 1. the internal lock (Curator's "<path>/locks")
         acquire_request r;
         r.path = op.path_ + "/locks";
@@ -112,6 +115,16 @@ private:
         auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(), asio::as_tuple(use_awaitable));
         if (ec) co_return co_await op.finish(ec);
         op.internal_ = std::move(lock);
+        // Only the internal lock's holder may wait on the leases: if it is lost (expiry, deleted
+        // by someone else), another waiter gets it and adds its lease, and both would wait on a
+        // count that never drops to N. So its loss wakes us to start over.
+        op.internal_lost_ = false;
+        op.internal_.async_wait_lost(asio::bind_executor(s.strand(), [w = op.weak_from_this()](error_code why) {
+            auto o = w.lock();
+            if (!o || why == errc::lock_released || why == asio::error::operation_aborted) return;
+            o->internal_lost_ = true;
+            o->wake_.cancel();
+        }));
 
         // 2. N, the path's source of truth, then our lease
         const std::string leases = op.path_ + "/leases";
@@ -124,7 +137,20 @@ private:
         if (d.rc != ZOK) co_return co_await op.finish(error_code(d.rc, zookeeper_category()));
         if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::invalid_argument);
         const auto guid = make_guid();
-        auto c = co_await s.async_create(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable);
+        if (s.test_reap_leases_before_create.load(std::memory_order_relaxed) > 0 &&
+            s.test_reap_leases_before_create.fetch_sub(1) > 0)
+            (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
+        zk_result c;
+        for (int attempt = 0;; ++attempt) {
+            c = co_await s.async_create(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable);
+            if (c.rc != ZNONODE || attempt == 5) break;
+            // "<path>/leases" (a container) was reaped between our calls: make it again
+            auto made = co_await op.create_leases_node();
+            if (made.rc != ZOK && made.rc != ZNODEEXISTS) {
+                c.rc = made.rc;
+                break;
+            }
+        }
         if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
             s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
             co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
@@ -134,8 +160,13 @@ private:
         const std::string mine(last_segment(c.path));
 
         // 3. wait while more than N leases exist (only the internal lock's holder waits)
-        for (;;) {
+        bool restart = false;
+        while (!restart) {
             if (op.stop()) co_return co_await op.finish(op.reason());
+            if (op.internal_lost_ || op.internal_.is_lost()) {
+                restart = true;
+                break;
+            }
             op.recheck_ = false;
             auto wid = s.add_watch([w = op.weak_from_this()](int) {
                 if (auto o = w.lock()) {
@@ -148,7 +179,7 @@ private:
                 s.drop_watch(wid);
                 if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) {
                     // wait for the reconnect (or the deadline, a cancel, the session's end)
-                    while (!op.recheck_ && !op.stop() && s.state() != session_state::connected) {
+                    while (!op.recheck_ && !op.stop() && !op.internal_lost_ && s.state() != session_state::connected) {
                         op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
                         co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
                     }
@@ -176,11 +207,21 @@ private:
                 h->start();
                 co_return co_await op.finish({}, guard(std::move(h)));
             }
-            if (!op.recheck_ && !op.stop()) {
+            if (!op.recheck_ && !op.stop() && !op.internal_lost_) {
                 op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
                 co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
             }
             s.drop_watch(wid);
+        }
+        // Start over: our lease goes, the internal lock too (it is lost already).
+        if (s.state() == session_state::connected) {
+            auto rm = co_await s.async_remove(op.lease_node_, use_awaitable);
+            if (rm.rc != ZOK && rm.rc != ZNONODE) s.delete_in_background(op.lease_node_);
+        } else {
+            s.delete_in_background(op.lease_node_);
+        }
+        op.lease_node_.clear();
+        op.internal_.release_in_background();
         }
     }
 
@@ -197,6 +238,7 @@ private:
     std::uint64_t listener_id_ = 0;
     bool cancelled_ = false;
     bool recheck_ = false;
+    bool internal_lost_ = false; // strand: the internal lock was lost while we waited
     error_code fatal_;
 };
 

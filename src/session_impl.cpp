@@ -154,7 +154,9 @@ bool zk_handle::init(const std::string& connect, int timeout_ms) {
     zhandle_t* zh = zookeeper_init2(connect.c_str(), global_watcher, timeout_ms, nullptr, this,
                                     ZOO_NO_LOG_CLIENTENV, log_callback);
     if (!zh) return false;
-    // By default the client resolves host names on every I/O loop iteration.
+    // By default the client resolves host names on every I/O loop iteration. -1 turns that off
+    // while connected only: the C client (3.8, update_addrs) still resolves the host names again
+    // before every connection attempt, so a server whose address changed is found on reconnect.
     zoo_set_servers_resolution_delay(zh, -1);
     std::unique_lock lk(mu_);
     if (closed_) { // shutdown() closed this handle while we were creating it

@@ -217,6 +217,9 @@ public:
     /// Test hook: the next N acquires first create a node of their own guid whose reply they
     /// ignore: what a create committed late, after its recovery had looked, leaves behind.
     std::atomic<int> test_orphan_creates{0};
+    /// Test hook: the next N semaphore acquires delete "<path>/leases" just before creating their
+    /// lease, as the container reaper may.
+    std::atomic<int> test_reap_leases_before_create{0};
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},

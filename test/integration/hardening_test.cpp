@@ -348,3 +348,64 @@ TEST(Hardening, BindLossOnTwoThreads) {
         co_await expect_no_leftovers(*b, path);
     }(), 60s, 2);
 }
+
+TEST(Hardening, SemaphoreRecreatesItsReapedLeasesNode) {
+    // (Review item 7: "<path>/leases" reaped between the get_data and the lease's create failed
+    // the acquire with ZNONODE.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("sem");
+        auto a = co_await connect();
+        zklock::semaphore sem(*a, path, 2);
+        a->impl()->test_reap_leases_before_create = 1;
+        auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << ec.message();
+        EXPECT_TRUE(lease.owns_lock());
+        co_await lease.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path + "/leases");
+        co_await expect_no_leftovers(*a, path + "/locks");
+    }());
+}
+
+TEST(Hardening, SemaphoreWaiterStartsOverWhenItsInternalLockIsLost) {
+    // (Review item 6: a waiter whose internal lock was lost kept waiting with its lease; the next
+    // waiter took the internal lock and added its own, and with N = 1 both waited on a count of 2.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("sem");
+        auto h = co_await connect();
+        auto w1s = co_await connect();
+        auto w2s = co_await connect();
+        zklock::semaphore sh(*h, path, 1), s1(*w1s, path, 1), s2(*w2s, path, 1);
+        auto held = co_await sh.async_acquire(use_awaitable);
+        zklock::guard l1, l2;
+        zklock::error_code e1, e2;
+        bool d1 = false, d2 = false;
+        s1.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) { e1 = ec; l1 = std::move(g); d1 = true; });
+        co_await wait_for_children(*h, path + "/leases", 2); // W1 holds the internal lock and waits
+        s2.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) { e2 = ec; l2 = std::move(g); d2 = true; });
+        co_await wait_for_children(*h, path + "/locks", 2);  // W2 waits for the internal lock
+        // someone deletes W1's internal lock node
+        auto locks = co_await children_of(*h, path + "/locks");
+        std::sort(locks.begin(), locks.end(), [](const std::string& x, const std::string& y) {
+            return x.substr(x.size() - 10) < y.substr(y.size() - 10);
+        });
+        auto& hi = *h->impl();
+        auto r = co_await asio::co_spawn(hi.strand(), hi.async_remove(path + "/locks/" + locks.front(), use_awaitable), use_awaitable);
+        EXPECT_EQ(r.rc, ZOK);
+        co_await sleep_for(500ms);
+        co_await held.async_release(use_awaitable); // one lease free: one of them must get it
+        co_await eventually([&] { return d1 || d2; }, 5000ms);
+        EXPECT_TRUE(d1 || d2) << "both waiters wait on a count that never drops to N";
+        if (d2 && !e2) co_await l2.async_release(use_awaitable);
+        if (d1 && !e1) co_await l1.async_release(use_awaitable);
+        co_await eventually([&] { return d1 && d2; }, 8000ms);
+        EXPECT_TRUE(d1 && d2);
+        EXPECT_FALSE(e1) << e1.message();
+        EXPECT_FALSE(e2) << e2.message();
+        if (l1) co_await l1.async_release(use_awaitable);
+        if (l2) co_await l2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*h, path + "/leases");
+        co_await expect_no_leftovers(*h, path + "/locks");
+    }());
+}

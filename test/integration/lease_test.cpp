@@ -4,6 +4,7 @@
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
+#include "loss_race.hpp"
 #include "proxy.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -18,8 +19,6 @@ using zklock::session_state;
 using clk = std::chrono::steady_clock;
 
 namespace {
-
-double seconds(clk::duration d) { return std::chrono::duration<double>(d).count(); }
 
 /// Waits until the session has sent its next lease heartbeat (the phase reference of a fault).
 awaitable<void> next_heartbeat(zklock::session& s) {
@@ -100,33 +99,16 @@ TEST(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
             o.session_timeout = T;
             auto a = co_await connect(o);
             CO_REQUIRE(a->negotiated_timeout() == T);
-            zklock::mutex ma(*a, path), mb(*b, path);
-            auto g = co_await ma.async_acquire(use_awaitable);
-            clk::time_point lost_at{}, granted_at{};
-            zklock::error_code why;
-            g.async_wait_lost([&](zklock::error_code ec) {
-                why = ec;
-                lost_at = clk::now();
-            });
-            zklock::guard gb;
-            mb.async_acquire_for(10s, [&](zklock::error_code ec, zklock::guard x) {
-                EXPECT_FALSE(ec) << ec.message();
-                granted_at = clk::now();
-                gb = std::move(x);
-            });
-            co_await wait_for_children(*b, path, 2);
-            co_await next_heartbeat(*a);
-            co_await sleep_for(std::chrono::milliseconds(40 * k)); // 5 phases over the 200 ms heartbeat
-            proxy.blackhole(true);
-            auto t0 = clk::now();
-            co_await eventually([&] { return lost_at != clk::time_point{} && granted_at != clk::time_point{}; }, 8000ms);
-            CO_REQUIRE(lost_at != clk::time_point{});
-            CO_REQUIRE(granted_at != clk::time_point{});
-            EXPECT_EQ(why, errc::lease_expired) << why.message();
-            double margin = seconds(granted_at - lost_at);
+            auto r = co_await race_loss_against_grant(*a, *b, path, std::chrono::milliseconds(40 * k), // 5 phases
+                                                      [&] { proxy.blackhole(true); });               // over T/10
+            CO_REQUIRE(r.lost);
+            CO_REQUIRE(r.granted);
+            EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
             std::printf("  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n", 40 * k,
-                        seconds(lost_at - t0), seconds(granted_at - t0), margin, bound);
-            EXPECT_GE(margin, bound - allowance);
+                        r.loss_s, r.grant_s, r.margin(), bound);
+            EXPECT_GE(r.margin(), bound - allowance);
+            auto& g = r.holder;
+            auto& gb = r.next;
             // after the loss, release completes at once although the partition goes on
             auto r0 = clk::now();
             co_await g.async_release(use_awaitable);

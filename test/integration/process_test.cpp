@@ -2,6 +2,7 @@
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
+#include "loss_race.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -205,38 +206,21 @@ TEST(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
             oa.renew_after_expiry = false;
             auto a = co_await connect_session(oa);
             CO_REQUIRE(a->negotiated_timeout() == T);
-            zklock::mutex ma(*a, path), mb(*b, path);
-            auto g = co_await ma.async_acquire(use_awaitable);
-            clk::time_point lost_at{}, granted_at{};
-            zklock::error_code why;
-            g.async_wait_lost([&](zklock::error_code ec) {
-                why = ec;
-                lost_at = clk::now();
-            });
-            zklock::guard gb;
-            mb.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard x) {
-                EXPECT_FALSE(ec) << ec.message();
-                granted_at = clk::now();
-                gb = std::move(x);
-            });
-            co_await wait_for_children(*b, path, 2);
             // the phase: from one of the holder's heartbeats, k x (T/3)/5 later
-            auto n = a->statistics().heartbeats;
-            co_await eventually([&] { return a->statistics().heartbeats > n; }, 3000ms);
-            co_await sleep_for(std::chrono::milliseconds(k * 133));
-            EXPECT_EQ(std::system((scripts + "/zk.sh pause " + dir + " " + std::to_string(frozen)).c_str()), 0);
-            auto t0 = clk::now();
-            co_await eventually([&] { return lost_at != clk::time_point{} && granted_at != clk::time_point{}; }, 8000ms);
-            EXPECT_EQ(std::system((scripts + "/zk.sh resume " + dir + " " + std::to_string(frozen)).c_str()), 0);
-            CO_REQUIRE(lost_at != clk::time_point{});
-            CO_REQUIRE(granted_at != clk::time_point{});
-            EXPECT_EQ(why, errc::lease_expired) << why.message();
-            double margin = std::chrono::duration<double>(granted_at - lost_at).count();
-            margins.push_back(margin);
+            const std::string n = std::to_string(frozen);
+            auto r = co_await race_loss_against_grant(
+                *a, *b, path, std::chrono::milliseconds(k * 133),
+                [&] { EXPECT_EQ(std::system((scripts + "/zk.sh pause " + dir + " " + n).c_str()), 0); },
+                [&] { EXPECT_EQ(std::system((scripts + "/zk.sh resume " + dir + " " + n).c_str()), 0); });
+            CO_REQUIRE(r.lost);
+            CO_REQUIRE(r.granted);
+            EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
+            margins.push_back(r.margin());
             std::printf("  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n",
-                        k * 133, std::chrono::duration<double>(lost_at - t0).count(),
-                        std::chrono::duration<double>(granted_at - t0).count(), margin, bound);
-            EXPECT_GE(margin, bound - allowance);
+                        k * 133, r.loss_s, r.grant_s, r.margin(), bound);
+            EXPECT_GE(r.margin(), bound - allowance);
+            auto& g = r.holder;
+            auto& gb = r.next;
             auto r0 = clk::now();
             co_await g.async_release(use_awaitable); // lost: completes at once
             EXPECT_LT(clk::now() - r0, 200ms);

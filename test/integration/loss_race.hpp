@@ -1,0 +1,66 @@
+// The race the lease must win (lease_test.cpp, process_test.cpp): session `a` holds a lock,
+// session `b` waits for it; a fault cuts `a` off; the loss signal must reach `a` well before
+// the server hands the lock to `b`.
+#pragma once
+
+#include "common.hpp"
+
+#include <functional>
+
+namespace zt {
+
+struct loss_race {
+    bool lost = false, granted = false;
+    zklock::error_code why;   ///< the loss reason
+    double loss_s = 0;        ///< the loss signal, seconds after the fault
+    double grant_s = 0;       ///< b's grant, seconds after the fault
+    zklock::guard holder;     ///< a's guard (lost)
+    zklock::guard next;       ///< b's guard
+    double margin() const { return grant_s - loss_s; }
+};
+
+/// `a` takes `path`, `b` queues behind it; `phase` after one of a's lease heartbeats, `fault()`
+/// runs; then waits (at most 8 s) for both the loss signal and b's grant, and runs `after()`.
+inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::session& b, const std::string& path,
+                                                     std::chrono::milliseconds phase, std::function<void()> fault,
+                                                     std::function<void()> after = {}) {
+    using clk = std::chrono::steady_clock;
+    // (shared with the handlers: a grant that comes after the wait below must not write into
+    // this coroutine's frame)
+    struct shared_state {
+        clk::time_point lost_at{}, granted_at{};
+        zklock::error_code why;
+        zklock::guard next;
+    };
+    auto st = std::make_shared<shared_state>();
+    loss_race r;
+    zklock::mutex ma(a, path), mb(b, path);
+    r.holder = co_await ma.async_acquire(use_awaitable);
+    r.holder.async_wait_lost([st](zklock::error_code ec) {
+        st->why = ec;
+        st->lost_at = clk::now();
+    });
+    mb.async_acquire_for(15s, [st](zklock::error_code ec, zklock::guard x) {
+        EXPECT_FALSE(ec) << ec.message();
+        st->granted_at = clk::now();
+        st->next = std::move(x);
+    });
+    co_await wait_for_children(b, path, 2);
+    auto n = a.statistics().heartbeats;
+    co_await eventually([&] { return a.statistics().heartbeats > n; }, 5000ms);
+    EXPECT_GT(a.statistics().heartbeats, n) << "no heartbeat while holding a lock";
+    co_await sleep_for(phase);
+    fault();
+    auto t0 = clk::now();
+    co_await eventually([&] { return st->lost_at != clk::time_point{} && st->granted_at != clk::time_point{}; }, 8000ms);
+    if (after) after();
+    r.lost = st->lost_at != clk::time_point{};
+    r.granted = st->granted_at != clk::time_point{};
+    r.why = st->why;
+    r.loss_s = std::chrono::duration<double>(st->lost_at - t0).count();
+    r.grant_s = std::chrono::duration<double>(st->granted_at - t0).count();
+    r.next = std::move(st->next);
+    co_return r;
+}
+
+} // namespace zt
