@@ -220,6 +220,9 @@ public:
     /// Test hook: the next N semaphore acquires delete "<path>/leases" just before creating their
     /// lease, as the container reaper may.
     std::atomic<int> test_reap_leases_before_create{0};
+    /// Test hook: the next N times an acquire creates the parents of its lock path, the topmost
+    /// one is deleted again right after its create, as the container reaper may.
+    std::atomic<int> test_reap_ancestor{0};
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
