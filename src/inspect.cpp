@@ -8,6 +8,8 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+
+#include <type_traits>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -60,11 +62,16 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
     co_return std::make_pair(ZOK, std::move(out));
 }
 
-template <class... Args, class Body>
-void run_on_strand(const std::shared_ptr<session_impl>& s, pending<void(error_code, Args...)> p, Body body) {
+/// Runs the coroutine `body(s, out, params...)` on the strand. `body` must capture nothing: a
+/// coroutine lambda reads its captures through the closure object, which is gone once this
+/// function returns; parameters are copied into the coroutine frame instead.
+template <class... Args, class Body, class... Params>
+void run_on_strand(const std::shared_ptr<session_impl>& s, pending<void(error_code, Args...)> p, Body body,
+                   Params... params) {
+    static_assert(std::is_empty_v<Body>, "a coroutine lambda must not capture: pass parameters");
     auto& strand = s->strand();
     auto shared = std::make_shared<std::optional<pending<void(error_code, Args...)>>>(std::move(p));
-    asio::co_spawn(strand, body(s, shared), [shared](std::exception_ptr e) {
+    asio::co_spawn(strand, body(s, shared, std::move(params)...), [shared](std::exception_ptr e) {
         if (e && *shared) (**shared).complete(make_error_code(errc::invalid_argument), Args{}...);
     });
 }
@@ -84,11 +91,13 @@ void start_list_contenders(const std::shared_ptr<session_impl>& s, std::string p
     P p(std::move(h), s->executor());
     if (auto ec = check(s, path)) return p.complete(ec, {});
     run_on_strand<std::vector<contender_info>>(s, std::move(p),
-        [path, o](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out) -> asio::awaitable<void> {
+        [](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out, std::string path,
+           inspect_options o) -> asio::awaitable<void> {
             auto [rc, list_] = co_await list(*s, path, o);
             (**out).complete(rc_error(rc), std::move(list_));
             out->reset();
-        });
+        },
+        std::move(path), std::move(o));
 }
 
 void start_break_lock(const std::shared_ptr<session_impl>& s, std::string node_path,
@@ -111,7 +120,8 @@ void start_revoke(const std::shared_ptr<session_impl>& s, std::string path, insp
     P p(std::move(h), s->executor());
     if (auto ec = check(s, path)) return p.complete(ec, {});
     run_on_strand<std::string>(s, std::move(p),
-        [path, o](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out) -> asio::awaitable<void> {
+        [](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out, std::string path,
+           inspect_options o) -> asio::awaitable<void> {
             auto [rc, list_] = co_await list(*s, path, o);
             if (rc != ZOK || list_.empty()) {
                 (**out).complete(rc != ZOK ? rc_error(rc) : make_error_code(zk_errc::no_node), std::string());
@@ -123,7 +133,8 @@ void start_revoke(const std::shared_ptr<session_impl>& s, std::string path, insp
                 [&](auto handler) { s->set_data(node, "__REVOKE__", -1, zk_handler(std::move(handler))); }, use_awaitable);
             (**out).complete(rc_error(r.rc), node);
             out->reset();
-        });
+        },
+        std::move(path), std::move(o));
 }
 
 } // namespace zklock::detail

@@ -43,8 +43,8 @@ TEST(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
         auto before = a->statistics().heartbeats;
         co_await sleep_for(1000ms);
         auto during = a->statistics().heartbeats - before;
-        EXPECT_GE(during, 3u);
-        EXPECT_LE(during, 7u);
+        EXPECT_GE(during, 2u); // 5 expected; wide bounds: timers run late on a loaded machine
+        EXPECT_LE(during, 8u);
         co_await g.async_release(use_awaitable);
         co_await sleep_for(100ms);
         auto after = a->statistics().heartbeats;

@@ -267,12 +267,14 @@ TEST(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
         co_await eventually([&] { return done >= sessions * coroutines; }, 30000ms);
         EXPECT_EQ(done, sessions * coroutines);
         EXPECT_LE(max_inside, n) << "more than N leases at once";
-        EXPECT_EQ(max_inside, n) << "the leases were never all used";
+        // (That all N can be held at once is checked below, without depending on timing: the
+        // contention above reaches N only if acquiring is faster than the 10 ms holds, which it
+        // is not under ASan on a loaded machine.)
 
         // timeout and cancellation leave no lease; a different N is refused
         zklock::semaphore sem(*ss[0], path, n);
         std::vector<zklock::guard> held;
-        for (int i = 0; i < n; ++i) held.push_back(co_await sem.async_acquire(use_awaitable));
+        for (int i = 0; i < n; ++i) held.push_back(co_await sem.async_acquire(use_awaitable)); // N at once
         auto [ec, g] = co_await sem.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
         asio::cancellation_signal sig;
