@@ -46,7 +46,8 @@ cleanup() {
   for i in $(seq 1 "$workers"); do [ -n "${pid[$i]:-}" ] && kill -9 "${pid[$i]}" 2>/dev/null || true; done
   if [ -n "$zkdir" ]; then "$root/scripts/zk.sh" stop "$zkdir" || true; fi
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # (cleanup runs on exit)
 zkout=$("$root/scripts/zk.sh" start --servers 3)
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
 echo "chaos: ensemble at $ZK_CONNECT; $workers workers on $paths path(s); policy $policy; seed $seed; ${seconds}s; files in $out" >&2

@@ -8,7 +8,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=$("$root/scripts/build.sh")
 zkdir=""
 if [ -z "${ZK_CONNECT:-}" ]; then
-  trap '[ -n "$zkdir" ] && "$root/scripts/zk.sh" stop "$zkdir"' EXIT INT TERM
+  trap '[ -n "$zkdir" ] && "$root/scripts/zk.sh" stop "$zkdir"' EXIT
+  trap 'exit 130' INT TERM
   out=$("$root/scripts/zk.sh" start)
   ZK_CONNECT=$(echo "$out" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
   echo "demo: started a throwaway ZooKeeper at $ZK_CONNECT" >&2

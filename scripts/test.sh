@@ -24,7 +24,8 @@ cleanup() {
   [ -n "$zk1" ] && "$root/scripts/zk.sh" stop "$zk1" || true
   [ -n "$zk3" ] && "$root/scripts/zk.sh" stop "$zk3" || true
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # (cleanup runs on exit)
 eval "$("$root/scripts/zk.sh" start)"; zk1=$ZK_DIR
 export ZK_CONNECT ZK_DIR
 out=$("$root/scripts/zk.sh" start --servers 3)

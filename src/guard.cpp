@@ -147,22 +147,29 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
         return;
     }
     const std::int64_t owner = fixed_name ? czxid : 0;
-    if (!done || session->state() == session_state::connected)
-        return session->delete_in_background(node, std::move(done), owner);
-    // Disconnected: the delete waits for the reconnect; the release waits no longer than the
-    // lock's policy would have vouched for the lock (on_expiry: one session timeout).
-    auto slot = std::make_shared<std::optional<pending<void(error_code)>>>(std::move(*done));
-    auto finish = [slot](error_code ec) {
-        if (!*slot) return;
-        auto p = std::move(**slot);
-        slot->reset();
+    if (!done) return session->delete_in_background(node, std::nullopt, owner);
+    // The release completes when the node is deleted, or once the lock's policy would no longer
+    // vouch for it (the lease's deadline; one session timeout with on_expiry), whichever comes
+    // first: a reconnect may never come (the connection can drop during the delete, too). The
+    // delete goes on in the background.
+    struct waiting {
+        std::optional<pending<void(error_code)>> p;
+        std::uint64_t lapse_id = 0;
+    };
+    auto w = std::make_shared<waiting>();
+    w->p.emplace(std::move(*done));
+    auto finish = [w, s = std::weak_ptr<session_impl>(session)](error_code ec) {
+        if (!w->p) return;
+        auto p = std::move(*w->p);
+        w->p.reset();
+        if (auto sp = s.lock(); sp && w->lapse_id) sp->cancel_lease_lapse(w->lapse_id);
         p.complete(ec);
     };
     auto& s = *session;
+    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : 1.0;
+    w->lapse_id = s.on_lease_lapse(bound, [finish] { finish({}); });
     s.delete_in_background(node, pending<void(error_code)>(
         asio::any_completion_handler<void(error_code)>(asio::bind_executor(s.strand(), finish)), s.executor()), owner);
-    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : 1.0;
-    s.on_lease_lapse(bound, [finish] { finish({}); });
 }
 
 void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {

@@ -560,16 +560,23 @@ void session_impl::lease_unregister(double fraction) {
     }
 }
 
-void session_impl::on_lease_lapse(double fraction, std::function<void()> fn) {
-    if (state() == session_state::closed || state() == session_state::expired) return fn();
-    lapse_waiters_.emplace(fraction, std::move(fn));
+std::uint64_t session_impl::on_lease_lapse(double fraction, std::function<void()> fn) {
+    if (state() == session_state::closed || state() == session_state::expired) {
+        fn();
+        return 0;
+    }
+    auto id = next_id_++;
+    lapse_waiters_.emplace(id, std::make_pair(fraction, std::move(fn)));
     arm_lease_timer();
+    return id;
 }
+
+void session_impl::cancel_lease_lapse(std::uint64_t id) { lapse_waiters_.erase(id); }
 
 void session_impl::fire_lapse_waiters(bool all) {
     for (auto it = lapse_waiters_.begin(); it != lapse_waiters_.end();) {
-        if (all || lease_lapsed(it->first)) {
-            auto fn = std::move(it->second);
+        if (all || lease_lapsed(it->second.first)) {
+            auto fn = std::move(it->second.second);
             it = lapse_waiters_.erase(it);
             fn();
         } else {
@@ -582,7 +589,7 @@ void session_impl::arm_lease_timer() {
     // The earliest deadline in use: the smallest fraction's (lapse waiters included).
     std::optional<double> f;
     if (!lease_fractions_.empty()) f = *lease_fractions_.begin();
-    if (!lapse_waiters_.empty()) f = f ? std::min(*f, lapse_waiters_.begin()->first) : lapse_waiters_.begin()->first;
+    for (auto& [id, w] : lapse_waiters_) f = f ? std::min(*f, w.first) : w.first;
     if (!f) {
         lease_timer_.cancel();
         return;

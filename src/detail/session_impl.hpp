@@ -127,7 +127,9 @@ public:
     void lease_unregister(double fraction);
     /// (strand) Runs `fn` once the lease of `fraction` lapses, or the session ends, whichever
     /// comes first (bounds a release that waits for a reconnect).
-    void on_lease_lapse(double fraction, std::function<void()> fn);
+    /// Returns an id for cancel_lease_lapse (0 if `fn` ran at once).
+    std::uint64_t on_lease_lapse(double fraction, std::function<void()> fn);
+    void cancel_lease_lapse(std::uint64_t id);
 
     // -- public operations (any thread) --
     void connect(pending<void(error_code)> h);
@@ -276,7 +278,7 @@ private:
     asio::steady_timer lease_timer_;     // fires at the earliest lease deadline in use
     asio::steady_timer heartbeat_timer_; // every T/10 while a lease lock is held
     std::multiset<double> lease_fractions_;
-    std::multimap<double, std::function<void()>> lapse_waiters_;
+    std::map<std::uint64_t, std::pair<double, std::function<void()>>> lapse_waiters_;
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;

@@ -181,3 +181,35 @@ TEST(Lease, PerLockPolicyOverridesTheSession) {
         co_await expect_no_leftovers(*b, path + "-c");
     }());
 }
+
+TEST(Lease, AReleaseWhoseDeleteIsCutOffIsBoundedByTheLease) {
+    // The connection is up when the release starts, and goes before the delete's reply: the
+    // release must not wait for a reconnect that may never come.
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = unique_path("lock");
+        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        o.session_timeout = 3000ms; // lease 1 s
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        co_await next_heartbeat(*a);
+        auto r0 = clk::now();
+        bool released = false;
+        zklock::error_code rec;
+        g.async_release([&](zklock::error_code ec) {
+            rec = ec;
+            released = true;
+        });
+        proxy.blackhole(true); // before the strand sends the delete: it is swallowed
+        co_await eventually([&] { return released; }, 5000ms);
+        auto took = clk::now() - r0;
+        EXPECT_TRUE(released) << "the release waited for a reconnect";
+        EXPECT_FALSE(rec) << rec.message();
+        EXPECT_LT(took, 2000ms);
+        proxy.blackhole(false);
+        co_await expect_no_leftovers(*b, path); // deleted after the reconnect, or with the session
+    }());
+}
