@@ -5,7 +5,8 @@
 # lock paths for leftover nodes. Bounded in time; stops by itself.
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
-#                    [--out DIR]
+#                    [--faults LIST] [--out DIR]
+#   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay (default: all)
 #
 # Faults (one at a time, 1-3 s apart): leader SIGKILL then restart, follower SIGSTOP for 1.5-3 T
 # then SIGCONT, holder (worker) SIGKILL then a new worker, and through each worker's own proxies:
@@ -15,7 +16,7 @@
 # is left. The run's files stay in --out (default: a new /tmp/zklock-chaos.* directory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=120 seed=1 workers=5 paths=2 policy=lease out=""
+seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2;;
@@ -23,8 +24,9 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2;;
     --paths) paths=$2; shift 2;;
     --policy) policy=$2; shift 2;;
+    --faults) faults=$2; shift 2;;
     --out) out=$2; shift 2;;
-    *) sed -n '2,16p' "$0"; exit 2;;
+    *) sed -n '2,18p' "$0"; exit 2;;
   esac
 done
 T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
@@ -85,7 +87,10 @@ end=$(( $(date +%s) + seconds ))
 while [ "$(date +%s)" -lt "$end" ]; do
   sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
   w=$(holder_or_any)
-  case $((RANDOM % 6)) in
+  kinds=(leader follower kill drop partition delay)
+  k=$((RANDOM % 6))
+  case ",$faults," in *",${kinds[$k]},"*) ;; *) continue;; esac
+  case $k in
     0) if s=$(pick_server leader); then
          event leader_kill "server$s"; "$root/scripts/zk.sh" kill "$zkdir" "$s"
          sleep "1.$((RANDOM % 10))"; "$root/scripts/zk.sh" restart "$zkdir" "$s" >/dev/null; event leader_restart "server$s"
