@@ -4,7 +4,7 @@
 #   scripts/setup.sh --bench    also what the benchmarks use (gnuplot)
 set -euo pipefail
 want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev zookeeper default-jre-headless libgtest-dev
-      python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo)
+      python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo libcli11-dev)
 if [ "${1:-}" = "--bench" ]; then
   want+=(gnuplot-nox)
 fi

@@ -258,11 +258,11 @@ private:
             }
             if (g.rc == ZOK || g.rc == ZNONODE) maybe_created = false; // the answer is in: not ours
             if (g.rc == ZOK && op.req_.try_only) {
-                s.drop_watch(wid);
+                s.drop_watch(wid, true);
                 co_return op.finish(errc::lock_busy);
             }
             if (g.rc == ZOK) co_await op.wait_event();
-            s.drop_watch(wid);
+            s.drop_watch(wid, g.rc == ZOK);
             if (is_connection_rc(g.rc)) {
                 if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
             }
@@ -378,7 +378,7 @@ private:
                 g = co_await s.async_get_data(op.req_.path + "/" + d.predecessor, wid, use_awaitable);
                 if (g.rc == ZOK) co_await op.wait_event();
             }
-            s.drop_watch(wid);
+            s.drop_watch(wid, g.rc == ZOK);
             if (is_connection_rc(g.rc)) {
                 if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
             } else if (g.rc != ZOK && g.rc != ZNONODE) {

@@ -211,7 +211,7 @@ private:
                 op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
                 co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
             }
-            s.drop_watch(wid);
+            s.drop_watch(wid, true);
         }
         // Start over: our lease goes, the internal lock too (it is lost already).
         if (s.state() == session_state::connected) {

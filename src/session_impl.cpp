@@ -243,6 +243,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.set_data = n_set.load();
     s.watch_events = n_watch.load();
     s.heartbeats = n_heartbeat.load();
+    s.watch_removals = n_unwatch.load();
     return s;
 }
 
@@ -276,15 +277,35 @@ std::uint64_t session_impl::add_listener(std::weak_ptr<session_listener> l) {
 
 std::uint64_t session_impl::add_watch(std::function<void(int)> fn) {
     auto id = next_id_++;
-    watches_.emplace(id, std::move(fn));
+    watches_.emplace(id, watch_entry{std::move(fn), {}, false});
     return id;
+}
+
+void session_impl::drop_watch(std::uint64_t id, bool armed) {
+    auto it = watches_.find(id);
+    if (it == watches_.end()) return; // fired already: the C client forgot it too
+    auto path = std::move(it->second.path);
+    bool child = it->second.child;
+    watches_.erase(it);
+    if (!armed || path.empty()) return;
+    // ZOO_CHECK_WATCHES for this one watcher (the server keeps its own watch, which fires once
+    // at most); the C client drops its watcher when the reply arrives. Fire and forget: a
+    // refusal (ZNOWATCHER: it fired meanwhile; connection loss) leaves at most that one watcher.
+    zk_handler done = [](zk_result) {};
+    submit(done, [&](zhandle_t* zh, c_op* op) -> int {
+        // The C client declares the completion as `void_completion_t*` but stores and calls it
+        // as the function pointer itself (do_create_completion_entry casts it back).
+        auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
+        return zoo_aremove_watches(zh, path.c_str(), child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA, node_watcher,
+                                   reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)), 0, completion, op);
+    }, n_unwatch);
 }
 
 void session_impl::on_watch(std::uint64_t id, int type) {
     n_watch.fetch_add(1, std::memory_order_relaxed);
     auto it = watches_.find(id);
     if (it == watches_.end()) return; // stale: its waiter moved on
-    auto fn = std::move(it->second);
+    auto fn = std::move(it->second.fn);
     watches_.erase(it);
     fn(type);
 }
@@ -710,6 +731,7 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
 }
 
 void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {
+    note_watch_path(watch_id, path, true);
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
         if (watch_id == 0) return zoo_aget_children(zh, path.c_str(), 0, on_strings, op);
         return zoo_awget_children(zh, path.c_str(), node_watcher,
@@ -718,10 +740,19 @@ void session_impl::get_children(const std::string& path, zk_handler h, std::uint
 }
 
 void session_impl::get_data(const std::string& path, std::uint64_t watch_id, zk_handler h) {
+    note_watch_path(watch_id, path, false);
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
         return zoo_awget(zh, path.c_str(), watch_id ? node_watcher : nullptr,
                          reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_data, op);
     }, n_get);
+}
+
+void session_impl::note_watch_path(std::uint64_t watch_id, const std::string& path, bool child) {
+    if (watch_id == 0) return;
+    auto it = watches_.find(watch_id);
+    if (it == watches_.end()) return;
+    it->second.path = path;
+    it->second.child = child;
 }
 
 void session_impl::exists(const std::string& path, zk_handler h) {

@@ -1,6 +1,7 @@
 // zklock/guard.hpp: ownership of one acquired lock node.
 #pragma once
 
+#include <zklock/detail/no_session.hpp>
 #include <zklock/error.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
@@ -54,8 +55,9 @@ asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
 ///
 /// Executors: handlers run on their associated executor; a plain callback without one runs on the
 /// session's executor, also for an empty guard that once held a lock (released or moved from).
-/// Only a default-constructed guard, which never knew a session, falls back to
-/// asio::system_executor for such a callback.
+/// A default-constructed guard, which never knew a session, completes on the handler's own
+/// executor (a coroutine's, or one bound with asio::bind_executor); only a plain callback with
+/// no executor at all then runs on asio::system_executor, as asio::post would run it.
 ///
 /// Thread safety: distinct objects: safe. Shared object: unsafe, except the const accessors.
 class guard {
@@ -114,6 +116,7 @@ public:
         // start finds the guard empty and completes at once.)
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [g = std::make_shared<guard>(std::move(*this))](auto handler) {
+                if (!g->h_ && !g->ex_) return detail::complete_without_session(std::move(handler), error_code());
                 start_release(std::move(g->h_), g->ex_, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
@@ -128,6 +131,7 @@ public:
     auto async_wait_lost(CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [h = h_, ex = ex_](auto handler) {
+                if (!h && !ex) return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
                 start_wait_lost(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
@@ -142,6 +146,7 @@ public:
     auto async_wait_revoked(CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [h = h_, ex = ex_](auto handler) {
+                if (!h && !ex) return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
                 start_wait_revoked(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);

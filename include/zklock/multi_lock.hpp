@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/detail/deadline.hpp>
+#include <zklock/detail/no_session.hpp>
 
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
@@ -35,11 +36,14 @@ void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::stea
 /// order. Errors: errc::invalid_argument (empty set, or one path twice: it would wait for
 /// itself), errc::acquire_timeout, asio::error::operation_aborted, and any error of
 /// mutex::async_acquire. Per-operation cancellation: terminal, partial, total (no node is left).
-/// Executor: the handler's associated executor (default: the first lock's session executor).
+/// Executor: the handler's associated executor (default: the first lock's session executor; an
+/// empty set, which has no session, completes on the handler's own executor, and a plain
+/// callback with none on asio::system_executor).
 template <class CompletionToken>
 auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l) {
+            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::invalid_argument), std::vector<guard>{});
             detail::start_acquire_all(std::move(l), std::nullopt,
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },
@@ -53,6 +57,7 @@ auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, 
     auto deadline = detail::deadline_after(timeout);
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l, std::chrono::steady_clock::time_point d) {
+            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::invalid_argument), std::vector<guard>{});
             detail::start_acquire_all(std::move(l), d,
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },

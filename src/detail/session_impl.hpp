@@ -149,6 +149,8 @@ public:
     void get_children(const std::string& path, zk_handler h, std::uint64_t watch_id = 0);
     /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
     void get_data(const std::string& path, std::uint64_t watch_id, zk_handler h);
+    /// Records which path (and kind) a registered watch is armed on, for drop_watch.
+    void note_watch_path(std::uint64_t watch_id, const std::string& path, bool child);
     void exists(const std::string& path, zk_handler h);
     void remove(const std::string& path, int version, zk_handler h);
     void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
@@ -186,7 +188,11 @@ public:
     // -- watch registry (strand) --
     /// Registers `fn(event type)`, called once on the strand when the node watch fires.
     std::uint64_t add_watch(std::function<void(int)> fn);
-    void drop_watch(std::uint64_t id) { watches_.erase(id); }
+    /// Forgets a watch. With `armed` (the request that set it succeeded) and the watch not fired,
+    /// its watcher is also removed from the C client (zoo_aremove_watches), which otherwise
+    /// keeps it until the node changes: a waiter that gives up behind a long hold would leave
+    /// one watcher per attempt.
+    void drop_watch(std::uint64_t id, bool armed = false);
 
     /// Per-session state of a recipe (strand), created by the recipe on first use.
     std::shared_ptr<void>& extension(std::uint64_t key) { return extensions_[key]; }
@@ -228,7 +234,7 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0}, n_heartbeat{0};
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0};
 
 private:
     struct cleanup_job {
@@ -288,7 +294,12 @@ private:
     std::atomic<std::uint64_t> next_state_waiter_{1};
     std::set<std::uint64_t> state_waits_cancelled_early_; // strand
     std::uint64_t next_id_ = 1;
-    std::unordered_map<std::uint64_t, std::function<void(int)>> watches_;
+    struct watch_entry {
+        std::function<void(int)> fn;
+        std::string path; ///< set when a request arms it
+        bool child = false;
+    };
+    std::unordered_map<std::uint64_t, watch_entry> watches_;
     std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;
     std::list<cleanup_job> cleanups_;
     std::map<std::uint64_t, std::shared_ptr<void>> extensions_;

@@ -9,6 +9,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
 
 using namespace zt;
 using zklock::errc;
@@ -424,6 +425,46 @@ TEST(Hardening, AnAncestorReapedDuringAnAcquireIsMadeAgain) {
         EXPECT_FALSE(ec) << ec.message();
         EXPECT_TRUE(g.owns_lock());
         co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*a, path);
+    }());
+}
+
+TEST(Hardening, AWaiterThatGivesUpRemovesItsWatch) {
+    // (Review item 15: a waiter that timed out left its watcher on its predecessor in the C
+    // client until that node changed, one per attempt: retry loops grew memory behind a long
+    // hold. Each one then fired at the release.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto held = co_await ma.async_acquire(use_awaitable);
+        constexpr int attempts = 20;
+        for (int i = 0; i < attempts; ++i) {
+            auto [ec, g] = co_await mb.async_acquire_for(30ms, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
+        }
+        co_await eventually([&] { return b->statistics().watch_removals == attempts; });
+        EXPECT_EQ(b->statistics().watch_removals, static_cast<std::uint64_t>(attempts));
+        auto events_before = b->statistics().watch_events;
+        co_await held.async_release(use_awaitable);
+        co_await sleep_for(500ms);
+        EXPECT_EQ(b->statistics().watch_events, events_before)
+            << "watchers of waiters that gave up were still registered and fired at the release";
+        // the waiter still works, and its watch still wakes it
+        auto g1 = co_await ma.async_acquire(use_awaitable);
+        bool granted = false;
+        zklock::guard g2;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g2 = co_await mb.async_acquire_for(10s, use_awaitable);
+            granted = true;
+        }, asio::detached);
+        co_await wait_for_children(*a, path, 2);
+        co_await g1.async_release(use_awaitable);
+        co_await eventually([&] { return granted; });
+        EXPECT_TRUE(granted);
+        co_await g2.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
     }());
 }

@@ -3,12 +3,21 @@
 // before the upcall, outstanding work kept while pending. No server needed.
 #include "detail/pending.hpp"
 
+#include <zklock/guard.hpp>
+#include <zklock/multi_lock.hpp>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
 
 namespace asio = boost::asio;
@@ -83,4 +92,52 @@ TEST(Completion, ClearsTheCancellationSlotBeforeTheUpcall) {
     sig.emit(asio::cancellation_type::terminal);
     EXPECT_EQ(cancels, 0);
     EXPECT_EQ(calls, 1);
+}
+
+// (Review item 14.) Operations that know no session: a default-constructed guard and an empty
+// multi-lock set complete with their error on the handler's own executor, never inside the
+// call, and start no hidden thread (Asio's system_context starts its pool on first use). Each
+// ctest runs in a process of its own, so the thread count is this test's alone.
+namespace {
+std::size_t threads_of_this_process() {
+    std::size_t n = 0;
+    for (auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+        (void)e;
+        ++n;
+    }
+    return n;
+}
+} // namespace
+
+TEST(Completion, OperationsWithoutASessionCompleteOnTheCallersExecutorAndStartNoThread) {
+    auto before = threads_of_this_process();
+    asio::io_context io;
+    auto main_thread = std::this_thread::get_id();
+    int done = 0;
+    auto expect_here = [&](error_code ec, error_code want) {
+        EXPECT_EQ(ec, want) << ec.message();
+        EXPECT_EQ(std::this_thread::get_id(), main_thread);
+        EXPECT_TRUE(io.get_executor().running_in_this_thread());
+        ++done;
+    };
+    zklock::guard g;
+    g.async_wait_lost(asio::bind_executor(io, [&](error_code ec) { expect_here(ec, zklock::errc::not_held); }));
+    g.async_wait_revoked(asio::bind_executor(io, [&](error_code ec) { expect_here(ec, zklock::errc::not_held); }));
+    zklock::async_acquire_all(std::vector<zklock::mutex>{},
+                              asio::bind_executor(io, [&](error_code ec, std::vector<zklock::guard> v) {
+                                  EXPECT_TRUE(v.empty());
+                                  expect_here(ec, zklock::errc::invalid_argument);
+                              }));
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        zklock::guard empty;
+        auto [ec] = co_await empty.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+        expect_here(ec, zklock::errc::not_held);
+        co_await empty.async_release(asio::use_awaitable);
+        expect_here({}, {});
+    }, asio::detached);
+    g.async_release(asio::bind_executor(io, [&](error_code ec) { expect_here(ec, {}); }));
+    EXPECT_EQ(done, 0) << "completed inside the initiating call";
+    io.run();
+    EXPECT_EQ(done, 6);
+    EXPECT_EQ(threads_of_this_process(), before) << "a hidden thread was started";
 }
