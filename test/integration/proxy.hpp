@@ -46,6 +46,12 @@ public:
         blackhole_ = on;
         if (!on) drop();
     }
+    /// on: the server's replies are silently discarded (requests still reach it): a reply lost
+    /// on the wire, the client's write applied. off: the held connections are closed, as above.
+    void mute_replies(bool on) {
+        mute_replies_ = on;
+        if (!on) drop();
+    }
     /// Holds every forwarded chunk back for `d` before passing it on (0: no delay).
     void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
     /// Lets `n` more connections through, then closes every new one at once (a server that went
@@ -85,7 +91,7 @@ private:
               std::array<char, 16384>& buf) {
         from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t n) {
             if (ec) return close(c);
-            if (blackhole_) return pump(c, from, to, buf); // swallow
+            if (blackhole_ || (mute_replies_ && &buf == &c->down)) return pump(c, from, to, buf); // swallow
             auto forward = [this, c, &from, &to, &buf, n] {
                 boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
                     if (ec) return close(c);
@@ -115,6 +121,7 @@ private:
     boost::asio::ip::tcp::acceptor acceptor_;
     std::list<std::shared_ptr<conn>> conns_;
     std::atomic<bool> blackhole_{false};
+    std::atomic<bool> mute_replies_{false};
     std::atomic<int> allowed_{0};
     std::atomic<int> delay_ms_{0};
     std::atomic<bool> limited_{false};
