@@ -297,11 +297,11 @@ TEST(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
         auto a = co_await connect(o);
         auto admin = co_await connect();
         auto path = unique_path("lock");
-        { // the parent exists, so that the create is the one request that matters
-            zklock::mutex m(*admin, path);
-            auto g = co_await m.async_acquire(use_awaitable);
-            co_await g.async_release(use_awaitable);
-        }
+        // The parent exists (persistent: an empty container could be reaped meanwhile), so that
+        // the create is the one request that matters.
+        raw_zk raw;
+        raw.create_parents(path);
+        CO_REQUIRE(raw.create(path) == ZOK);
         proxy.mute_replies(true);
         zklock::mutex m(*a, path);
         zklock::guard g;
@@ -327,6 +327,7 @@ TEST(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
         EXPECT_EQ(g.node_path(), path + "/" + applied[0]) << "the node made before the reply was lost was not adopted";
         co_await g.async_release(use_awaitable);
         co_await expect_no_leftovers(*admin, path);
+        EXPECT_EQ(raw.remove(path), ZOK);
     }());
 }
 
@@ -339,11 +340,9 @@ TEST(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
         auto a = co_await connect(o);
         auto admin = co_await connect();
         auto path = unique_path("lock");
-        {
-            zklock::mutex m(*admin, path);
-            auto g = co_await m.async_acquire(use_awaitable);
-            co_await g.async_release(use_awaitable);
-        }
+        raw_zk raw; // a persistent parent, as above
+        raw.create_parents(path);
+        CO_REQUIRE(raw.create(path) == ZOK);
         auto old_id = a->session_id();
         proxy.mute_replies(true);
         zklock::mutex m(*a, path);
@@ -374,5 +373,6 @@ TEST(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
         EXPECT_EQ(now.size(), 1u);
         co_await g2.async_release(use_awaitable);
         co_await expect_no_leftovers(*admin, path);
+        EXPECT_EQ(raw.remove(path), ZOK);
     }(), 90s);
 }

@@ -1,0 +1,512 @@
+// zklock: flock(1) across machines, on ZooKeeper, plus the admin commands list, break and
+// revoke. See `zklock --help` and the README's "Command line" section.
+#include "cli/duration.hpp"
+
+#include <zklock.hpp>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace {
+
+namespace asio = boost::asio;
+using zklock::errc;
+using zklock::error_code;
+
+/// Exit codes (documented in --help and the README). The command's own status passes through
+/// unchanged (128 + N if a signal N ended it).
+enum exit_code : int {
+    ex_failure = 1,      ///< the server refused (e.g. no such node, not authorised)
+    ex_usage = 64,       ///< bad arguments: nothing was sent to ZooKeeper
+    ex_unavailable = 69, ///< no ZooKeeper server could be reached
+    ex_software = 70,    ///< an internal error
+    ex_busy = 75,        ///< --nonblock: the lock is held; --timeout: it passed first
+    ex_lost = 76,        ///< the lock was lost while the command ran; the command was terminated
+    ex_cannot_run = 126, ///< the command could not be executed
+    ex_not_found = 127,  ///< the command was not found
+};
+
+constexpr const char* exit_codes_help = R"(Exit status of run: the command's own (128+N if signal N ended it), or
+  64 bad arguments (nothing was sent)     69 no ZooKeeper server reachable
+  75 lock busy (--nonblock) or --timeout passed first
+  76 lock lost while the command ran (it was sent SIGTERM, then SIGKILL)
+  126 command not executable              127 command not found
+  1 the server refused (e.g. not authorised)   70 internal error
+Other commands: 0 on success, 1 refused by the server, 64, 69 or 70 as above.)";
+
+int fail(int code, const std::string& message) {
+    std::cerr << "zklock: " << message << "\n";
+    return code;
+}
+
+struct connection_args {
+    std::string connect;
+    std::string session_timeout = "10s";
+    std::string connect_timeout = "10s";
+    std::string dialect = "curator";
+};
+
+void add_connection_options(CLI::App& cmd, connection_args& c) {
+    cmd.add_option("-c,--connect", c.connect, "ZooKeeper connect string host:port[,host:port...][/chroot] (default: $ZK_CONNECT)");
+    cmd.add_option("--session-timeout", c.session_timeout, "session timeout T (the lock is lost within about T/3 of a partition)")
+        ->capture_default_str();
+    cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server")->capture_default_str();
+    cmd.add_option("--dialect", c.dialect, "lock node naming: curator (also Apache Curator's) or kazoo")
+        ->check(CLI::IsMember({"curator", "kazoo"}))
+        ->capture_default_str();
+}
+
+/// Checks the connection arguments; on success fills `o`. Returns 0 or an exit code (reported).
+int make_session_options(const connection_args& c, zklock::session_options& o, zklock::lock_dialect& dialect) {
+    std::string connect = c.connect;
+    if (connect.empty())
+        if (const char* env = std::getenv("ZK_CONNECT")) connect = env;
+    if (connect.empty())
+        return fail(ex_usage, "no ZooKeeper to connect to: give --connect host:port[,host:port...] or set ZK_CONNECT");
+    if (auto ec = zklock::validate_connect_string(connect))
+        return fail(ex_usage, "bad connect string '" + connect + "': " + ec.message());
+    std::string err;
+    auto st = zklock::cli::parse_duration(c.session_timeout, err);
+    if (!st) return fail(ex_usage, "--session-timeout: " + err);
+    if (*st < std::chrono::milliseconds(100)) return fail(ex_usage, "--session-timeout: at least 100ms");
+    auto ct = zklock::cli::parse_duration(c.connect_timeout, err);
+    if (!ct) return fail(ex_usage, "--connect-timeout: " + err);
+    o.connect = connect;
+    o.session_timeout = *st;
+    o.connect_timeout = *ct;
+    dialect = c.dialect == "kazoo" ? zklock::lock_dialect::kazoo : zklock::lock_dialect::curator;
+    return 0;
+}
+
+/// Connects; 0 or an exit code (reported).
+int connect(asio::io_context& io, zklock::session& s) {
+    std::optional<error_code> result;
+    s.async_connect([&](error_code ec) { result = ec; });
+    while (!result && io.run_one()) {
+    }
+    io.restart(); // (an io_context that ran out of work stops itself)
+    if (!result) return fail(ex_software, "connect did not complete");
+    if (*result)
+        return fail(*result == errc::connect_timeout ? ex_unavailable : ex_failure,
+                    "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message());
+    return 0;
+}
+
+int server_error(const std::string& what, const error_code& ec) {
+    if (ec == errc::not_connected || zklock::is_connection_error(ec) || ec == errc::connect_timeout)
+        return fail(ex_unavailable, what + ": " + ec.message());
+    return fail(ex_failure, what + ": " + ec.message());
+}
+
+std::string hex(std::int64_t v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+    return buf;
+}
+
+// ------------------------------------------------------------------------------------ run
+struct run_args {
+    connection_args conn;
+    std::string path;
+    std::vector<std::string> command;
+    std::string timeout;
+    bool nonblock = false;
+    bool shared = false;
+    bool ignore_revoke = false;
+    std::string kill_after = "10s";
+    std::string data;
+};
+
+/// Starts `argv` in a process group of its own (so that a lost lock stops the whole command,
+/// not only a shell in front of it), with `extra_env` added. Returns the pid, or -1 with errno.
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const sigset_t& old_mask) {
+    // Everything the child needs is built before fork: between fork and exec only
+    // async-signal-safe calls (the C client's threads may hold malloc's locks).
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e; ++e) {
+        std::string_view kv(*e);
+        bool ours = false;
+        for (auto& x : extra_env) ours = ours || kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1);
+        if (!ours) env_strings.emplace_back(kv);
+    }
+    for (auto& x : extra_env) env_strings.push_back(x);
+    std::vector<char*> env;
+    for (auto& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
+    env.push_back(nullptr);
+    const pid_t parent = getpid();
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pipefd[0]);
+        setpgid(0, 0);
+        // If zklock dies (SIGKILL, OOM), its session and lock go within the session timeout:
+        // the command must not outlive it.
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(ex_software);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+        execvpe(args[0], args.data(), env.data());
+        int err = errno;
+        (void)!write(pipefd[1], &err, sizeof err);
+        _exit(err == ENOENT ? ex_not_found : ex_cannot_run);
+    }
+    close(pipefd[1]);
+    if (pid < 0) {
+        close(pipefd[0]);
+        return -1;
+    }
+    setpgid(pid, pid); // (also in the child: whichever runs first)
+    int err = 0;
+    ssize_t n = read(pipefd[0], &err, sizeof err); // EOF: exec succeeded
+    close(pipefd[0]);
+    if (n == static_cast<ssize_t>(sizeof err)) {
+        waitpid(pid, nullptr, 0);
+        errno = err;
+        return -1;
+    }
+    return pid;
+}
+
+void release_and_wait(asio::io_context& io, zklock::guard& g) {
+    bool done = false;
+    g.async_release([&](error_code) { done = true; });
+    while (!done && io.run_one()) {
+    }
+    io.restart(); // (an io_context that ran out of work stops itself)
+}
+
+int run_command(const run_args& a) {
+    zklock::session_options so;
+    zklock::lock_dialect dialect{};
+    if (int rc = make_session_options(a.conn, so, dialect)) return rc;
+    if (auto ec = zklock::validate_lock_path(a.path)) return fail(ex_usage, "bad lock path '" + a.path + "': " + ec.message());
+    if (a.command.empty()) return fail(ex_usage, "no command to run: zklock run [options] /lock/path -- command [args...]");
+    if (a.nonblock && !a.timeout.empty()) return fail(ex_usage, "--nonblock and --timeout exclude each other");
+    std::string err;
+    std::optional<std::chrono::milliseconds> timeout;
+    if (!a.timeout.empty() && !(timeout = zklock::cli::parse_duration(a.timeout, err))) return fail(ex_usage, "--timeout: " + err);
+    auto kill_after = zklock::cli::parse_duration(a.kill_after, err);
+    if (!kill_after) return fail(ex_usage, "--kill-after: " + err);
+
+    asio::io_context io;
+    // Signals are caught from the start (a Ctrl-C while waiting gives the lock request up).
+    asio::signal_set term(io, SIGINT, SIGTERM, SIGHUP);
+    asio::signal_set chld(io, SIGCHLD);
+    std::signal(SIGPIPE, SIG_IGN);
+    zklock::session s(io.get_executor(), so);
+    if (int rc = connect(io, s)) return rc;
+
+    zklock::mutex_options mo;
+    mo.dialect = dialect;
+    mo.revocable = !a.ignore_revoke;
+    if (!a.data.empty()) mo.node_data = a.data;
+
+    // ---- acquire (a signal gives it up: total cancellation leaves no node)
+    std::optional<std::pair<error_code, zklock::guard>> got;
+    int stopped_by = 0;
+    asio::cancellation_signal cancel;
+    auto on_acquired = asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, zklock::guard g) {
+        got.emplace(ec, std::move(g));
+        term.cancel();
+    });
+    if (a.shared) {
+        zklock::shared_mutex m(s, a.path, mo);
+        if (a.nonblock) m.async_try_acquire_shared(std::move(on_acquired));
+        else if (timeout) m.async_acquire_shared_for(*timeout, std::move(on_acquired));
+        else m.async_acquire_shared(std::move(on_acquired));
+    } else {
+        zklock::mutex m(s, a.path, mo);
+        if (a.nonblock) m.async_try_acquire(std::move(on_acquired));
+        else if (timeout) m.async_acquire_for(*timeout, std::move(on_acquired));
+        else m.async_acquire(std::move(on_acquired));
+    }
+    term.async_wait([&](error_code ec, int sig) {
+        if (ec) return;
+        stopped_by = sig;
+        cancel.emit(asio::cancellation_type::total);
+    });
+    // (Not io.run(): a held lock keeps the io_context busy with its lease heartbeats.)
+    while (!got && io.run_one()) {
+    }
+    io.restart(); // (an io_context that ran out of work stops itself)
+    if (!got) return fail(ex_software, "the lock request did not complete");
+    auto [aec, g] = std::move(*got);
+    if (stopped_by && (aec || !g.owns_lock())) return fail(128 + stopped_by, std::string("interrupted by ") + strsignal(stopped_by) + " while waiting for the lock");
+    if (aec == errc::lock_busy) return fail(ex_busy, "lock " + a.path + " is held by someone else");
+    if (aec == errc::acquire_timeout) return fail(ex_busy, "timed out waiting for lock " + a.path);
+    if (aec) return server_error("cannot acquire " + a.path, aec);
+    if (stopped_by) { // the signal came just as the lock was granted: give it back
+        release_and_wait(io, g);
+        return fail(128 + stopped_by, std::string("interrupted by ") + strsignal(stopped_by));
+    }
+
+    // ---- run the command, holding the lock
+    std::vector<std::string> env{"ZKLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),
+                                 "ZKLOCK_NODE=" + g.node_path(), "ZKLOCK_SESSION_ID=" + hex(s.session_id()),
+                                 "ZKLOCK_PATH=" + a.path};
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old); // no signal handler may run in the child before exec
+    pid_t pid = spawn(a.command, env, old);
+    int spawn_errno = errno;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (pid < 0) {
+        release_and_wait(io, g);
+        return fail(spawn_errno == ENOENT ? ex_not_found : ex_cannot_run,
+                    "cannot run '" + a.command[0] + "': " + std::strerror(spawn_errno));
+    }
+
+    bool exited = false, lost = false, released = false;
+    int status = 0;
+    error_code lost_reason;
+    asio::steady_timer kill_timer(io);
+    auto signal_child = [&](int sig) {
+        if (!exited) kill(-pid, sig);
+    };
+    auto terminate_child = [&] {
+        signal_child(SIGTERM);
+        kill_timer.expires_after(*kill_after);
+        kill_timer.async_wait([&](error_code ec) {
+            if (!ec) signal_child(SIGKILL);
+        });
+    };
+    std::function<void()> arm_term = [&] {
+        term.async_wait([&](error_code ec, int sig) {
+            if (ec) return;
+            signal_child(sig); // passed on; the lock is released when the command ends
+            arm_term();
+        });
+    };
+    std::function<void()> arm_chld = [&] {
+        chld.async_wait([&](error_code ec, int) {
+            if (ec) return;
+            int st = 0;
+            pid_t r = waitpid(pid, &st, WNOHANG);
+            if (r != pid) return arm_chld();
+            exited = true;
+            status = st;
+            term.cancel();
+            kill_timer.cancel();
+            g.async_release([&](error_code) { released = true; }); // bounded by the lease
+        });
+    };
+    arm_chld();
+    arm_term();
+    g.async_wait_lost([&](error_code ec) {
+        if (ec == errc::lock_released || exited) return;
+        lost = true;
+        lost_reason = ec;
+        std::cerr << "zklock: lock " << a.path << " lost (" << ec.message() << "); stopping the command\n";
+        terminate_child();
+    });
+    if (mo.revocable)
+        g.async_wait_revoked([&](error_code ec) {
+            if (ec != errc::revocation_requested || exited) return;
+            std::cerr << "zklock: asked to release " << a.path << " (zklock revoke); stopping the command\n";
+            terminate_child();
+        });
+    // The command may have ended before the SIGCHLD handler was installed: look once.
+    if (int st = 0; waitpid(pid, &st, WNOHANG) == pid) {
+        exited = true;
+        status = st;
+        chld.cancel();
+        term.cancel();
+        g.async_release([&](error_code) { released = true; });
+    }
+    while (!released && io.run_one()) {
+    }
+    io.restart(); // (an io_context that ran out of work stops itself)
+    if (lost) return ex_lost;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return ex_software;
+}
+
+// ------------------------------------------------------------------------------------ admin
+struct admin_args {
+    connection_args conn;
+    std::string path;
+    bool json = false;
+    bool read_write = false;
+};
+
+std::string json_string(std::string_view s) {
+    std::string out = "\"";
+    for (unsigned char c : s) {
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+            if (c < 0x20) {
+                char buf[8];
+                std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                out += buf;
+            } else {
+                out += static_cast<char>(c); // UTF-8 passes through
+            }
+        }
+    }
+    return out + "\"";
+}
+
+std::string printable(std::string_view s) {
+    std::string out;
+    for (unsigned char c : s) out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    return out;
+}
+
+template <class Start>
+int with_session(const admin_args& a, bool path_is_node, Start start) {
+    zklock::session_options so;
+    zklock::lock_dialect dialect{};
+    if (int rc = make_session_options(a.conn, so, dialect)) return rc;
+    if (auto ec = zklock::validate_lock_path(a.path))
+        return fail(ex_usage, std::string(path_is_node ? "bad node path '" : "bad lock path '") + a.path + "': " + ec.message());
+    asio::io_context io;
+    zklock::session s(io.get_executor(), so);
+    if (int rc = connect(io, s)) return rc;
+    int rc = ex_software;
+    start(s, zklock::inspect_options{dialect, a.read_write}, rc);
+    io.run();
+    return rc;
+}
+
+int list_command(const admin_args& a) {
+    return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc) {
+        zklock::async_list_contenders(s, a.path, o, [&](error_code ec, std::vector<zklock::contender_info> cs) {
+            if (ec) {
+                rc = server_error("cannot list " + a.path, ec);
+                return;
+            }
+            if (a.json) {
+                std::cout << "[";
+                for (std::size_t i = 0; i < cs.size(); ++i) {
+                    auto& c = cs[i];
+                    std::cout << (i ? ",\n " : "") << "{\"role\":" << json_string(c.holder ? "holder" : "waiter")
+                              << ",\"node\":" << json_string(c.node_path) << ",\"sequence\":" << c.sequence
+                              << ",\"kind\":" << json_string(c.writer ? "write" : "read")
+                              << ",\"age_ms\":" << c.age.count() << ",\"session\":" << json_string(hex(c.session_id))
+                              << ",\"czxid\":" << c.czxid << ",\"data\":" << json_string(c.data) << "}";
+                }
+                std::cout << "]\n";
+            } else {
+                for (auto& c : cs)
+                    std::cout << (c.holder ? "holder" : "waiter") << "  " << c.node_path << "  age "
+                              << c.age.count() / 1000.0 << "s  session " << hex(c.session_id)
+                              << (a.read_write ? (c.writer ? "  write" : "  read") : "") << "  " << printable(c.data)
+                              << "\n";
+            }
+            rc = 0;
+        });
+    });
+}
+
+int break_command(const admin_args& a) {
+    return with_session(a, true, [&](zklock::session& s, zklock::inspect_options, int& rc) {
+        zklock::async_break_lock(s, a.path, [&](error_code ec) {
+            if (ec == zklock::zk_errc::no_node) rc = fail(ex_failure, "no such lock node: " + a.path);
+            else if (ec) rc = server_error("cannot break " + a.path, ec);
+            else rc = 0;
+        });
+    });
+}
+
+int revoke_command(const admin_args& a) {
+    return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc) {
+        zklock::async_revoke(s, a.path, o, [&](error_code ec, std::string holder) {
+            if (ec == zklock::zk_errc::no_node) rc = fail(ex_failure, "nobody holds " + a.path);
+            else if (ec) rc = server_error("cannot revoke " + a.path, ec);
+            else {
+                std::cout << "asked " << holder << " to release\n";
+                rc = 0;
+            }
+        });
+    });
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"zklock: distributed locks on ZooKeeper from the command line (flock(1) across machines)", "zklock"};
+    app.require_subcommand(1);
+    app.footer(exit_codes_help);
+
+    run_args r;
+    auto* run = app.add_subcommand("run", "run a command while holding a lock");
+    add_connection_options(*run, r.conn);
+    run->add_option("--timeout", r.timeout, "give up if the lock is not had within DURATION (e.g. 30s, 500ms, 2m)");
+    run->add_flag("-n,--nonblock", r.nonblock, "fail at once if the lock is held");
+    run->add_flag("--shared", r.shared, "take a read (shared) lock instead of the exclusive one");
+    run->add_option("--kill-after", r.kill_after, "after a lost lock or a revoke, SIGKILL the command this long after SIGTERM")
+        ->capture_default_str();
+    run->add_flag("--ignore-revoke", r.ignore_revoke, "do not stop the command when `zklock revoke` asks");
+    run->add_option("--data", r.data, "the lock node's data (default: zklock <host> pid <pid>)");
+    run->add_option("path", r.path, "the lock path, e.g. /locks/nightly-backup")->required();
+    run->add_option("command", r.command, "the command and its arguments, after --")->required();
+    run->footer("The command gets ZKLOCK_FENCING_TOKEN, ZKLOCK_NODE, ZKLOCK_SESSION_ID and ZKLOCK_PATH in its\n"
+                "environment and runs in a process group of its own. SIGINT, SIGTERM and SIGHUP are passed on\n"
+                "to it; the lock is released when it ends. If zklock itself is killed, the command is killed\n"
+                "too (the lock goes with zklock's session).");
+
+    admin_args l, b, v;
+    auto* list = app.add_subcommand("list", "show a lock's holder and waiters");
+    add_connection_options(*list, l.conn);
+    list->add_flag("--json", l.json, "machine-readable output");
+    list->add_flag("--read-write", l.read_write, "list a read/write lock's nodes (zklock run --shared)");
+    list->add_option("path", l.path, "the lock path")->required();
+    auto* brk = app.add_subcommand("break", "delete one lock node (a stuck holder's, say)");
+    add_connection_options(*brk, b.conn);
+    brk->add_option("node", b.path, "the node's full path, as `zklock list` shows it")->required();
+    auto* rev = app.add_subcommand("revoke", "ask the holder of a lock to let go");
+    add_connection_options(*rev, v.conn);
+    rev->add_flag("--read-write", v.read_write, "a read/write lock");
+    rev->add_option("path", v.path, "the lock path")->required();
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        return fail(ex_usage, std::string(e.what()) + " (see zklock --help)");
+    }
+    try {
+        if (run->parsed()) return run_command(r);
+        if (list->parsed()) return list_command(l);
+        if (brk->parsed()) return break_command(b);
+        if (rev->parsed()) return revoke_command(v);
+    } catch (const std::exception& e) {
+        return fail(ex_software, std::string("internal error: ") + e.what());
+    }
+    return fail(ex_usage, "no command (see zklock --help)");
+}

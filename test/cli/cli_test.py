@@ -1,0 +1,351 @@
+#!/usr/bin/python3
+"""Tests of the `zklock` command-line program against the real ZooKeeper of scripts/test.sh
+($ZK_CONNECT). kazoo (Debian's python3-kazoo) is the independent admin client that checks what
+is in ZooKeeper. Each test leaves its lock path empty and checks that it does.
+
+Run one: ZKLOCK_BIN=build/zklock ZK_CONNECT=... /usr/bin/python3 test/cli/cli_test.py CliTest.test_x
+"""
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import uuid
+
+from kazoo.client import KazooClient
+
+ZKLOCK = os.environ.get("ZKLOCK_BIN", "build/zklock")
+ZK = os.environ.get("ZK_CONNECT", "")
+
+EX_USAGE, EX_UNAVAILABLE, EX_BUSY, EX_LOST = 64, 69, 75, 76
+
+
+class Proxy:
+    """A TCP proxy on loopback that can turn into a black hole (a network partition)."""
+
+    def __init__(self, target_port):
+        self.target = ("127.0.0.1", target_port)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.blackhole = False
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            s = socket.create_connection(self.target)
+            threading.Thread(target=self._pump, args=(c, s), daemon=True).start()
+
+    def _pump(self, a, b):
+        socks = [a, b]
+        try:
+            while not self.closed:
+                r, _, _ = select.select(socks, [], [], 0.2)
+                for x in r:
+                    data = x.recv(65536)
+                    if not data:
+                        return
+                    if not self.blackhole:
+                        (b if x is a else a).sendall(data)
+        except OSError:
+            pass
+        finally:
+            a.close()
+            b.close()
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+
+
+def zklock(*args, timeout=60, **kw):
+    return subprocess.run([ZKLOCK, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def spawn(*args, **kw):
+    return subprocess.Popen([ZKLOCK, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+class CliTest(unittest.TestCase):
+    def setUp(self):
+        self.assertTrue(ZK, "ZK_CONNECT is not set: run the suite with scripts/test.sh")
+        self.zk = KazooClient(hosts=ZK)
+        self.zk.start(timeout=15)
+        self.path = "/zklock-test/cli-%s-%s" % (self._testMethodName, uuid.uuid4().hex[:8])
+        self.tmp = tempfile.mkdtemp(prefix="zklock-cli-")
+        self.procs = []
+        os.environ["ZK_CONNECT"] = ZK
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.zk.stop()
+        self.zk.close()
+
+    def spawn(self, *args, **kw):
+        p = spawn(*args, **kw)
+        self.procs.append(p)
+        return p
+
+    def children(self, path=None):
+        path = path or self.path
+        return self.zk.get_children(path) if self.zk.exists(path) else []
+
+    def wait_children(self, n, limit=10.0, path=None):
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            if len(self.children(path)) == n:
+                return
+            time.sleep(0.02)
+        self.fail("%s never had %d children: %s" % (path or self.path, n, self.children(path)))
+
+    def assert_no_leftovers(self, limit=15.0):
+        deadline = time.time() + limit
+        while time.time() < deadline and self.children():
+            time.sleep(0.1)
+        self.assertEqual(self.children(), [], "lock nodes left behind")
+
+    def assert_one_error_line(self, r):
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, "expected one line on stderr, got: %r" % r.stderr)
+        self.assertTrue(lines[0].startswith("zklock: "), lines[0])
+        return lines[0]
+
+    # ------------------------------------------------------------------ run
+    def test_two_runs_on_one_path_never_overlap(self):
+        log = os.path.join(self.tmp, "log")
+        script = ('echo "start $$ $(date +%%s%%N)" >> %s; sleep 0.15; echo "end $$ $(date +%%s%%N)" >> %s' % (log, log))
+        procs = []
+        for _ in range(2):
+            # each of two shells runs `zklock run` five times in a row
+            loop = "for i in 1 2 3 4 5; do %s run %s -- sh -c '%s' || exit 9; done" % (ZKLOCK, self.path, script)
+            procs.append(subprocess.Popen(["sh", "-c", loop]))
+        for p in procs:
+            self.assertEqual(p.wait(timeout=120), 0)
+        events = []
+        with open(log) as f:
+            for line in f:
+                kind, pid, ns = line.split()
+                events.append((int(ns), kind, pid))
+        self.assertEqual(len(events), 20)
+        events.sort()
+        inside = None
+        for ns, kind, pid in events:
+            if kind == "start":
+                self.assertIsNone(inside, "two commands held the lock at once")
+                inside = pid
+            else:
+                self.assertEqual(inside, pid)
+                inside = None
+        self.assert_no_leftovers()
+
+    def test_the_command_sees_a_fencing_token_that_increases(self):
+        tokens = []
+        for _ in range(3):
+            r = zklock("run", self.path, "--", "sh", "-c",
+                       'echo "$ZKLOCK_FENCING_TOKEN $ZKLOCK_NODE $ZKLOCK_SESSION_ID $ZKLOCK_PATH"')
+            self.assertEqual(r.returncode, 0, r.stderr)
+            token, node, sid, path = r.stdout.split()
+            self.assertTrue(node.startswith(self.path + "/"), node)
+            self.assertTrue(sid.startswith("0x"), sid)
+            self.assertEqual(path, self.path)
+            tokens.append(int(token))
+        self.assertEqual(tokens, sorted(tokens))
+        self.assertEqual(len(set(tokens)), 3, tokens)
+        self.assert_no_leftovers()
+
+    def test_exit_status_of_the_command_passes_through(self):
+        self.assertEqual(zklock("run", self.path, "--", "sh", "-c", "exit 7").returncode, 7)
+        self.assertEqual(zklock("run", self.path, "--", "sh", "-c", "kill -KILL $$").returncode, 128 + 9)
+        r = zklock("run", self.path, "--", "no-such-command-zklock")
+        self.assertEqual(r.returncode, 127)
+        self.assertIn("no-such-command-zklock", self.assert_one_error_line(r))
+        not_executable = os.path.join(self.tmp, "not-executable")
+        open(not_executable, "w").close()
+        self.assertEqual(zklock("run", self.path, "--", not_executable).returncode, 126)
+        self.assert_no_leftovers()
+
+    def test_nonblock_and_timeout_exit_with_the_busy_code(self):
+        holder = self.spawn("run", self.path, "--", "sleep", "30")
+        self.wait_children(1)
+        r = zklock("run", "--nonblock", self.path, "--", "true")
+        self.assertEqual(r.returncode, EX_BUSY, r.stderr)
+        self.assertIn("held", self.assert_one_error_line(r))
+        t0 = time.time()
+        r = zklock("run", "--timeout", "700ms", self.path, "--", "true")
+        waited = time.time() - t0
+        self.assertEqual(r.returncode, EX_BUSY, r.stderr)
+        self.assertIn("timed out", self.assert_one_error_line(r))
+        self.assertGreaterEqual(waited, 0.65)
+        self.assertEqual(len(self.children()), 1, "a waiter that gave up left its node")
+        holder.send_signal(signal.SIGTERM)  # passed on to `sleep`; the lock goes with it
+        self.assertEqual(holder.wait(timeout=15), 128 + signal.SIGTERM)
+        self.assert_no_leftovers()
+
+    def test_sigterm_is_passed_on_and_the_lock_released_when_the_command_ends(self):
+        marker = os.path.join(self.tmp, "got-term")
+        holder = self.spawn("run", self.path, "--", "sh", "-c",
+                            "trap 'echo term > %s; exit 0' TERM; while :; do sleep 0.05; done" % marker)
+        self.wait_children(1)
+        time.sleep(0.3)
+        holder.send_signal(signal.SIGTERM)
+        self.assertEqual(holder.wait(timeout=15), 0)
+        self.assertTrue(os.path.exists(marker), "the command never saw the SIGTERM")
+        self.assert_no_leftovers(limit=1.0)  # released at once, not at the session's end
+
+    def test_a_sigkilled_run_frees_the_lock_within_the_session_timeout_and_takes_its_command_along(self):
+        pidfile = os.path.join(self.tmp, "child")
+        holder = self.spawn("run", "--session-timeout", "2s", self.path, "--", "sh", "-c",
+                            "echo $$ > %s; exec sleep 60" % pidfile)
+        self.wait_children(1)
+        while not os.path.exists(pidfile) or not open(pidfile).read().strip():
+            time.sleep(0.02)
+        child = int(open(pidfile).read())
+        holder.kill()
+        holder.wait()
+        t0 = time.time()
+        r = zklock("run", "--timeout", "10s", self.path, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(time.time() - t0, 2.0 + 3.0, "the lock was not freed within the session timeout")
+        time.sleep(0.2)
+        with self.assertRaises(ProcessLookupError, msg="the command outlived its zklock run"):
+            os.kill(child, 0)
+        self.assert_no_leftovers()
+
+    def test_a_lock_deleted_by_someone_else_stops_the_command(self):
+        holder = self.spawn("run", "--kill-after", "1s", self.path, "--", "sleep", "60")
+        self.wait_children(1)
+        node = self.path + "/" + self.children()[0]
+        r = zklock("break", node)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(holder.wait(timeout=15), EX_LOST)
+        self.assertIn("lost", holder.stderr.read())
+        self.assert_no_leftovers()
+
+    def test_a_partition_loses_the_lock_and_stops_the_command_before_the_session_expires(self):
+        proxy = Proxy(int(ZK.split(",")[0].split(":")[1]))
+        try:
+            marker = os.path.join(self.tmp, "stopped")
+            holder = self.spawn("run", "-c", "127.0.0.1:%d" % proxy.port, "--session-timeout", "3s",
+                                "--kill-after", "500ms", self.path, "--", "sh", "-c",
+                                "trap 'echo $(date +%%s%%N) > %s; exit 0' TERM; while :; do sleep 0.05; done" % marker)
+            self.wait_children(1)
+            time.sleep(0.3)
+            proxy.blackhole = True
+            t0 = time.time()
+            self.assertEqual(holder.wait(timeout=20), EX_LOST)
+            self.assertIn("lost", holder.stderr.read())
+            stopped_at = int(open(marker).read()) / 1e9
+            self.assertLess(stopped_at - t0, 3.0, "the command was stopped after the session could expire")
+            # the server expires the session and frees the lock for the next one
+            r = zklock("run", "--timeout", "10s", self.path, "--", "true")
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            proxy.close()
+        self.assert_no_leftovers()
+
+    # ------------------------------------------------------------------ admin
+    def test_list_shows_the_holder_first_then_the_waiters(self):
+        holder = self.spawn("run", "--data", "the-holder", self.path, "--", "sleep", "30")
+        self.wait_children(1)
+        waiter = self.spawn("run", "--data", "the-waiter", self.path, "--", "true")
+        self.wait_children(2)
+        r = zklock("list", self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.strip().splitlines()
+        self.assertEqual(len(lines), 2, r.stdout)
+        self.assertTrue(lines[0].startswith("holder") and "the-holder" in lines[0], lines[0])
+        self.assertTrue(lines[1].startswith("waiter") and "the-waiter" in lines[1], lines[1])
+        r = zklock("list", "--json", self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        items = json.loads(r.stdout)
+        self.assertEqual([i["role"] for i in items], ["holder", "waiter"])
+        self.assertEqual([i["data"] for i in items], ["the-holder", "the-waiter"])
+        self.assertTrue(items[0]["node"].startswith(self.path + "/"))
+        self.assertLess(items[0]["sequence"], items[1]["sequence"])
+        self.assertGreaterEqual(items[0]["age_ms"], items[1]["age_ms"])
+        stat = self.zk.exists(items[0]["node"])
+        self.assertEqual(int(items[0]["session"], 16), stat.ephemeralOwner)
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=15)
+        self.assertEqual(waiter.wait(timeout=15), 0)
+        self.assertEqual(json.loads(zklock("list", "--json", self.path).stdout), [])
+        self.assert_no_leftovers()
+
+    def test_revoke_asks_the_holder_to_stop_its_command(self):
+        holder = self.spawn("run", self.path, "--", "sleep", "60")
+        self.wait_children(1)
+        r = zklock("revoke", self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(self.path + "/", r.stdout)
+        self.assertEqual(holder.wait(timeout=15), 128 + signal.SIGTERM)  # the command's own status
+        self.assertIn("asked to release", holder.stderr.read())
+        self.assert_no_leftovers()
+        r = zklock("revoke", self.path)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("nobody holds", self.assert_one_error_line(r))
+
+    def test_break_of_a_missing_node_is_an_error(self):
+        r = zklock("break", self.path + "/_c_0-lock-0000000000")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("no such lock node", self.assert_one_error_line(r))
+
+    # ------------------------------------------------------------------ bad input
+    def test_bad_arguments_get_one_clear_line_and_touch_nothing(self):
+        cases = [
+            (["run", "relative/path", "--", "true"], "bad lock path"),
+            (["run", self.path + "/", "--", "true"], "bad lock path"),
+            (["run", "--timeout", "ten", self.path, "--", "true"], "--timeout"),
+            (["run", "--timeout", "-1s", self.path, "--", "true"], "negative"),
+            (["run", "--kill-after", "5x", self.path, "--", "true"], "unknown unit"),
+            (["run", "--session-timeout", "1ms", self.path, "--", "true"], "--session-timeout"),
+            (["run", "--nonblock", "--timeout", "1s", self.path, "--", "true"], "exclude"),
+            (["run", self.path], "command"),
+            (["run"], "path"),
+            (["run", "-c", "not a connect string", self.path, "--", "true"], "connect string"),
+            (["run", "--no-such-option", self.path, "--", "true"], "no-such-option"),
+            (["list", "bad"], "bad lock path"),
+            (["break", "bad"], "bad node path"),
+            ([], "subcommand"),
+        ]
+        for args, needle in cases:
+            r = zklock(*args)
+            self.assertEqual(r.returncode, EX_USAGE, "%s: %s" % (args, r.stderr))
+            line = self.assert_one_error_line(r)
+            self.assertIn(needle, line, args)
+        env = dict(os.environ)
+        del env["ZK_CONNECT"]
+        r = zklock("run", self.path, "--", "true", env=env)
+        self.assertEqual(r.returncode, EX_USAGE)
+        self.assertIn("ZK_CONNECT", self.assert_one_error_line(r))
+        self.assertIsNone(self.zk.exists(self.path), "bad arguments created something")
+
+    def test_an_unreachable_server_is_reported(self):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connections are refused
+        try:
+            r = zklock("run", "-c", "127.0.0.1:%d" % port, "--connect-timeout", "1s", self.path, "--", "true")
+        finally:
+            s.close()
+        self.assertEqual(r.returncode, EX_UNAVAILABLE)
+        self.assertIn("cannot connect", self.assert_one_error_line(r))
+
+
+if __name__ == "__main__":
+    unittest.main()
