@@ -1,6 +1,7 @@
 // zklock: distributed locks on Apache ZooKeeper for Boost.Asio programs.
 #pragma once
 
+#include <zklock/acl.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/inspect.hpp>

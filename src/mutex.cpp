@@ -124,7 +124,7 @@ private:
         auto chain = ancestors(req_.path);
         chain.push_back(req_.path);
         for (const auto& p : chain) {
-            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable);
+            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, req_.node_acl);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
             if (&p == &chain.front() && chain.size() > 1 && s_->test_reap_ancestor.load(std::memory_order_relaxed) > 0 &&
                 s_->test_reap_ancestor.fetch_sub(1) > 0)
@@ -225,7 +225,7 @@ private:
         };
         for (int parent_attempts = 0;;) {
             if (op.should_stop()) co_return co_await give_up(op.stop_reason());
-            auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable);
+            auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable, op.req_.node_acl);
             if (r.rc == ZOK) {
                 op.my_node_ = node;
                 op.czxid_ = r.stat.czxid;
@@ -289,9 +289,9 @@ private:
         for (int parent_attempts = 0; op.my_node_.empty();) {
             if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             if (s.test_orphan_creates.load(std::memory_order_relaxed) > 0 && s.test_orphan_creates.fetch_sub(1) > 0)
-                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable);
+                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable, op.req_.node_acl);
             auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
-                                                      use_awaitable);
+                                                      use_awaitable, op.req_.node_acl);
             if (r.rc == ZOK) {
                 op.my_node_ = std::move(r.path);
                 op.czxid_ = r.stat.czxid;

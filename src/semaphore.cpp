@@ -44,6 +44,8 @@ public:
         : s_(std::move(s)), path_(std::move(path)), n_(n), data_(std::move(data)), deadline_(deadline),
           handler_(std::move(h)), wake_(s_->strand()) {}
 
+    std::shared_ptr<const acl> node_acl_; // null: open
+
     static void start(std::shared_ptr<lease_op> op) {
         op->handler_.on_cancel([w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type t) {
             asio::post(strand, [w, t] {
@@ -80,7 +82,7 @@ private:
     }
 
     asio::awaitable<zk_result> create_leases_node() {
-        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER, use_awaitable);
+        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER, use_awaitable, node_acl_);
         co_return r;
     }
 
@@ -112,6 +114,7 @@ private:
         r.path = op.path_ + "/locks";
         r.node_data = op.data_;
         r.deadline = op.deadline_;
+        r.node_acl = op.node_acl_;
         auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(), asio::as_tuple(use_awaitable));
         if (ec) co_return co_await op.finish(ec);
         op.internal_ = std::move(lock);
@@ -142,7 +145,8 @@ private:
             (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
         zk_result c;
         for (int attempt = 0;; ++attempt) {
-            c = co_await s.async_create(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable);
+            c = co_await s.async_create(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
+                                        op.node_acl_);
             if (c.rc != ZNONODE || attempt == 5) break;
             // "<path>/leases" (a container) was reaped between our calls: make it again
             auto made = co_await op.create_leases_node();
@@ -246,13 +250,15 @@ private:
 
 void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
                  std::optional<std::chrono::steady_clock::time_point> deadline,
-                 asio::any_completion_handler<void(error_code, guard)> handler) {
+                 asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
     if (max_leases < 1) return p.complete(errc::invalid_argument, guard{});
     if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (data.empty()) data = "zklock lease";
-    lease_op::start(std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p)));
+    auto op = std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
+    if (!node_acl.is_open()) op->node_acl_ = std::make_shared<const acl>(std::move(node_acl));
+    lease_op::start(std::move(op));
 }
 
 } // namespace zklock::detail

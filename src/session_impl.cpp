@@ -128,6 +128,13 @@ void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
     });
 }
 
+void on_auth(int rc, const void* data) {
+    auto* h = static_cast<const zk_handle*>(data);
+    asio::post(h->strand, [w = h->session, gen = h->generation, rc] {
+        if (auto s = w.lock()) s->on_auth_result(gen, rc);
+    });
+}
+
 void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
     // Per-call watchers also receive every session event while armed: the global watcher
     // handles those. Only the one node event matters here.
@@ -149,11 +156,21 @@ zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_ex
 
 zk_handle::~zk_handle() { close(); }
 
-bool zk_handle::init(const std::string& connect, int timeout_ms) {
+bool zk_handle::init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth) {
     init_client_library();
     zhandle_t* zh = zookeeper_init2(connect.c_str(), global_watcher, timeout_ms, nullptr, this,
                                     ZOO_NO_LOG_CLIENTENV, log_callback);
     if (!zh) return false;
+    // Queued now, sent by the C client right after the session is established and again on every
+    // reconnect. The completion runs once, with the server's verdict on the first connection.
+    for (const auto& c : auth) {
+        int rc = zoo_add_auth(zh, c.scheme.c_str(), c.secret.data(), static_cast<int>(c.secret.size()), on_auth, this);
+        if (rc != ZOK) {
+            zookeeper_close(zh);
+            errno = EINVAL;
+            return false;
+        }
+    }
     // By default the client resolves host names on every I/O loop iteration. -1 turns that off
     // while connected only: the C client (3.8, update_addrs) still resolves the host names again
     // before every connection attempt, so a server whose address changed is found on reconnect.
@@ -320,7 +337,8 @@ void session_impl::start_handle() {
         handle_ = h;
     }
     auto ms = static_cast<int>(opts_.session_timeout.count());
-    if (!h->init(opts_.connect, ms)) {
+    auth_confirmed_ = opts_.auth.empty();
+    if (!h->init(opts_.connect, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
     }
@@ -364,7 +382,10 @@ void session_impl::connect(pending<void(error_code)> h) {
         auto& s = *self;
         if (s.connects_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted);
         switch (s.state()) {
-        case session_state::connected: h.complete({}); return;
+        case session_state::connected:
+            if (!s.auth_confirmed_) s.connect_waiters_.emplace_back(id, std::move(h));
+            else h.complete({});
+            return;
         case session_state::closed: h.complete(asio::error::operation_aborted); return;
         case session_state::connecting:
         case session_state::suspended:
@@ -434,10 +455,12 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
                 timeout_ms_ = ms;
             }
         }
-        connect_timer_.cancel();
         set_state(session_state::connected);
-        for (auto& [cid, w] : connect_waiters_) w.complete({});
-        connect_waiters_.clear();
+        if (auth_confirmed_) { // else on_auth_result completes them
+            connect_timer_.cancel();
+            for (auto& [cid, w] : connect_waiters_) w.complete({});
+            connect_waiters_.clear();
+        }
         (void)prev;
         notify(session_event::reconnected); // waiters re-check their node and re-arm watches
         run_cleanups();
@@ -446,7 +469,9 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
         if (state() != session_state::connected) return;
         set_state(session_state::suspended);
         notify(session_event::suspended); // on_disconnect locks are lost; lease locks wait for their lease
-    } else if (zstate == ZOO_EXPIRED_SESSION_STATE || zstate == ZOO_AUTH_FAILED_STATE) {
+    } else if (zstate == ZOO_AUTH_FAILED_STATE) {
+        fail_auth();
+    } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
         set_state(session_state::expired);
         notify(session_event::expired);
         fire_lapse_waiters(true);
@@ -471,6 +496,38 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             notify(session_event::state_changed);
         }
     }
+}
+
+void session_impl::on_auth_result(std::uint64_t gen, int rc) {
+    if (gen != generation() || state() == session_state::closed) return;
+    if (rc != ZOK) return fail_auth();
+    auth_confirmed_ = true;
+    if (state() == session_state::connected) {
+        connect_timer_.cancel();
+        for (auto& [cid, w] : connect_waiters_) w.complete({});
+        connect_waiters_.clear();
+    }
+}
+
+void session_impl::fail_auth() {
+    // The server refused our credentials: the C client gives the handle up for good. Retrying
+    // with the same credentials would be refused again, so the session ends here (no renewal);
+    // locks it held are reported lost (the server deletes their nodes when the session times out).
+    if (state() == session_state::disconnected || state() == session_state::closed) return;
+    connect_timer_.cancel();
+    notify(session_event::expired);
+    fire_lapse_waiters(true);
+    watches_.clear();
+    std::shared_ptr<zk_handle> old;
+    {
+        std::lock_guard lk(handle_mu_);
+        old = std::move(handle_);
+    }
+    close_handle_in_background(std::move(old));
+    set_state(session_state::disconnected);
+    for (auto& [cid, w] : connect_waiters_) w.complete(zk_errc::auth_failed);
+    connect_waiters_.clear();
+    notify(session_event::state_changed);
 }
 
 void session_impl::wait_state(session_state last_seen, pending<void(error_code, session_state)> h) {
@@ -682,15 +739,40 @@ void session_impl::submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& c
     }
 }
 
-void session_impl::create(const std::string& path, const std::string& data, int flags, zk_handler h) {
+namespace {
+/// A zklock::acl as the C client's ACL_vector; the strings stay in the acl object, which
+/// outlives the call (the C client serialises the request before returning).
+class c_acl {
+public:
+    explicit c_acl(const std::shared_ptr<const acl>& a) {
+        if (!a || a->is_open()) return;
+        for (auto& e : a->entries())
+            entries_.push_back(ACL{e.perms, Id{const_cast<char*>(e.scheme.c_str()), const_cast<char*>(e.id.c_str())}});
+        own_.count = static_cast<std::int32_t>(entries_.size());
+        own_.data = entries_.data();
+        vec_ = &own_;
+    }
+    ACL_vector* get() noexcept { return vec_; }
+
+private:
+    std::vector<ACL> entries_;
+    ACL_vector own_{};
+    ACL_vector* vec_ = &ZOO_OPEN_ACL_UNSAFE;
+};
+} // namespace
+
+void session_impl::create(const std::string& path, const std::string& data, int flags, zk_handler h,
+                          const std::shared_ptr<const acl>& a) {
+    c_acl acl_vec(a);
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+        return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
                             flags, on_string_stat, op);
     }, n_create);
 }
 
 void session_impl::create_and_list(const std::string& path, const std::string& data, int flags,
-                                   const std::string& parent, zk_handler h) {
+                                   const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& a) {
+    c_acl acl_vec(a);
     auto* op = new c_op;
     if (test_lose_create_replies.load(std::memory_order_relaxed) > 0) {
         // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
@@ -710,7 +792,7 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     n_children.fetch_add(1, std::memory_order_relaxed);
     bool finish_here = false;
     int rc = !handle_ ? ZINVALIDSTATE : handle_->submit(op, true, [&](zhandle_t* zh, c_op* op) -> int {
-        int rc = zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+        int rc = zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
                               flags, on_string_stat, op);
         if (rc != ZOK) return rc;
         int rc2 = zoo_aget_children(zh, parent.c_str(), 0, on_strings, op);

@@ -3,6 +3,7 @@
 
 #include <zklock/detail/deadline.hpp>
 
+#include <zklock/acl.hpp>
 #include <zklock/dialect.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
@@ -60,6 +61,11 @@ struct mutex_options {
     /// This lock's loss policy; empty: the session's (session_options::loss). An invalid lease
     /// fraction fails the acquire with errc::invalid_argument.
     std::optional<loss_policy> loss;
+    /// The ACL of the lock nodes and of the lock path's parents zklock creates (an existing
+    /// node keeps its own). Default: open. acl::creator_all_world_read() lets only sessions with
+    /// the same credentials (session_options::auth) contend, release, break or revoke, while
+    /// anyone can list the contenders.
+    acl node_acl = acl::open();
 };
 
 namespace detail {
@@ -76,6 +82,7 @@ struct acquire_request {
     bool rw = false;         ///< the read/write lock's nodes (else the mutex's)
     bool reader = false;     ///< with rw: a read (shared) acquire
     std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
+    std::shared_ptr<const acl> node_acl; ///< null: the open ACL
 };
 /// The request every lock type starts from.
 inline acquire_request make_request(const std::string& path, const mutex_options& o,
@@ -91,6 +98,7 @@ inline acquire_request make_request(const std::string& path, const mutex_options
     r.revocable = o.revocable;
     r.local_handoff = o.local_handoff;
     r.loss = o.loss;
+    if (!o.node_acl.is_open()) r.node_acl = std::make_shared<const acl>(o.node_acl);
     return r;
 }
 /// Starts an acquire: through the local hand-off queue when req.local_handoff > 0.

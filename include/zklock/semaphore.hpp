@@ -23,7 +23,7 @@ namespace asio = boost::asio;
 namespace detail {
 void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
                  std::optional<std::chrono::steady_clock::time_point> deadline,
-                 asio::any_completion_handler<void(error_code, guard)> handler);
+                 asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl);
 } // namespace detail
 
 /// A counting semaphore on a ZooKeeper path: at most `max_leases` leases are held at once.
@@ -68,11 +68,11 @@ private:
     auto initiate(std::optional<std::chrono::steady_clock::time_point> deadline, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, std::string p, int n, std::string d,
-               std::optional<std::chrono::steady_clock::time_point> dl) {
+               std::optional<std::chrono::steady_clock::time_point> dl, acl a) {
                 detail::start_lease(s, std::move(p), n, std::move(d), dl,
-                    asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
+                    asio::any_completion_handler<void(error_code, guard)>(std::move(handler)), std::move(a));
             },
-            token, session_, path_, max_, opts_.node_data, deadline);
+            token, session_, path_, max_, opts_.node_data, deadline, opts_.node_acl);
     }
 
     std::shared_ptr<detail::session_impl> session_;

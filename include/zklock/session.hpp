@@ -1,6 +1,7 @@
 // zklock/session.hpp: one ZooKeeper session, bridged into an Asio executor.
 #pragma once
 
+#include <zklock/acl.hpp>
 #include <zklock/error.hpp>
 #include <zklock/loss_policy.hpp>
 
@@ -53,6 +54,11 @@ struct session_options {
     loss_policy loss = loss_policy::lease();
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;
+    /// Credentials presented on every connection (zoo_add_auth), e.g. {zklock::digest("svc", pw)}.
+    /// async_connect completes once the server accepted them, and fails with
+    /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Sent in clear
+    /// text: Debian's C client has neither TLS nor SASL (see the README).
+    std::vector<credentials> auth;
 };
 
 /// Counters of the requests this session sent and the watch events it received.

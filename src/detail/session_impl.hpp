@@ -70,7 +70,9 @@ public:
               std::shared_ptr<session_lease> lease);
     ~zk_handle();
     /// zookeeper_init2; false (with errno) if the C client refused the arguments.
-    bool init(const std::string& connect, int timeout_ms);
+    /// `auth`: added with zoo_add_auth before the first connection (the C client presents them
+    /// again on every reconnect); their outcome reaches session_impl::on_auth_result.
+    bool init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth);
     /// Registers `op` and runs `call(zh)` unless closed. Returns the synchronous code.
     template <class F>
     int submit(c_op* op, bool register_op, F&& call);
@@ -140,11 +142,13 @@ public:
 
     // -- requests (call on the strand); the handler runs on the strand --
     // (The async_ wrappers copy their arguments: with use_awaitable the initiation runs later.)
-    void create(const std::string& path, const std::string& data, int flags, zk_handler h);
+    /// `acl`: null for the open ACL.
+    void create(const std::string& path, const std::string& data, int flags, zk_handler h,
+                const std::shared_ptr<const acl>& acl = nullptr);
     /// create2 immediately followed by getChildren(parent) in the same flight: ZooKeeper runs one
     /// session's requests in order, so the listing already contains the new node.
     void create_and_list(const std::string& path, const std::string& data, int flags,
-                         const std::string& parent, zk_handler h);
+                         const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& acl = nullptr);
     /// getChildren; with watch_id != 0 a child watch is armed (the herd-prone strategy only).
     void get_children(const std::string& path, zk_handler h, std::uint64_t watch_id = 0);
     /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
@@ -156,13 +160,15 @@ public:
     void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
 
     template <class Token> auto async_create_and_list(const std::string& path, const std::string& data,
-                                                     int flags, const std::string& parent, Token&& t) {
+                                                     int flags, const std::string& parent, Token&& t,
+                                                     std::shared_ptr<const acl> a = nullptr) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [this, path, data, flags, parent](auto h) { create_and_list(path, data, flags, parent, zk_handler(std::move(h))); }, t);
+            [this, path, data, flags, parent, a](auto h) { create_and_list(path, data, flags, parent, zk_handler(std::move(h)), a); }, t);
     }
-    template <class Token> auto async_create(const std::string& path, const std::string& data, int flags, Token&& t) {
+    template <class Token> auto async_create(const std::string& path, const std::string& data, int flags, Token&& t,
+                                             std::shared_ptr<const acl> a = nullptr) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [this, path, data, flags](auto h) { create(path, data, flags, zk_handler(std::move(h))); }, t);
+            [this, path, data, flags, a](auto h) { create(path, data, flags, zk_handler(std::move(h)), a); }, t);
     }
     template <class Token> auto async_get_children(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
@@ -214,6 +220,8 @@ public:
 
     // -- called by the C-client bridge (on the strand) --
     void on_session_event(std::uint64_t gen, int state);
+    /// The server's verdict on session_options::auth for handle generation `gen`.
+    void on_auth_result(std::uint64_t gen, int rc);
     void on_watch(std::uint64_t id, int type);
 
     /// Test hook: the next N successful creates of create_and_list report ZCONNECTIONLOSS
@@ -288,6 +296,8 @@ private:
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
+    bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
+    void fail_auth();
     std::set<std::uint64_t> connects_cancelled_early_; // strand
     std::vector<pending<void(error_code)>> close_waiters_;
     std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>> state_waiters_;

@@ -10,11 +10,10 @@
 
 #include "common.hpp"
 #include "proxy.hpp"
+#include "raw_zk.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
-
-#include <zookeeper/zookeeper.h>
 
 using namespace zt;
 using zklock::errc;
@@ -22,39 +21,6 @@ using zklock::session_state;
 using zklock::zk_errc;
 
 namespace {
-
-/// A plain synchronous C-client handle, for setting up what zklock itself never creates
-/// (nodes with a restrictive ACL, ephemeral parents). Blocking: set-up only.
-class raw_zk {
-public:
-    raw_zk() {
-        zh_ = zookeeper_init2(zk_connect().c_str(), nullptr, 10000, nullptr, nullptr, ZOO_NO_LOG_CLIENTENV,
-                              [](const char*) {}); // quiet
-        for (int i = 0; i < 500 && zh_ && zoo_state(zh_) != ZOO_CONNECTED_STATE; ++i)
-            std::this_thread::sleep_for(10ms);
-        EXPECT_TRUE(zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE) << "raw C client did not connect";
-    }
-    ~raw_zk() {
-        if (zh_) zookeeper_close(zh_);
-    }
-    raw_zk(const raw_zk&) = delete;
-    raw_zk& operator=(const raw_zk&) = delete;
-
-    int create(const std::string& path, int flags = 0, struct ACL_vector* acl = &ZOO_OPEN_ACL_UNSAFE) {
-        return zoo_create(zh_, path.c_str(), nullptr, -1, acl, flags, nullptr, 0);
-    }
-    /// Creates every missing ancestor of `path` (open ACL), not `path` itself.
-    void create_parents(const std::string& path) {
-        for (auto i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {
-            int rc = create(path.substr(0, i));
-            EXPECT_TRUE(rc == ZOK || rc == ZNODEEXISTS) << zerror(rc);
-        }
-    }
-    int remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
-
-private:
-    zhandle_t* zh_ = nullptr;
-};
 
 // (GCC 12 rejects braced lists of class objects inside a coroutine: "array used as initializer".)
 std::vector<zklock::mutex> two_locks(zklock::session& s, const std::string& p1, const std::string& p2) {

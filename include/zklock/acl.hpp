@@ -1,0 +1,69 @@
+// zklock/acl.hpp: who may touch lock nodes (ACLs), and the credentials a session presents.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace zklock {
+
+/// ZooKeeper's permission bits (combine with |).
+namespace perm {
+inline constexpr std::int32_t read = 1;   ///< getData, getChildren (list the contenders)
+inline constexpr std::int32_t write = 2;  ///< setData (a revocation request writes the holder's node)
+inline constexpr std::int32_t create = 4; ///< create children (become a contender)
+inline constexpr std::int32_t remove = 8; ///< delete children (release, break a lock)
+inline constexpr std::int32_t admin = 16; ///< setACL
+inline constexpr std::int32_t all = 31;
+} // namespace perm
+
+/// One ACL entry: permissions for an identity, e.g. {perm::all, "digest", "svc:<base64 sha1>"},
+/// {perm::read, "world", "anyone"}, {perm::all, "auth", ""} (whoever created the node).
+struct acl_entry {
+    std::int32_t perms = perm::all;
+    std::string scheme;
+    std::string id;
+    friend bool operator==(const acl_entry&, const acl_entry&) = default;
+};
+
+/// The ACL zklock creates lock nodes and the lock path's missing parents with
+/// (mutex_options::node_acl). ZooKeeper checks a delete against the *parent's* ACL and a create
+/// against the parent's too: protecting a lock means protecting its lock path node, which
+/// zklock creates with the same ACL when it does not exist yet (an existing node keeps its own).
+class acl {
+public:
+    /// world:anyone with every permission (ZooKeeper's OPEN_ACL_UNSAFE). The default.
+    static acl open() { return acl({{perm::all, "world", "anyone"}}); }
+    /// The credentials that created a node get every permission, everyone else may read: any
+    /// client can list the contenders and read their data, only sessions with the same
+    /// credentials (session_options::auth) can become contenders, release, break or revoke.
+    /// Needs credentials on the session (else the server refuses the create: zk_errc::invalid_acl).
+    static acl creator_all_world_read() { return acl({{perm::all, "auth", ""}, {perm::read, "world", "anyone"}}); }
+    /// Any list of entries, e.g. a digest identity made with `zkCli.sh`'s digest tool.
+    static acl custom(std::vector<acl_entry> entries) { return acl(std::move(entries)); }
+
+    const std::vector<acl_entry>& entries() const noexcept { return entries_; }
+    bool is_open() const noexcept { return entries_ == open().entries_; }
+    friend bool operator==(const acl&, const acl&) = default;
+
+private:
+    explicit acl(std::vector<acl_entry> e) : entries_(std::move(e)) {}
+    std::vector<acl_entry> entries_;
+};
+
+/// Credentials a session presents (zoo_add_auth) on every connection, also after a new session
+/// replaced an expired one. zklock never logs them nor puts them in error messages.
+struct credentials {
+    std::string scheme;
+    std::string secret;
+};
+
+/// The digest scheme: "user:password". ZooKeeper accepts any digest credentials at connect time
+/// (the identity is simply user:base64(sha1(user:password))): a wrong password shows up later,
+/// as zk_errc::no_auth on nodes the right one protects.
+inline credentials digest(std::string user, const std::string& password) {
+    return {"digest", std::move(user) + ":" + password};
+}
+
+} // namespace zklock

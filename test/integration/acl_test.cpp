@@ -1,0 +1,186 @@
+// Lock nodes only their owners can touch: credentials on the session, ACLs on the lock nodes,
+// against the real server. The raw C client (raw_zk.hpp) plays the other client.
+#include <zklock/inspect.hpp>
+#include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+#include "raw_zk.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <mutex>
+
+using namespace zt;
+using zklock::errc;
+using zklock::zk_errc;
+
+namespace {
+
+zklock::session_options with_auth(zklock::session_options o, const std::string& user, const std::string& password) {
+    o.auth.push_back(zklock::digest(user, password));
+    return o;
+}
+
+zklock::mutex_options protected_lock() {
+    zklock::mutex_options o;
+    o.node_acl = zklock::acl::creator_all_world_read();
+    return o;
+}
+
+} // namespace
+
+TEST(Acl, OnlyTheOwnersCredentialsCanTouchAProtectedLock) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto owner = co_await connect(with_auth(options(), "svc", "s3cret"));
+        auto stranger = co_await connect(); // no credentials
+        zklock::mutex m(*owner, path, protected_lock());
+        auto g = co_await m.async_acquire(use_awaitable);
+        // the stranger can list the contenders...
+        auto [lec, cs] = co_await zklock::async_list_contenders(*stranger, path, {}, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(lec) << lec.message();
+        CO_REQUIRE(cs.size() == 1u);
+        EXPECT_TRUE(cs[0].holder);
+        EXPECT_EQ(cs[0].node_path, g.node_path());
+        // ...but not break, revoke or contend
+        auto [bec] = co_await zklock::async_break_lock(*stranger, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(bec, zk_errc::no_auth) << bec.message();
+        auto [rec, who] = co_await zklock::async_revoke(*stranger, path, {}, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(rec, zk_errc::no_auth) << rec.message();
+        zklock::mutex ms(*stranger, path);
+        auto [aec, ag] = co_await ms.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(aec, zk_errc::no_auth) << aec.message();
+        { // another client altogether (the C client, no zklock): cannot delete the node either
+            raw_zk other;
+            EXPECT_EQ(other.remove(g.node_path()), ZNOAUTH);
+            EXPECT_EQ(other.set(g.node_path(), "__REVOKE__"), ZNOAUTH);
+            std::vector<std::string> kids;
+            EXPECT_EQ(other.children(path, kids), ZOK);
+            EXPECT_EQ(kids.size(), 1u);
+        }
+        EXPECT_FALSE(g.is_lost());
+        // the owner's session releases and cleans up; a second session with the same
+        // credentials contends normally
+        auto colleague = co_await connect(with_auth(options(), "svc", "s3cret"));
+        zklock::mutex mc(*colleague, path, protected_lock());
+        bool granted = false;
+        zklock::guard gc;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            gc = co_await mc.async_acquire_for(10s, use_awaitable);
+            granted = true;
+        }, boost::asio::detached);
+        co_await wait_for_children(*owner, path, 2);
+        co_await g.async_release(use_awaitable);
+        co_await eventually([&] { return granted; });
+        EXPECT_TRUE(granted);
+        co_await gc.async_release(use_awaitable);
+        co_await expect_no_leftovers(*stranger, path);
+    }());
+}
+
+TEST(Acl, BreakAndRevokeWorkWithTheCredentials) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto owner = co_await connect(with_auth(options(), "svc", "s3cret"));
+        auto admin = co_await connect(with_auth(options(), "svc", "s3cret"));
+        auto o = protected_lock();
+        o.revocable = true;
+        zklock::mutex m(*owner, path, o);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto [rec, holder] = co_await zklock::async_revoke(*admin, path, {}, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(rec) << rec.message();
+        auto [why] = co_await g.async_wait_revoked(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(why, errc::revocation_requested);
+        zklock::error_code lost;
+        g.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
+        auto [bec] = co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(bec) << bec.message();
+        co_await eventually([&] { return bool(lost); });
+        EXPECT_EQ(lost, errc::lock_node_deleted);
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*admin, path);
+    }());
+}
+
+TEST(Acl, AWrongPasswordIsAnotherIdentityAndARefusedSchemeFailsTheConnect) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto owner = co_await connect(with_auth(options(), "svc", "s3cret"));
+        zklock::mutex m(*owner, path, protected_lock());
+        auto g = co_await m.async_acquire(use_awaitable);
+        // ZooKeeper's digest scheme accepts any password at connect time (it only derives an
+        // identity from it): the wrong one is reported as no_auth on the protected nodes.
+        auto wrong = co_await connect(with_auth(options(), "svc", "not-the-password"));
+        zklock::mutex mw(*wrong, path, protected_lock());
+        auto [aec, ag] = co_await mw.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(aec, zk_errc::no_auth) << aec.message();
+        auto [bec] = co_await zklock::async_break_lock(*wrong, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(bec, zk_errc::no_auth);
+        // a scheme the server refuses: async_connect fails with auth_failed, and stays failed
+        auto o = options();
+        o.auth.push_back({"no-such-scheme", "whatever"});
+        zklock::session refused(co_await asio::this_coro::executor, o);
+        auto [cec] = co_await refused.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(cec, zk_errc::auth_failed) << cec.message();
+        EXPECT_TRUE(zklock::is_fatal(cec));
+        EXPECT_EQ(refused.state(), zklock::session_state::disconnected);
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*owner, path);
+    }());
+}
+
+TEST(Acl, ARenewedSessionPresentsItsCredentialsAgain) {
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto o = with_auth(options("127.0.0.1:" + std::to_string(proxy.port())), "svc", "s3cret");
+        o.session_timeout = 2000ms;
+        auto a = co_await connect(o);
+        auto path = unique_path("lock");
+        zklock::mutex m(*a, path, protected_lock());
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto old_id = a->session_id();
+        proxy.blackhole(true);
+        co_await sleep_for(4500ms); // the server expires the session
+        proxy.blackhole(false);
+        co_await eventually([&] { return a->state() == zklock::session_state::connected && a->session_id() != old_id; },
+                            10000ms);
+        CO_REQUIRE(a->session_id() != old_id);
+        EXPECT_TRUE(g.is_lost());
+        // the new session can create and delete under the protected lock path: its auth is back
+        auto g2 = co_await m.async_acquire_for(10s, use_awaitable);
+        EXPECT_TRUE(g2.owns_lock());
+        co_await g2.async_release(use_awaitable);
+        co_await g.async_release(use_awaitable);
+        auto admin = co_await connect();
+        co_await expect_no_leftovers(*admin, path);
+    }(), 60s);
+}
+
+TEST(Acl, CredentialsNeverReachTheLogOrErrorMessages) {
+    std::mutex mu;
+    std::string logged;
+    zklock::set_log_handler([&](std::string_view line) {
+        std::lock_guard lk(mu);
+        logged.append(line).append("\n");
+    });
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto a = co_await connect(with_auth(options(), "svc", "pw-that-must-not-leak"));
+        auto o = options();
+        o.auth.push_back({"no-such-scheme", "secret-that-must-not-leak"});
+        zklock::session refused(co_await asio::this_coro::executor, o);
+        auto [cec] = co_await refused.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(cec.message().find("leak"), std::string::npos) << cec.message();
+    }());
+    zklock::set_log_handler(nullptr);
+    std::lock_guard lk(mu);
+    EXPECT_FALSE(logged.empty()) << "the C client logged nothing: the check would prove nothing";
+    EXPECT_EQ(logged.find("must-not-leak"), std::string::npos) << logged;
+}
