@@ -68,12 +68,13 @@ struct connection_args {
     std::string dialect = "curator";
 };
 
-void add_connection_options(CLI::App& cmd, connection_args& c) {
+void add_connection_options(CLI::App& cmd, connection_args& c, bool with_dialect = true) {
     cmd.add_option("-c,--connect", c.connect, "ZooKeeper connect string host:port[,host:port...][/chroot] (default: $ZK_CONNECT)");
     cmd.add_option("--session-timeout", c.session_timeout, "session timeout T (the lock is lost within about T/3 of a partition)")
         ->capture_default_str();
     cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server")->capture_default_str();
-    cmd.add_option("--dialect", c.dialect, "lock node naming: curator (also Apache Curator's) or kazoo")
+    if (with_dialect)
+        cmd.add_option("--dialect", c.dialect, "lock node naming: curator (also Apache Curator's) or kazoo")
         ->check(CLI::IsMember({"curator", "kazoo"}))
         ->capture_default_str();
 }
@@ -100,13 +101,14 @@ int make_session_options(const connection_args& c, zklock::session_options& o, z
     return 0;
 }
 
-/// Connects; 0 or an exit code (reported).
-int connect(asio::io_context& io, zklock::session& s) {
+/// Connects; 0 or an exit code (reported). Returns 0 early when `*stopped` turns non-zero.
+int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullptr) {
     std::optional<error_code> result;
     s.async_connect([&](error_code ec) { result = ec; });
-    while (!result && io.run_one()) {
+    while (!result && !(stopped && *stopped) && io.run_one()) {
     }
     io.restart(); // (an io_context that ran out of work stops itself)
+    if (stopped && *stopped) return 0;
     if (!result) return fail(ex_software, "connect did not complete");
     if (*result)
         return fail(*result == errc::connect_timeout ? ex_unavailable : ex_failure,
@@ -169,8 +171,8 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         // the command must not outlive it.
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(ex_software);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE}) signal(sig, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_DFL);
+        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
         execvpe(args[0], args.data(), env.data());
         int err = errno;
         (void)!write(pipefd[1], &err, sizeof err);
@@ -215,12 +217,44 @@ int run_command(const run_args& a) {
     if (!kill_after) return fail(ex_usage, "--kill-after: " + err);
 
     asio::io_context io;
-    // Signals are caught from the start (a Ctrl-C while waiting gives the lock request up).
+    // One handler for the termination signals, for the whole run; what it does depends on the
+    // phase (a signal that arrives between two phases is acted on in the next one, never lost).
+    enum class phase { connecting, waiting, running, finished } ph = phase::connecting;
     asio::signal_set term(io, SIGINT, SIGTERM, SIGHUP);
     asio::signal_set chld(io, SIGCHLD);
     std::signal(SIGPIPE, SIG_IGN);
+    // zklock must never be stopped while it holds the lock (its heartbeats would stop, the
+    // session expire and the lock pass on while the command runs): job-control stops are ignored.
+    for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) std::signal(sig, SIG_IGN);
+    int stopped_by = 0;
+    pid_t pid = -1;
+    asio::cancellation_signal cancel;
+    auto signal_child = [&](int sig) {
+        if (pid > 0) kill(-pid, sig);
+    };
+    std::function<void()> arm_term = [&] {
+        term.async_wait([&](error_code ec, int sig) {
+            if (ec) return;
+            switch (ph) {
+            case phase::connecting: stopped_by = sig; break;
+            case phase::waiting:
+                stopped_by = sig;
+                cancel.emit(asio::cancellation_type::total); // no node is left
+                break;
+            case phase::running: signal_child(sig); break; // passed on; the lock goes when the command ends
+            case phase::finished: break;
+            }
+            arm_term();
+        });
+    };
+    arm_term();
+    auto interrupted = [&](const char* when) {
+        return fail(128 + stopped_by, std::string("interrupted by ") + strsignal(stopped_by) + when);
+    };
+
     zklock::session s(io.get_executor(), so);
-    if (int rc = connect(io, s)) return rc;
+    if (int rc = connect(io, s, &stopped_by)) return rc;
+    if (stopped_by) return interrupted(" while connecting");
 
     zklock::mutex_options mo;
     mo.dialect = dialect;
@@ -228,12 +262,10 @@ int run_command(const run_args& a) {
     if (!a.data.empty()) mo.node_data = a.data;
 
     // ---- acquire (a signal gives it up: total cancellation leaves no node)
+    ph = phase::waiting;
     std::optional<std::pair<error_code, zklock::guard>> got;
-    int stopped_by = 0;
-    asio::cancellation_signal cancel;
     auto on_acquired = asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, zklock::guard g) {
         got.emplace(ec, std::move(g));
-        term.cancel();
     });
     if (a.shared) {
         zklock::shared_mutex m(s, a.path, mo);
@@ -246,25 +278,19 @@ int run_command(const run_args& a) {
         else if (timeout) m.async_acquire_for(*timeout, std::move(on_acquired));
         else m.async_acquire(std::move(on_acquired));
     }
-    term.async_wait([&](error_code ec, int sig) {
-        if (ec) return;
-        stopped_by = sig;
-        cancel.emit(asio::cancellation_type::total);
-    });
     // (Not io.run(): a held lock keeps the io_context busy with its lease heartbeats.)
     while (!got && io.run_one()) {
     }
     io.restart(); // (an io_context that ran out of work stops itself)
     if (!got) return fail(ex_software, "the lock request did not complete");
     auto [aec, g] = std::move(*got);
-    if (stopped_by && (aec || !g.owns_lock())) return fail(128 + stopped_by, std::string("interrupted by ") + strsignal(stopped_by) + " while waiting for the lock");
+    if (stopped_by) { // while waiting, or just as the lock was granted: give it back
+        if (g.owns_lock()) release_and_wait(io, g);
+        return interrupted(" while waiting for the lock");
+    }
     if (aec == errc::lock_busy) return fail(ex_busy, "lock " + a.path + " is held by someone else");
     if (aec == errc::acquire_timeout) return fail(ex_busy, "timed out waiting for lock " + a.path);
     if (aec) return server_error("cannot acquire " + a.path, aec);
-    if (stopped_by) { // the signal came just as the lock was granted: give it back
-        release_and_wait(io, g);
-        return fail(128 + stopped_by, std::string("interrupted by ") + strsignal(stopped_by));
-    }
 
     // ---- run the command, holding the lock
     std::vector<std::string> env{"ZKLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),
@@ -272,76 +298,72 @@ int run_command(const run_args& a) {
                                  "ZKLOCK_PATH=" + a.path};
     sigset_t all, old;
     sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old); // no signal handler may run in the child before exec
-    pid_t pid = spawn(a.command, env, old);
+    pthread_sigmask(SIG_BLOCK, &all, &old); // no signal handler may run in the child before exec
+    pid = spawn(a.command, env, old);
     int spawn_errno = errno;
-    sigprocmask(SIG_SETMASK, &old, nullptr);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     if (pid < 0) {
         release_and_wait(io, g);
         return fail(spawn_errno == ENOENT ? ex_not_found : ex_cannot_run,
                     "cannot run '" + a.command[0] + "': " + std::strerror(spawn_errno));
     }
+    ph = phase::running;
 
-    bool exited = false, lost = false, released = false;
+    bool exited = false, lost = false, released = false, terminating = false;
     int status = 0;
-    error_code lost_reason;
     asio::steady_timer kill_timer(io);
-    auto signal_child = [&](int sig) {
-        if (!exited) kill(-pid, sig);
-    };
-    auto terminate_child = [&] {
+    // After a loss, the command must be gone before the server can hand the lock on: the lease
+    // reports the loss at least 0.317 x T before that (README), so SIGKILL comes no later than
+    // 0.25 x T after the SIGTERM, whatever --kill-after says. After a revoke the lock is still
+    // held, and --kill-after applies as given.
+    auto terminate_child = [&](std::chrono::milliseconds grace) {
+        if (terminating) { // a second reason (loss after revoke): only ever bring SIGKILL closer
+            if (kill_timer.expiry() - std::chrono::steady_clock::now() <= grace) return;
+        }
+        terminating = true;
         signal_child(SIGTERM);
-        kill_timer.expires_after(*kill_after);
+        kill_timer.expires_after(grace);
         kill_timer.async_wait([&](error_code ec) {
             if (!ec) signal_child(SIGKILL);
         });
     };
-    std::function<void()> arm_term = [&] {
-        term.async_wait([&](error_code ec, int sig) {
-            if (ec) return;
-            signal_child(sig); // passed on; the lock is released when the command ends
-            arm_term();
-        });
+    auto on_exit = [&](int st) {
+        exited = true;
+        status = st;
+        ph = phase::finished;
+        // Whatever the command left running in its process group goes with it, before the lock.
+        kill(-pid, SIGKILL);
+        chld.cancel();
+        term.cancel();
+        kill_timer.cancel();
+        g.async_release([&](error_code) { released = true; }); // bounded by the lease
     };
     std::function<void()> arm_chld = [&] {
         chld.async_wait([&](error_code ec, int) {
             if (ec) return;
             int st = 0;
-            pid_t r = waitpid(pid, &st, WNOHANG);
-            if (r != pid) return arm_chld();
-            exited = true;
-            status = st;
-            term.cancel();
-            kill_timer.cancel();
-            g.async_release([&](error_code) { released = true; }); // bounded by the lease
+            if (waitpid(pid, &st, WNOHANG) != pid) return arm_chld();
+            on_exit(st);
         });
     };
     arm_chld();
-    arm_term();
     g.async_wait_lost([&](error_code ec) {
         if (ec == errc::lock_released || exited) return;
         lost = true;
-        lost_reason = ec;
         std::cerr << "zklock: lock " << a.path << " lost (" << ec.message() << "); stopping the command\n";
-        terminate_child();
+        auto bound = std::chrono::duration_cast<std::chrono::milliseconds>(s.negotiated_timeout() / 4);
+        terminate_child(std::min(*kill_after, bound));
     });
     if (mo.revocable)
         g.async_wait_revoked([&](error_code ec) {
             if (ec != errc::revocation_requested || exited) return;
             std::cerr << "zklock: asked to release " << a.path << " (zklock revoke); stopping the command\n";
-            terminate_child();
+            terminate_child(*kill_after);
         });
     // The command may have ended before the SIGCHLD handler was installed: look once.
-    if (int st = 0; waitpid(pid, &st, WNOHANG) == pid) {
-        exited = true;
-        status = st;
-        chld.cancel();
-        term.cancel();
-        g.async_release([&](error_code) { released = true; });
-    }
+    if (int st = 0; waitpid(pid, &st, WNOHANG) == pid) on_exit(st);
     while (!released && io.run_one()) {
     }
-    io.restart(); // (an io_context that ran out of work stops itself)
     if (lost) return ex_lost;
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -356,9 +378,35 @@ struct admin_args {
     bool read_write = false;
 };
 
+/// Length of the valid UTF-8 sequence at the start of `s`, or 0.
+std::size_t utf8_sequence(std::string_view s) {
+    auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+    auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
+    unsigned char c = b(0);
+    if (c >= 0xC2 && c <= 0xDF && cont(1)) return 2;
+    if (c == 0xE0 && cont(1) && b(1) >= 0xA0 && cont(2)) return 3;
+    if (((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) && cont(1) && cont(2)) return 3;
+    if (c == 0xED && cont(1) && b(1) < 0xA0 && cont(2)) return 3;
+    if (c == 0xF0 && cont(1) && b(1) >= 0x90 && cont(2) && cont(3)) return 4;
+    if (c >= 0xF1 && c <= 0xF3 && cont(1) && cont(2) && cont(3)) return 4;
+    if (c == 0xF4 && cont(1) && b(1) < 0x90 && cont(2) && cont(3)) return 4;
+    return 0;
+}
+
+/// A JSON string; bytes that are not valid UTF-8 (binary node data) become U+FFFD.
 std::string json_string(std::string_view s) {
     std::string out = "\"";
-    for (unsigned char c : s) {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            if (std::size_t n = utf8_sequence(s.substr(i))) {
+                out.append(s.substr(i, n));
+                i += n - 1;
+            } else {
+                out += "\\ufffd";
+            }
+            continue;
+        }
         switch (c) {
         case '"': out += "\\\""; break;
         case '\\': out += "\\\\"; break;
@@ -366,12 +414,12 @@ std::string json_string(std::string_view s) {
         case '\r': out += "\\r"; break;
         case '\t': out += "\\t"; break;
         default:
-            if (c < 0x20) {
+            if (c < 0x20 || c == 0x7f) {
                 char buf[8];
                 std::snprintf(buf, sizeof buf, "\\u%04x", c);
                 out += buf;
             } else {
-                out += static_cast<char>(c); // UTF-8 passes through
+                out += static_cast<char>(c);
             }
         }
     }
@@ -469,7 +517,7 @@ int main(int argc, char** argv) {
     run->add_option("--kill-after", r.kill_after, "after a lost lock or a revoke, SIGKILL the command this long after SIGTERM")
         ->capture_default_str();
     run->add_flag("--ignore-revoke", r.ignore_revoke, "do not stop the command when `zklock revoke` asks");
-    run->add_option("--data", r.data, "the lock node's data (default: zklock <host> pid <pid>)");
+    run->add_option("--data", r.data, "the lock node's data, non-empty (default: zklock <host> pid <pid>)");
     run->add_option("path", r.path, "the lock path, e.g. /locks/nightly-backup")->required();
     run->add_option("command", r.command, "the command and its arguments, after --")->required();
     run->footer("The command gets ZKLOCK_FENCING_TOKEN, ZKLOCK_NODE, ZKLOCK_SESSION_ID and ZKLOCK_PATH in its\n"
@@ -484,7 +532,7 @@ int main(int argc, char** argv) {
     list->add_flag("--read-write", l.read_write, "list a read/write lock's nodes (zklock run --shared)");
     list->add_option("path", l.path, "the lock path")->required();
     auto* brk = app.add_subcommand("break", "delete one lock node (a stuck holder's, say)");
-    add_connection_options(*brk, b.conn);
+    add_connection_options(*brk, b.conn, false); // (a node path: no naming dialect involved)
     brk->add_option("node", b.path, "the node's full path, as `zklock list` shows it")->required();
     auto* rev = app.add_subcommand("revoke", "ask the holder of a lock to let go");
     add_connection_options(*rev, v.conn);

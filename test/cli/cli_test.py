@@ -8,6 +8,7 @@ Run one: ZKLOCK_BIN=build/zklock ZK_CONNECT=... /usr/bin/python3 test/cli/cli_te
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -90,6 +91,7 @@ class CliTest(unittest.TestCase):
         os.environ["ZK_CONNECT"] = ZK
 
     def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
         for p in self.procs:
             if p.poll() is None:
                 p.kill()
@@ -120,6 +122,27 @@ class CliTest(unittest.TestCase):
             time.sleep(0.1)
         self.assertEqual(self.children(), [], "lock nodes left behind")
 
+    def wait_file(self, path, limit=10.0):
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            if os.path.exists(path) and open(path).read().strip():
+                return open(path).read().strip()
+            time.sleep(0.02)
+        self.fail("%s never appeared" % path)
+
+    def assert_gone(self, pid, limit=5.0):
+        """The process is gone (or a zombie nobody reaped yet: it runs no more)."""
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            try:
+                with open("/proc/%d/stat" % pid) as f:
+                    if f.read().split(") ", 1)[1].startswith("Z"):
+                        return
+            except FileNotFoundError:
+                return
+            time.sleep(0.02)
+        self.fail("process %d still runs" % pid)
+
     def assert_one_error_line(self, r):
         lines = r.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, "expected one line on stderr, got: %r" % r.stderr)
@@ -135,6 +158,7 @@ class CliTest(unittest.TestCase):
             # each of two shells runs `zklock run` five times in a row
             loop = "for i in 1 2 3 4 5; do %s run %s -- sh -c '%s' || exit 9; done" % (ZKLOCK, self.path, script)
             procs.append(subprocess.Popen(["sh", "-c", loop]))
+            self.procs.append(procs[-1])
         for p in procs:
             self.assertEqual(p.wait(timeout=120), 0)
         events = []
@@ -199,10 +223,11 @@ class CliTest(unittest.TestCase):
 
     def test_sigterm_is_passed_on_and_the_lock_released_when_the_command_ends(self):
         marker = os.path.join(self.tmp, "got-term")
+        ready = os.path.join(self.tmp, "ready")
         holder = self.spawn("run", self.path, "--", "sh", "-c",
-                            "trap 'echo term > %s; exit 0' TERM; while :; do sleep 0.05; done" % marker)
-        self.wait_children(1)
-        time.sleep(0.3)
+                            "trap 'echo term > %s; exit 0' TERM; echo ready > %s; while :; do sleep 0.05; done"
+                            % (marker, ready))
+        self.wait_file(ready)  # the trap is in place
         holder.send_signal(signal.SIGTERM)
         self.assertEqual(holder.wait(timeout=15), 0)
         self.assertTrue(os.path.exists(marker), "the command never saw the SIGTERM")
@@ -213,18 +238,50 @@ class CliTest(unittest.TestCase):
         holder = self.spawn("run", "--session-timeout", "2s", self.path, "--", "sh", "-c",
                             "echo $$ > %s; exec sleep 60" % pidfile)
         self.wait_children(1)
-        while not os.path.exists(pidfile) or not open(pidfile).read().strip():
-            time.sleep(0.02)
-        child = int(open(pidfile).read())
+        child = int(self.wait_file(pidfile))
         holder.kill()
         holder.wait()
         t0 = time.time()
         r = zklock("run", "--timeout", "10s", self.path, "--", "true")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertLess(time.time() - t0, 2.0 + 3.0, "the lock was not freed within the session timeout")
-        time.sleep(0.2)
-        with self.assertRaises(ProcessLookupError, msg="the command outlived its zklock run"):
-            os.kill(child, 0)
+        self.assert_gone(child)  # the command did not outlive its zklock run
+        self.assert_no_leftovers()
+
+    def test_a_command_that_ignores_sigterm_is_killed_soon_after_a_loss(self):
+        # --kill-after is long, but after a loss SIGKILL comes within T/4: before the server can
+        # hand the lock on (the lease reports the loss at least 0.317 T before that).
+        ready = os.path.join(self.tmp, "ready")
+        holder = self.spawn("run", "--session-timeout", "2s", "--kill-after", "60s", self.path, "--", "sh", "-c",
+                            "trap '' TERM; echo $$ > %s; while :; do sleep 0.05; done" % ready)
+        self.wait_children(1)
+        shell = int(self.wait_file(ready))
+        node = self.path + "/" + self.children()[0]
+        t0 = time.time()
+        self.assertEqual(zklock("break", node).returncode, 0)
+        self.assertEqual(holder.wait(timeout=20), EX_LOST)
+        self.assertLess(time.time() - t0, 2.0, "SIGKILL did not come within T/4 of the loss")
+        self.assert_gone(shell)
+        self.assert_no_leftovers()
+
+    def test_what_the_command_leaves_running_is_killed_before_the_lock_is_released(self):
+        bg = os.path.join(self.tmp, "bg")
+        r = zklock("run", self.path, "--", "sh", "-c", "sleep 60 & echo $! > %s" % bg)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_gone(int(self.wait_file(bg)), limit=1.0)
+        self.assert_no_leftovers()
+
+    def test_sigint_while_waiting_gives_the_request_up_and_leaves_no_node(self):
+        holder = self.spawn("run", self.path, "--", "sleep", "30")
+        self.wait_children(1)
+        waiter = self.spawn("run", self.path, "--", "true")
+        self.wait_children(2)
+        waiter.send_signal(signal.SIGINT)
+        self.assertEqual(waiter.wait(timeout=15), 128 + signal.SIGINT)
+        self.assertIn("interrupted", waiter.stderr.read())
+        self.wait_children(1)
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=15)
         self.assert_no_leftovers()
 
     def test_a_lock_deleted_by_someone_else_stops_the_command(self):
@@ -241,11 +298,13 @@ class CliTest(unittest.TestCase):
         proxy = Proxy(int(ZK.split(",")[0].split(":")[1]))
         try:
             marker = os.path.join(self.tmp, "stopped")
+            ready = os.path.join(self.tmp, "ready")
             holder = self.spawn("run", "-c", "127.0.0.1:%d" % proxy.port, "--session-timeout", "3s",
                                 "--kill-after", "500ms", self.path, "--", "sh", "-c",
-                                "trap 'echo $(date +%%s%%N) > %s; exit 0' TERM; while :; do sleep 0.05; done" % marker)
+                                "trap 'echo $(date +%%s%%N) > %s; exit 0' TERM; echo ready > %s; "
+                                "while :; do sleep 0.05; done" % (marker, ready))
             self.wait_children(1)
-            time.sleep(0.3)
+            self.wait_file(ready)
             proxy.blackhole = True
             t0 = time.time()
             self.assertEqual(holder.wait(timeout=20), EX_LOST)
@@ -253,8 +312,9 @@ class CliTest(unittest.TestCase):
             stopped_at = int(open(marker).read()) / 1e9
             self.assertLess(stopped_at - t0, 3.0, "the command was stopped after the session could expire")
             # the server expires the session and frees the lock for the next one
-            r = zklock("run", "--timeout", "10s", self.path, "--", "true")
+            r = zklock("run", "--timeout", "10s", self.path, "--", "sh", "-c", "date +%s%N")
             self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertLess(stopped_at, int(r.stdout) / 1e9, "the next holder ran before the command stopped")
         finally:
             proxy.close()
         self.assert_no_leftovers()
