@@ -5,6 +5,7 @@
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/inspect.hpp>
+#include <zklock/metrics.hpp>
 #include <zklock/multi_lock.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>

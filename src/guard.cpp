@@ -93,6 +93,7 @@ void held_lock::lose(error_code why) {
     st = status::lost;
     cancelled_early.clear();
     reason = why;
+    end_hold(&why);
     lost.store(true, std::memory_order_release);
     unregister();
     complete_all(loss_waiters, why);
@@ -133,6 +134,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     }
     bool was_held = st == status::held;
     st = status::released;
+    end_hold();
     cancelled_early.clear();
     bindings.clear();
     unregister();

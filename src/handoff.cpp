@@ -158,6 +158,7 @@ private:
         phase_ = phase::acquiring;
         cancelled_by_us_ = false;
         auto req = base_;
+        req.metered = false; // (each local waiter is counted on its own)
         req.try_only = std::all_of(waiters_.begin(), waiters_.end(), [](auto& kv) { return kv.second.try_only; });
         cancel_ = std::make_unique<asio::cancellation_signal>();
         start_node_acquire(s.shared_from_this(), std::move(req),
@@ -318,6 +319,7 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     if (req.rw || req.local_handoff > max_local_grants || (req.loss && req.loss->validate()))
         return p.complete(errc::invalid_argument, guard{});
     if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
+    if (req.metered) s->meter_acquire(req.path, p);
     auto t = std::make_shared<ticket>();
     p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
         asio::post(strand, [t] {

@@ -409,6 +409,7 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     if (req.loss && req.loss->validate()) return p.complete(errc::invalid_argument, guard{});
     if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
+    if (req.metered) s->meter_acquire(req.path, p);
     acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));
 }
 

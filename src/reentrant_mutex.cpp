@@ -104,6 +104,7 @@ void acquire_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<
     auto slot = e.cancel->slot();
     auto strand = s->strand();
     auto copy = req;
+    copy.metered = false; // (the owner's acquires are counted one by one)
     start_acquire(s, std::move(copy), asio::any_completion_handler<void(error_code, guard)>(
         asio::bind_cancellation_slot(slot, asio::bind_executor(strand,
             [s, table, key, req = std::move(req)](error_code ec, guard g) {
@@ -117,6 +118,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
                              asio::any_completion_handler<void(error_code, guard)> handler) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
+    if (req.metered) s->meter_acquire(req.path, p);
     // The cancellation handler goes in now, before anything is posted, so that a cancellation
     // emitted at once is not lost; it and the code below run on the strand, in that order.
     auto t = std::make_shared<ticket>();

@@ -256,6 +256,7 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
     if (max_leases < 1) return p.complete(errc::invalid_argument, guard{});
     if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (data.empty()) data = "zklock lease";
+    s->meter_acquire(path, p);
     auto op = std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
     if (!node_acl.is_open()) op->node_acl_ = std::make_shared<const acl>(std::move(node_acl));
     lease_op::start(std::move(op));

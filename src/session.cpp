@@ -1,4 +1,5 @@
 #include <zklock/session.hpp>
+#include <zklock/metrics.hpp>
 
 #include "detail/session_impl.hpp"
 
@@ -36,6 +37,7 @@ session_state session::state() const noexcept { return impl_->state(); }
 std::int64_t session::session_id() const noexcept { return impl_->session_id(); }
 std::chrono::milliseconds session::negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
 session_statistics session::statistics() const noexcept { return impl_->statistics(); }
+metrics_snapshot session::metrics() const { return impl_->metrics_snapshot_now(); }
 
 void session::start_connect(std::shared_ptr<detail::session_impl> impl,
                             asio::any_completion_handler<void(error_code)> h) {

@@ -1,5 +1,6 @@
 // The C-client bridge and the session state machine.
 #include "detail/session_impl.hpp"
+#include "detail/held_lock.hpp"
 
 #include "detail/protocol.hpp"
 
@@ -250,6 +251,50 @@ session_impl::~session_impl() {
         if (t.joinable()) t.join();
 }
 
+void session_impl::meter_acquire(const std::string& path, pending<void(error_code, guard)>& p) {
+    if (!opts_.metrics) return;
+    auto m = metrics_.path(path);
+    m->started.fetch_add(1, std::memory_order_relaxed);
+    m->waiting.fetch_add(1, std::memory_order_relaxed);
+    p.observe([m, t0 = std::chrono::steady_clock::now()](const error_code& ec, const guard& g) {
+        m->waiting.fetch_sub(1, std::memory_order_relaxed);
+        if (!ec && g.owns_lock()) {
+            auto now = std::chrono::steady_clock::now();
+            m->granted.fetch_add(1, std::memory_order_relaxed);
+            m->wait.observe(now - t0);
+            if (g.local_grant() > 0) m->handoff.fetch_add(1, std::memory_order_relaxed);
+            // (Completions run on the session's strand: the held_lock is the strand's too.)
+            if (auto& h = g.state(); h && !h->metrics) {
+                h->metrics = m;
+                h->granted_at = now;
+            }
+        } else if (ec == errc::acquire_timeout) {
+            m->timed_out.fetch_add(1, std::memory_order_relaxed);
+        } else if (ec == errc::lock_busy) {
+            m->busy.fetch_add(1, std::memory_order_relaxed);
+        } else if (ec == asio::error::operation_aborted) {
+            m->cancelled.fetch_add(1, std::memory_order_relaxed);
+        } else {
+            m->failed.fetch_add(1, std::memory_order_relaxed);
+        }
+    });
+}
+
+metrics_snapshot session_impl::metrics_snapshot_now() const {
+    metrics_snapshot out;
+    metrics_.snapshot(out);
+    out.reconnects = n_reconnects.load(std::memory_order_relaxed);
+    out.expiries = n_expiries.load(std::memory_order_relaxed);
+    out.background_delete_retries = n_cleanup_retries.load(std::memory_order_relaxed);
+    out.background_deletes_pending = n_cleanups_pending.load(std::memory_order_relaxed);
+    if (auto t = oldest_cleanup_ns.load(std::memory_order_relaxed); t != 0 && out.background_deletes_pending > 0) {
+        auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        out.oldest_background_delete_age = std::chrono::milliseconds(std::max<std::int64_t>(0, (now - t) / 1'000'000));
+    }
+    out.requests = statistics();
+    return out;
+}
+
 session_statistics session_impl::statistics() const noexcept {
     session_statistics s;
     s.creates = n_create.load();
@@ -455,6 +500,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
                 timeout_ms_ = ms;
             }
         }
+        if (prev == session_state::suspended) n_reconnects.fetch_add(1, std::memory_order_relaxed);
         set_state(session_state::connected);
         if (auth_confirmed_) { // else on_auth_result completes them
             connect_timer_.cancel();
@@ -472,6 +518,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
     } else if (zstate == ZOO_AUTH_FAILED_STATE) {
         fail_auth();
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
+        n_expiries.fetch_add(1, std::memory_order_relaxed);
         set_state(session_state::expired);
         notify(session_event::expired);
         fire_lapse_waiters(true);
@@ -863,6 +910,7 @@ void session_impl::delete_in_background(std::string node, std::optional<pending<
     job.owner_czxid = owner_czxid;
     if (done) job.waiters.push_back(std::move(*done));
     cleanups_.push_back(std::move(job));
+    cleanup_gauges();
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
 
@@ -872,6 +920,7 @@ void session_impl::delete_by_guid_in_background(std::string parent, std::string 
     job.parent = std::move(parent);
     job.guid = std::move(guid);
     cleanups_.push_back(std::move(job));
+    cleanup_gauges();
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
 
@@ -883,6 +932,7 @@ void session_impl::run_cleanups() {
 void session_impl::finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec) {
     for (auto& w : it->waiters) w.complete(ec);
     cleanups_.erase(it);
+    cleanup_gauges();
 }
 
 void session_impl::finish_all_cleanups() {
@@ -909,6 +959,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
             if (!s || !s->cleanup_alive(gen)) return;
             if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
                 it->running = false;
+                s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
                 return;
             }
             if (r.rc != ZOK || r.stat.czxid != it->owner_czxid) return s->finish_cleanup(it, {}); // gone, or not ours
@@ -917,6 +968,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
                 if (!s || !s->cleanup_alive(gen)) return;
                 if (r2.rc == ZCONNECTIONLOSS || r2.rc == ZOPERATIONTIMEOUT) {
                     it->running = false;
+                    s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
                     return;
                 }
                 if (r2.rc == ZBADVERSION) return s->run_cleanup(it); // its data changed: look again
@@ -931,6 +983,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
             if (!s || !s->cleanup_alive(gen)) return;
             if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
                 it->running = false; // run_cleanups retries it on reconnect
+                s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
                 return;
             }
             if (r.rc == ZOK || r.rc == ZNONODE || r.rc == ZCLOSING || r.rc == ZINVALIDSTATE ||
@@ -946,6 +999,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
         if (!s || !s->cleanup_alive(gen)) return;
         if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
             it->running = false;
+            s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
             return;
         }
         std::optional<std::string> found;

@@ -83,6 +83,7 @@ struct acquire_request {
     bool reader = false;     ///< with rw: a read (shared) acquire
     std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
     std::shared_ptr<const acl> node_acl; ///< null: the open ACL
+    bool metered = false;    ///< a user's acquire (counted in session::metrics()), not an internal one
 };
 /// The request every lock type starts from.
 inline acquire_request make_request(const std::string& path, const mutex_options& o,
@@ -98,6 +99,7 @@ inline acquire_request make_request(const std::string& path, const mutex_options
     r.revocable = o.revocable;
     r.local_handoff = o.local_handoff;
     r.loss = o.loss;
+    r.metered = true;
     if (!o.node_acl.is_open()) r.node_acl = std::make_shared<const acl>(o.node_acl);
     return r;
 }

@@ -59,7 +59,14 @@ struct session_options {
     /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Sent in clear
     /// text: Debian's C client has neither TLS nor SASL (see the README).
     std::vector<credentials> auth;
+    /// Keep per-path lock metrics (session::metrics()): relaxed atomic counters and one shared
+    /// (reader) lock per acquire to find the path's record.
+    bool metrics = true;
+    /// Per-path records for at most this many lock paths; later ones are summed under "(other)".
+    std::size_t metrics_max_paths = 1000;
 };
+
+struct metrics_snapshot;
 
 /// Counters of the requests this session sent and the watch events it received.
 struct session_statistics {
@@ -157,6 +164,9 @@ public:
     std::chrono::milliseconds negotiated_timeout() const noexcept;
     /// A snapshot of the request and watch counters.
     session_statistics statistics() const noexcept;
+    /// The lock metrics (include <zklock/metrics.hpp>): per path and in total, with wait and hold
+    /// histograms, losses by reason, reconnects, expiries, background deletes. Any thread.
+    metrics_snapshot metrics() const;
 
     /// Internal: the shared implementation, used by the lock types.
     const std::shared_ptr<detail::session_impl>& impl() const noexcept { return impl_; }

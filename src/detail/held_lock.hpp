@@ -1,6 +1,7 @@
 // The state behind a guard: one granted lock node, following the session's fate.
 #pragma once
 
+#include "detail/metrics.hpp"
 #include "detail/pending.hpp"
 #include "detail/session_impl.hpp"
 
@@ -104,6 +105,15 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     bool lease_registered = false;              // strand
     mutable std::atomic<bool> lease_seen_lapsed{false};
     bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
+    std::shared_ptr<path_metrics> metrics;  // strand: set at the grant by the acquire's meter
+    std::chrono::steady_clock::time_point granted_at{};
+    /// Records the hold's end once (strand); with a loss reason, the loss too.
+    void end_hold(const error_code* loss = nullptr) {
+        if (!metrics) return;
+        metrics->hold.observe(std::chrono::steady_clock::now() - granted_at);
+        if (loss) metrics->record_loss(*loss);
+        metrics = nullptr;
+    }
     bool revocable = false;
     bool revoke_requested = false;
     waiter_map revoke_waiters;

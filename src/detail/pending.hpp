@@ -13,6 +13,7 @@
 #include <boost/asio/prefer.hpp>
 
 #include <cassert>
+#include <functional>
 #include <optional>
 #include <utility>
 
@@ -59,8 +60,20 @@ public:
     /// Never runs the handler inside this call: first a post to an io executor (any_completion_executor
     /// cannot be required to be blocking.never), then the handler's own executor. The cancellation
     /// slot is cleared there, on the handler's side, where the user emits.
+    /// `f(const Args&...)` runs inside complete(), before the handler is posted (the metrics
+    /// see each outcome exactly once, on the thread that completes).
+    template <class F>
+    void observe(F&& f) {
+        observer_ = std::forward<F>(f);
+    }
+
     void complete(Args... args) {
         assert(h_);
+        if (observer_) {
+            auto obs = std::move(observer_);
+            observer_ = nullptr;
+            obs(args...);
+        }
         handler_type h = std::move(*h_);
         h_.reset();
         asio::any_completion_executor work = std::move(ex_);
@@ -79,6 +92,7 @@ private:
     std::optional<handler_type> h_;
     asio::any_completion_executor ex_; // the handler's executor, keeping it busy
     asio::any_io_executor post_ex_;    // where the completion is posted first
+    std::function<void(const Args&...)> observer_;
 };
 
 } // namespace zklock::detail

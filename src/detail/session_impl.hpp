@@ -4,6 +4,8 @@
 #pragma once
 
 #include "detail/lease.hpp"
+#include <zklock/guard.hpp>
+#include "detail/metrics.hpp"
 #include "detail/pending.hpp"
 
 #include <zklock/session.hpp>
@@ -240,6 +242,15 @@ public:
     /// one is deleted again right after its create, as the container reaper may.
     std::atomic<int> test_reap_ancestor{0};
 
+    // metrics (session::metrics())
+    metrics_registry& metrics() noexcept { return metrics_; }
+    bool metrics_enabled() const noexcept { return opts_.metrics; }
+    /// Counts an acquire of `path` from now to its completion (`p` completes it). Any thread.
+    void meter_acquire(const std::string& path, pending<void(error_code, guard)>& p);
+    metrics_snapshot metrics_snapshot_now() const;
+    std::atomic<std::uint64_t> n_reconnects{0}, n_expiries{0}, n_cleanup_retries{0}, n_cleanups_pending{0};
+    std::atomic<std::int64_t> oldest_cleanup_ns{0}; // steady-clock ns of the oldest pending delete (0: none)
+
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
         n_watch{0}, n_heartbeat{0}, n_unwatch{0};
@@ -252,7 +263,16 @@ private:
         std::int64_t owner_czxid = 0; // with a fixed name: delete only this incarnation
         std::vector<pending<void(error_code)>> waiters;
         bool running = false;
+        std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
     };
+    /// The metrics' view of cleanups_ (strand): how many, since when (the list is in age order).
+    void cleanup_gauges() noexcept {
+        n_cleanups_pending.store(cleanups_.size(), std::memory_order_relaxed);
+        oldest_cleanup_ns.store(cleanups_.empty() ? 0
+                                : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      cleanups_.front().since.time_since_epoch()).count(),
+                                std::memory_order_relaxed);
+    }
 
     void set_state(session_state s);
     void arm_connect_timer();
@@ -277,6 +297,7 @@ private:
     asio::any_io_executor ex_;
     strand_type strand_;
     session_options opts_;
+    metrics_registry metrics_{opts_.metrics_max_paths};
 
     std::atomic<session_state> state_{session_state::disconnected};
     std::atomic<std::int64_t> session_id_{0};
