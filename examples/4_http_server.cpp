@@ -7,7 +7,7 @@
 //                                          the lock's fencing token; an older token is refused)
 //   GET  /accounts/<id>                   the balance and the token that last wrote it
 //   GET  /locks/<id>                      the account lock's contenders (holder first)
-//   GET  /metrics                         the session's counters (Prometheus text format)
+//   GET  /metrics                         the session's lock metrics (Prometheus text format)
 //
 //   zklock_http_server [--port N] [--connect host:port] [--root /zklock-demo/bank] [--wait-ms 2000]
 // Run two of them on different ports against one ZooKeeper: the balances stay exact.
@@ -179,17 +179,13 @@ private:
     }
 
     response metrics(const request& req) const {
-        auto st = zk_.statistics();
-        std::string out;
+        // The session's lock metrics (per account lock: waits, holds, outcomes, losses), then
+        // this service's own counters, in the Prometheus text format.
+        std::string out = zklock::to_prometheus(zk_.metrics());
         auto line = [&](const char* name, const char* help, std::uint64_t v) {
             out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name + " " +
                    std::to_string(v) + "\n";
         };
-        line("zklock_creates_total", "ZooKeeper creates sent by the lock recipes", st.creates);
-        line("zklock_deletes_total", "ZooKeeper deletes sent by the lock recipes", st.deletes);
-        line("zklock_get_children_total", "getChildren requests", st.get_children);
-        line("zklock_watch_events_total", "node watch events delivered", st.watch_events);
-        line("zklock_heartbeats_total", "lease heartbeats sent while a lock was held", st.heartbeats);
         line("bank_deposits_total", "deposits applied", deposits_);
         line("bank_busy_total", "deposits answered 503 (lock not had in time)", busy_);
         line("bank_stale_total", "deposits refused for a stale fencing token", stale_);

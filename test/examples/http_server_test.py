@@ -140,8 +140,22 @@ def main():
     if status != 200 or json.loads(body) != []:
         fail("GET /locks/alice: %d %s" % (status, body))
     status, body, _ = call(ports[0], "GET", "/metrics")
-    if status != 200 or "bank_deposits_total" not in body or "zklock_creates_total" not in body:
+    if status != 200 or "bank_deposits_total" not in body:
         fail("GET /metrics: %d %s" % (status, body))
+    # The metrics of both servers add up to the deposits they accepted (each grant is one
+    # deposit attempt; 503s are timed-out acquires).
+    granted = timed_out = 0
+    for port in ports:
+        _, body, _ = call(port, "GET", "/metrics")
+        for line in body.splitlines():
+            if line.startswith("zklock_acquires_total{") and ROOT + "/locks/" in line:
+                value = float(line.rsplit(" ", 1)[1])
+                if 'outcome="granted"' in line:
+                    granted += value
+                elif 'outcome="timed_out"' in line:
+                    timed_out += value
+    if granted != ok or timed_out != statuses.get(503, 0):
+        fail("metrics: %d granted, %d timed out; the clients saw %d accepted, %s" % (granted, timed_out, ok, statuses))
 
     for p, _ in servers + [(slow, slow_port)]:
         p.send_signal(signal.SIGTERM)
