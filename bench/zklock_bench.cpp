@@ -10,6 +10,7 @@
 // hold intervals use CLOCK_MONOTONIC, which all processes share).
 //   zklock_bench --connect C [--workers 8] [--sessions 8] [--processes 1] [--locks 1] [--hold-ms 0] [--duration 5]
 //                [--handoff N] [--strategy predecessor|children|unique] [--release background] [--label x]
+//                [--metrics on|off]   (with metrics on, exits 3 unless the sessions' metrics count every grant)
 #include <zklock.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -40,6 +41,7 @@ struct config {
     std::string connect, label = "zklock";
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
     bool background_release = false; // release_in_background(): the next request is queued behind the delete
+    bool metrics = true;             // session_options::metrics (--metrics off: to measure their cost)
     int workers = 8, sessions = 8, locks = 1, hold_ms = 0, processes = 1;
     std::uint32_t handoff = 0;
     double duration = 5, warmup = 1;
@@ -81,6 +83,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
     auto& session_cycles = res.session_cycles;
     auto& max_node_grants = res.max_node_grants;
     bool measuring = false, stop = false;
+    std::uint64_t all_grants = 0; // every grant, warm-up included (checked against the metrics)
     int running = 0;
     double cpu0 = 0;
     auto& wall = res.wall;
@@ -102,6 +105,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
         for (int i = 0; i < my_sessions; ++i) {
             zklock::session_options o;
             o.connect = cfg.connect;
+            o.metrics = cfg.metrics;
             sessions.push_back(std::make_unique<zklock::session>(ex, o));
             co_await sessions.back()->async_connect(use_awaitable);
         }
@@ -120,6 +124,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
                     auto t0 = clk::now();
                     auto g = co_await m.async_acquire(use_awaitable);
                     auto t1 = clk::now();
+                    ++all_grants;
                     if (cfg.hold_ms > 0) {
                         t.expires_after(std::chrono::milliseconds(cfg.hold_ms));
                         co_await t.async_wait(use_awaitable);
@@ -159,6 +164,20 @@ static run_result run_process(const config& cfg, const std::string& base, int in
         while (running > 0) {
             t.expires_after(std::chrono::milliseconds(5));
             co_await t.async_wait(use_awaitable);
+        }
+        if (cfg.metrics) { // the sessions' metrics must add up to what the benchmark itself counted
+            std::uint64_t granted = 0, started = 0;
+            for (auto& s : sessions) {
+                auto m = s->metrics();
+                granted += m.total.granted;
+                started += m.total.acquires_started;
+            }
+            if (granted != all_grants || started != all_grants) {
+                std::fprintf(stderr, "bench: metrics say %llu started, %llu granted; the benchmark counted %llu grants\n",
+                             static_cast<unsigned long long>(started), static_cast<unsigned long long>(granted),
+                             static_cast<unsigned long long>(all_grants));
+                std::exit(3);
+            }
         }
         for (auto& s : sessions) co_await s->async_close(use_awaitable);
     }, [](std::exception_ptr e) {
@@ -241,6 +260,7 @@ int main(int argc, char** argv) {
         else if (k == "--label") cfg.label = v;
         else if (k == "--handoff") cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
         else if (k == "--release") cfg.background_release = v == "background";
+        else if (k == "--metrics") cfg.metrics = v != "off";
         else if (k == "--strategy") {
             if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
             else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;
