@@ -44,6 +44,17 @@ for fs in ["no", "yes"]:
     ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
     if ceil:
         lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
+cost = [(fs, wl, on, off) for (fs, wl), d in by.items()
+        for on, off in [("zklock", "zklock-metrics-off"), ("zklock-handoff64", "zklock-handoff64-metrics-off")]
+        if on in d and off in d]
+if cost:
+    lines.append("\n### The metrics' cost: the same run with session_options::metrics on and off\n")
+    lines.append("| forceSync | workload | cycles/s on | cycles/s off | on/off | CPU us/cycle on | off |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|")
+    for fs, wl, on, off in cost:
+        a, b = by[(fs, wl)][on], by[(fs, wl)][off]
+        lines.append(f"| {fs} | {wl} | {f(a['cycles_per_s'])} | {f(b['cycles_per_s'])} | "
+                     f"{f(a['cycles_per_s'] / b['cycles_per_s'], 2)} | {f(a['cpu_us_per_cycle'], 1)} | {f(b['cpu_us_per_cycle'], 1)} |")
 herd = [r for r in rows if r["workload"].startswith("herd-")]
 if herd:
     lines.append("\n### Herd effect (forceSync=no): the seeds' three algorithms, one lock, one session per waiter\n")
