@@ -188,6 +188,9 @@ private:
     }
 
     void finish(error_code ec, guard g = {}) {
+        if (ec == zk_errc::no_auth || ec == zk_errc::invalid_acl) // (an error_code cannot carry the path)
+            log_line("zklock: acquire of " + req_.path + " refused by the server: " + ec.message() +
+                     " (the session's credentials and the ACL of the lock path and its parents)");
         s_->remove_listener(listener_id_);
         wake_.cancel();
         handler_.complete(ec, std::move(g));
@@ -278,7 +281,7 @@ private:
         if (s.test_throw_in_acquire.load(std::memory_order_relaxed) > 0 && s.test_throw_in_acquire.fetch_sub(1) > 0)
             throw std::bad_alloc();
         if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
-        op.guid_ = guid_in_name(make_guid(), op.req_.dialect);
+        op.guid_ = guid_in_name(s.test_next_guid.empty() ? make_guid() : std::exchange(s.test_next_guid, {}), op.req_.dialect);
         const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
         std::vector<std::string> children;

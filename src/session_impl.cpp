@@ -28,6 +28,15 @@ void log_callback(const char* message) {
     if (g_log) g_log(message ? std::string_view(message) : std::string_view());
 }
 
+} // namespace
+
+void log_line(std::string_view line) {
+    std::shared_lock lk(g_log_mu);
+    if (g_log) g_log(line);
+}
+
+namespace {
+
 void init_client_library() {
     static std::once_flag once;
     std::call_once(once, [] {
@@ -820,6 +829,14 @@ void session_impl::create(const std::string& path, const std::string& data, int 
 void session_impl::create_and_list(const std::string& path, const std::string& data, int flags,
                                    const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
+    if (test_drop_creates.load(std::memory_order_relaxed) > 0 && test_drop_creates.fetch_sub(1) > 0) {
+        // Test hook: the request "never reached the server"; the caller sees a connection loss.
+        auto* lost = new c_op;
+        lost->h.emplace(std::move(h));
+        lost->res.rc = ZCONNECTIONLOSS;
+        lost->res.list_rc = ZCONNECTIONLOSS;
+        return post_result(strand_, lost);
+    }
     auto* op = new c_op;
     if (test_lose_create_replies.load(std::memory_order_relaxed) > 0) {
         // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)

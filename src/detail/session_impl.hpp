@@ -63,6 +63,9 @@ public:
 class session_impl;
 struct c_op;
 
+/// A line of zklock's own to the log handler (set_log_handler), if any. Any thread.
+void log_line(std::string_view line);
+
 /// One zhandle_t generation. Calls into the C client are serialised with close() by a mutex,
 /// so no call can touch a closed handle; in-flight requests are registered so that the ones
 /// whose completion the C client never runs (close, expiry) are completed by sweep.
@@ -229,6 +232,12 @@ public:
     /// Test hook: the next N successful creates of create_and_list report ZCONNECTIONLOSS
     /// instead, as if the reply had been lost after the server applied the create.
     std::atomic<int> test_lose_create_replies{0};
+    /// Test hook: the next N creates of create_and_list are not sent and report ZCONNECTIONLOSS
+    /// (a create lost on its way to the server).
+    std::atomic<int> test_drop_creates{0};
+    /// Test hook: the guid the next acquire names its node with (set before starting it, on the
+    /// thread that runs the session's io_context).
+    std::string test_next_guid;
     /// Test hook: the next N acquires (mutex, semaphore) throw from inside their coroutine, as an
     /// allocation failure would.
     std::atomic<int> test_throw_in_acquire{0};

@@ -370,3 +370,36 @@ TEST(Handoff, BadOptionsAreRefused) {
         co_await expect_no_leftovers(*s, path);
     }());
 }
+
+TEST(Handoff, ARevocationEndsTheHandOffsOfANonRevocableLockWithoutTellingTheHolder) {
+    // (Review item 18, decided: a hand-off queue always watches its node for revocation, so an
+    // operator can make a busy process let others in; the grant that is out is told only if it
+    // asked for revocable.)
+    asio::io_context io;
+    run(io, [&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto a = co_await connect();
+        auto admin = co_await connect();
+        zklock::mutex m(*a, path, handoff(100)); // not revocable
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        zklock::guard g2;
+        bool granted = false;
+        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
+            g2 = co_await m.async_acquire(use_awaitable);
+            granted = true;
+        }, asio::detached);
+        co_await sleep_for(50ms);
+        auto [ec, holder] = co_await zklock::async_revoke(*admin, path, {}, asio::as_tuple(use_awaitable));
+        CO_REQUIRE(!ec);
+        EXPECT_EQ(holder, g1.node_path());
+        auto [why] = co_await g1.async_wait_revoked(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(why, errc::not_revocable) << "the holder asked not to be told";
+        co_await sleep_for(100ms);
+        co_await g1.async_release(use_awaitable);
+        co_await eventually([&] { return granted; });
+        CO_REQUIRE(granted);
+        EXPECT_NE(g2.node_path(), g1.node_path()) << "the hand-off went on after a revocation";
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*admin, path);
+    }());
+}
