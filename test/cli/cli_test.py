@@ -20,6 +20,7 @@ import unittest
 import uuid
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 ZKLOCK = os.environ.get("ZKLOCK_BIN", "build/zklock")
 ZK = os.environ.get("ZK_CONNECT", "")
@@ -106,7 +107,10 @@ class CliTest(unittest.TestCase):
 
     def children(self, path=None):
         path = path or self.path
-        return self.zk.get_children(path) if self.zk.exists(path) else []
+        try:
+            return self.zk.get_children(path)
+        except NoNodeError:  # never made, or an empty container the server reaped
+            return []
 
     def wait_children(self, n, limit=10.0, path=None):
         deadline = time.time() + limit
