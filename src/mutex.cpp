@@ -124,7 +124,11 @@ private:
         auto chain = ancestors(req_.path);
         chain.push_back(req_.path);
         for (const auto& p : chain) {
-            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, req_.node_acl);
+            // The lock path gets the lock's ACL (ZooKeeper checks creates and deletes of the lock
+            // nodes against it); ancestors above it are shared namespace and stay open, or one
+            // service's ACL would lock every other out of "/locks".
+            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable,
+                                               &p == &chain.back() ? req_.node_acl : nullptr);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
             if (&p == &chain.front() && chain.size() > 1 && s_->test_reap_ancestor.load(std::memory_order_relaxed) > 0 &&
                 s_->test_reap_ancestor.fetch_sub(1) > 0)

@@ -27,10 +27,12 @@ struct acl_entry {
     friend bool operator==(const acl_entry&, const acl_entry&) = default;
 };
 
-/// The ACL zklock creates lock nodes and the lock path's missing parents with
-/// (mutex_options::node_acl). ZooKeeper checks a delete against the *parent's* ACL and a create
-/// against the parent's too: protecting a lock means protecting its lock path node, which
-/// zklock creates with the same ACL when it does not exist yet (an existing node keeps its own).
+/// The ACL zklock creates lock nodes and the lock path node with (mutex_options::node_acl).
+/// ZooKeeper checks a delete against the *parent's* ACL and a create against the parent's too:
+/// protecting a lock means protecting its lock path node, which zklock creates with the same
+/// ACL when it does not exist yet (an existing node keeps its own). Ancestors above the lock
+/// path are created open: they are shared namespace ("/locks"), and one service's ACL there
+/// would lock every other service out.
 class acl {
 public:
     /// world:anyone with every permission (ZooKeeper's OPEN_ACL_UNSAFE). The default.

@@ -61,10 +61,11 @@ struct mutex_options {
     /// This lock's loss policy; empty: the session's (session_options::loss). An invalid lease
     /// fraction fails the acquire with errc::invalid_argument.
     std::optional<loss_policy> loss;
-    /// The ACL of the lock nodes and of the lock path's parents zklock creates (an existing
-    /// node keeps its own). Default: open. acl::creator_all_world_read() lets only sessions with
-    /// the same credentials (session_options::auth) contend, release, break or revoke, while
-    /// anyone can list the contenders.
+    /// The ACL of the lock nodes and of the lock path node when zklock creates it (an existing
+    /// node keeps its own; ancestors above the lock path are created open: they are shared).
+    /// Default: open. acl::creator_all_world_read() lets only sessions with the same
+    /// credentials (session_options::auth) contend, release, break or revoke, while anyone can
+    /// list the contenders.
     acl node_acl = acl::open();
 };
 

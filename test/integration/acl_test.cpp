@@ -35,7 +35,8 @@ zklock::mutex_options protected_lock() {
 TEST(Acl, OnlyTheOwnersCredentialsCanTouchAProtectedLock) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("lock");
+        auto base = unique_path("shared"); // created by zklock as an ancestor: must stay open
+        auto path = base + "/lock";
         auto owner = co_await connect(with_auth(options(), "svc", "s3cret"));
         auto stranger = co_await connect(); // no credentials
         zklock::mutex m(*owner, path, protected_lock());
@@ -61,23 +62,21 @@ TEST(Acl, OnlyTheOwnersCredentialsCanTouchAProtectedLock) {
             std::vector<std::string> kids;
             EXPECT_EQ(other.children(path, kids), ZOK);
             EXPECT_EQ(kids.size(), 1u);
+            // the ancestor zklock created is open: other services can use the namespace
+            EXPECT_EQ(other.create(base + "/someone-else"), ZOK);
+            EXPECT_EQ(other.remove(base + "/someone-else"), ZOK);
         }
         EXPECT_FALSE(g.is_lost());
         // the owner's session releases and cleans up; a second session with the same
         // credentials contends normally
         auto colleague = co_await connect(with_auth(options(), "svc", "s3cret"));
         zklock::mutex mc(*colleague, path, protected_lock());
-        bool granted = false;
-        zklock::guard gc;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            gc = co_await mc.async_acquire_for(10s, use_awaitable);
-            granted = true;
-        }, boost::asio::detached);
+        auto w = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
         co_await wait_for_children(*owner, path, 2);
         co_await g.async_release(use_awaitable);
-        co_await eventually([&] { return granted; });
-        EXPECT_TRUE(granted);
-        co_await gc.async_release(use_awaitable);
+        co_await eventually([&] { return w->done; });
+        EXPECT_TRUE(w->granted()) << w->ec.message();
+        co_await w->guard.async_release(use_awaitable);
         co_await expect_no_leftovers(*stranger, path);
     }());
 }
@@ -139,7 +138,7 @@ TEST(Acl, ARenewedSessionPresentsItsCredentialsAgain) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto o = with_auth(options("127.0.0.1:" + std::to_string(proxy.port())), "svc", "s3cret");
+        auto o = with_auth(through(proxy), "svc", "s3cret");
         o.session_timeout = 2000ms;
         auto a = co_await connect(o);
         auto path = unique_path("lock");

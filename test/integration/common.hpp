@@ -53,6 +53,12 @@ inline zklock::session_options options(std::string connect = zk_connect()) {
     return o;
 }
 
+/// Session options that reach the test server through `proxy` (a tcp_proxy of proxy.hpp).
+template <class Proxy>
+zklock::session_options through(const Proxy& proxy) {
+    return options("127.0.0.1:" + std::to_string(proxy.port()));
+}
+
 /// A lock path no other test uses.
 inline std::string unique_path(const std::string& what) {
     auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -137,6 +143,27 @@ inline awaitable<std::unique_ptr<zklock::session>> connect_session(zklock::sessi
 
 inline awaitable<std::unique_ptr<zklock::session>> connect(zklock::session_options o = options()) {
     co_return co_await connect_session(std::move(o));
+}
+
+/// An acquire left running in the background (someone waiting behind the holder): `done`, `ec`
+/// and `guard` are set when it completes. Shared, so it outlives the statement that started it.
+struct background_acquire {
+    bool done = false;
+    zklock::error_code ec;
+    zklock::guard guard;
+    bool granted() const { return done && !ec && guard.owns_lock(); }
+};
+
+/// Starts an acquire with `start(handler)`, e.g. in_background([&](auto h) { m.async_acquire_for(10s, h); }).
+template <class Start>
+std::shared_ptr<background_acquire> in_background(Start start) {
+    auto b = std::make_shared<background_acquire>();
+    start([b](zklock::error_code ec, zklock::guard g) {
+        b->ec = ec;
+        b->guard = std::move(g);
+        b->done = true;
+    });
+    return b;
 }
 
 /// Polls until `path` has `n` children (used to order waiters deterministically).

@@ -40,7 +40,7 @@ TEST(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto a = co_await connect(options("127.0.0.1:" + std::to_string(proxy.port())));
+        auto a = co_await connect(through(proxy));
         auto b = co_await connect();
         std::vector<session_state> seen;
         bool stop = false;
@@ -82,7 +82,7 @@ TEST(Faults, SessionExpiryFiresTheLossSignalAndFreesTheLock) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 2000ms;
         o.loss = zklock::loss_policy::on_expiry(); // only the confirmed expiry counts here
         auto a = co_await connect(o);
@@ -123,7 +123,7 @@ TEST(Faults, HandOffQueueThroughSessionExpiry) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 2000ms;
         o.loss = zklock::loss_policy::on_expiry(); // only the confirmed expiry counts here
         auto a = co_await connect(o);
@@ -158,21 +158,17 @@ TEST(Faults, HandOffQueueThroughSessionExpiry) {
         EXPECT_EQ(g2.local_grant(), 0u);
         EXPECT_EQ(g2.session_id(), a->session_id());
         EXPECT_GT(g2.fencing_token(), remote_token);
-        zklock::guard g3;
-        bool g3_granted = false;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g3 = co_await ma.async_acquire_for(5s, use_awaitable);
-            g3_granted = true;
-        }, asio::detached);
+        auto w3 = in_background([&](auto h) { ma.async_acquire_for(5s, h); });
+        auto& g3 = w3->guard;
         co_await sleep_for(50ms);
         // ...and releasing the lost guard of the old node passes nothing on: g2 still holds
         co_await g.async_release(use_awaitable);
         co_await sleep_for(200ms);
-        EXPECT_FALSE(g3_granted) << "the lost guard's release handed the lock on while g2 held it";
+        EXPECT_FALSE(w3->done) << "the lost guard's release handed the lock on while g2 held it";
         const auto g2_token = g2.fencing_token();
         co_await g2.async_release(use_awaitable);
-        co_await eventually([&] { return g3_granted; });
-        CO_REQUIRE(g3_granted);
+        co_await eventually([&] { return w3->done; });
+        CO_REQUIRE(w3->granted());
         EXPECT_GT(g3.fencing_token(), g2_token);
         EXPECT_EQ(g3.local_grant(), 1u); // handed off under g2's node
         co_await g3.async_release(use_awaitable);
@@ -188,7 +184,7 @@ TEST(Faults, HandOffWaitsForTheConnection) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.loss = zklock::loss_policy::on_expiry(); // the lock stays held while suspended
         auto a = co_await connect(o);
         auto b = co_await connect();
@@ -197,22 +193,18 @@ TEST(Faults, HandOffWaitsForTheConnection) {
         zklock::mutex m(*a, path, ho);
         auto g1 = co_await m.async_acquire(use_awaitable);
         const auto first_node = g1.node_path();
-        zklock::guard g2;
-        bool granted = false;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g2 = co_await m.async_acquire_for(10s, use_awaitable);
-            granted = true;
-        }, asio::detached);
+        auto w = in_background([&](auto h) { m.async_acquire_for(10s, h); });
+        auto& g2 = w->guard;
         co_await sleep_for(50ms);
         proxy.blackhole(true);
         proxy.drop(); // the client sees the loss at once and cannot reconnect
         co_await wait_state(*a, session_state::suspended, 3000ms);
         g1.release_in_background();
         co_await sleep_for(300ms);
-        EXPECT_FALSE(granted) << "handed off while the connection was down";
+        EXPECT_FALSE(w->done) << "handed off while the connection was down";
         proxy.blackhole(false);
-        co_await eventually([&] { return granted; }, 5000ms);
-        CO_REQUIRE(granted);
+        co_await eventually([&] { return w->done; }, 5000ms);
+        CO_REQUIRE(w->granted());
         EXPECT_NE(g2.node_path(), first_node);
         EXPECT_EQ(g2.local_grant(), 0u);
         auto kids = co_await children_of(*b, path);
@@ -228,7 +220,7 @@ TEST(Faults, OnDisconnectPolicyReportsTheLossAndBindsWorkToIt) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 3000ms;
         o.loss = zklock::loss_policy::on_disconnect();
         auto a = co_await connect(o);

@@ -227,22 +227,18 @@ TEST(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
         auto admin = co_await connect();
         zklock::mutex m(*a, path, handoff(100));
         auto g1 = co_await m.async_acquire(use_awaitable);
-        zklock::guard g2;
-        bool granted = false;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g2 = co_await m.async_acquire(use_awaitable);
-            granted = true;
-        }, asio::detached);
+        auto w = in_background([&](auto h) { m.async_acquire(h); });
         co_await sleep_for(50ms);
-        EXPECT_FALSE(granted);
+        EXPECT_FALSE(w->done);
         co_await zklock::async_break_lock(*admin, g1.node_path(), use_awaitable);
         // the queue watches its node and tells the grant that is out, which armed no watch itself
         co_await eventually([&] { return g1.is_lost(); });
         EXPECT_TRUE(g1.is_lost());
         EXPECT_EQ(g1.loss_reason(), errc::lock_node_deleted);
         co_await g1.async_release(use_awaitable);
-        co_await eventually([&] { return granted; });
-        CO_REQUIRE(granted);
+        co_await eventually([&] { return w->done; });
+        CO_REQUIRE(w->granted());
+        auto& g2 = w->guard;
         EXPECT_NE(g2.node_path(), g1.node_path()) << "handed off under a node that was deleted";
         EXPECT_EQ(g2.local_grant(), 0u);
         EXPECT_GT(g2.node_czxid(), 0);
@@ -254,36 +250,39 @@ TEST(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
     }());
 }
 
+namespace {
+/// A revocation request on a hand-off queue's node with a local waiter behind the holder: the
+/// holder is told (`revocable`) or not, and either way the hand-offs end: the waiter gets a
+/// node of its own, with a larger token.
+awaitable<void> revoke_a_handoff_queue(bool revocable) {
+    auto path = unique_path("lock");
+    auto a = co_await connect();
+    auto admin = co_await connect();
+    auto o = handoff(100);
+    o.revocable = revocable;
+    zklock::mutex m(*a, path, o);
+    auto g1 = co_await m.async_acquire(use_awaitable);
+    auto w = in_background([&](auto h) { m.async_acquire(h); });
+    co_await sleep_for(50ms);
+    auto [ec, holder] = co_await zklock::async_revoke(*admin, path, {}, asio::as_tuple(use_awaitable));
+    CO_REQUIRE(!ec);
+    EXPECT_EQ(holder, g1.node_path());
+    auto [why] = co_await g1.async_wait_revoked(asio::as_tuple(use_awaitable));
+    EXPECT_EQ(why, revocable ? errc::revocation_requested : errc::not_revocable);
+    co_await sleep_for(100ms); // (the queue has seen the request)
+    co_await g1.async_release(use_awaitable);
+    co_await eventually([&] { return w->done; });
+    CO_REQUIRE(w->granted());
+    EXPECT_NE(w->guard.node_path(), g1.node_path()) << "the hand-off went on after a revocation";
+    EXPECT_GT(w->guard.fencing_token(), g1.fencing_token());
+    co_await w->guard.async_release(use_awaitable);
+    co_await expect_no_leftovers(*admin, path);
+}
+} // namespace
+
 TEST(Handoff, RevocationReachesTheHolderAndEndsTheHandOffs) {
     asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("lock");
-        auto a = co_await connect();
-        auto admin = co_await connect();
-        auto o = handoff(100);
-        o.revocable = true;
-        zklock::mutex m(*a, path, o);
-        auto g1 = co_await m.async_acquire(use_awaitable);
-        zklock::guard g2;
-        bool granted = false;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g2 = co_await m.async_acquire(use_awaitable);
-            granted = true;
-        }, asio::detached);
-        co_await sleep_for(50ms);
-        auto [ec, holder] = co_await zklock::async_revoke(*admin, path, {}, asio::as_tuple(use_awaitable));
-        CO_REQUIRE(!ec);
-        EXPECT_EQ(holder, g1.node_path());
-        auto [why] = co_await g1.async_wait_revoked(asio::as_tuple(use_awaitable));
-        EXPECT_EQ(why, errc::revocation_requested);
-        co_await g1.async_release(use_awaitable);
-        co_await eventually([&] { return granted; });
-        CO_REQUIRE(granted);
-        EXPECT_NE(g2.node_path(), g1.node_path()) << "a revoked node was handed on";
-        EXPECT_GT(g2.fencing_token(), g1.fencing_token());
-        co_await g2.async_release(use_awaitable);
-        co_await expect_no_leftovers(*admin, path);
-    }());
+    run(io, revoke_a_handoff_queue(true));
 }
 
 TEST(Handoff, SessionCloseFailsWaitersAndSignalsTheHolder) {
@@ -376,30 +375,5 @@ TEST(Handoff, ARevocationEndsTheHandOffsOfANonRevocableLockWithoutTellingTheHold
     // operator can make a busy process let others in; the grant that is out is told only if it
     // asked for revocable.)
     asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("lock");
-        auto a = co_await connect();
-        auto admin = co_await connect();
-        zklock::mutex m(*a, path, handoff(100)); // not revocable
-        auto g1 = co_await m.async_acquire(use_awaitable);
-        zklock::guard g2;
-        bool granted = false;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g2 = co_await m.async_acquire(use_awaitable);
-            granted = true;
-        }, asio::detached);
-        co_await sleep_for(50ms);
-        auto [ec, holder] = co_await zklock::async_revoke(*admin, path, {}, asio::as_tuple(use_awaitable));
-        CO_REQUIRE(!ec);
-        EXPECT_EQ(holder, g1.node_path());
-        auto [why] = co_await g1.async_wait_revoked(asio::as_tuple(use_awaitable));
-        EXPECT_EQ(why, errc::not_revocable) << "the holder asked not to be told";
-        co_await sleep_for(100ms);
-        co_await g1.async_release(use_awaitable);
-        co_await eventually([&] { return granted; });
-        CO_REQUIRE(granted);
-        EXPECT_NE(g2.node_path(), g1.node_path()) << "the hand-off went on after a revocation";
-        co_await g2.async_release(use_awaitable);
-        co_await expect_no_leftovers(*admin, path);
-    }());
+    run(io, revoke_a_handoff_queue(false));
 }

@@ -119,7 +119,7 @@ TEST(Hardening, ARenewedSessionHasAConnectTimeout) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 2000ms;
         o.connect_timeout = 2000ms;
         o.loss = zklock::loss_policy::on_expiry();
@@ -460,17 +460,12 @@ TEST(Hardening, AWaiterThatGivesUpRemovesItsWatch) {
             << "watchers of waiters that gave up were still registered and fired at the release";
         // the waiter still works, and its watch still wakes it
         auto g1 = co_await ma.async_acquire(use_awaitable);
-        bool granted = false;
-        zklock::guard g2;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g2 = co_await mb.async_acquire_for(10s, use_awaitable);
-            granted = true;
-        }, asio::detached);
+        auto w = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
         co_await wait_for_children(*a, path, 2);
         co_await g1.async_release(use_awaitable);
-        co_await eventually([&] { return granted; });
-        EXPECT_TRUE(granted);
-        co_await g2.async_release(use_awaitable);
+        co_await eventually([&] { return w->done; });
+        EXPECT_TRUE(w->granted());
+        co_await w->guard.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
     }());
 }

@@ -59,7 +59,7 @@ TEST(Lease, ShortDisconnectsReportNoLoss) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 4000ms; // lease 1.33 s
         auto a = co_await connect(o);
         auto b = co_await connect();
@@ -95,7 +95,7 @@ TEST(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
         for (int k = 0; k < 5; ++k) {
             tcp_proxy proxy(first_port(zk_connect()));
             auto path = unique_path("lock" + std::to_string(k));
-            auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+            auto o = through(proxy);
             o.session_timeout = T;
             auto a = co_await connect(o);
             CO_REQUIRE(a->negotiated_timeout() == T);
@@ -126,7 +126,7 @@ TEST(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 3000ms; // lease 1 s
         auto a = co_await connect(o);
         auto b = co_await connect();
@@ -153,7 +153,7 @@ TEST(Lease, PerLockPolicyOverridesTheSession) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 3000ms;
         o.loss = loss_policy::on_expiry();
         auto a = co_await connect(o);
@@ -189,7 +189,7 @@ TEST(Lease, AReleaseWhoseDeleteIsCutOffIsBoundedByTheLease) {
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto path = unique_path("lock");
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 3000ms; // lease 1 s
         auto a = co_await connect(o);
         auto b = co_await connect();

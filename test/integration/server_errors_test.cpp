@@ -108,7 +108,7 @@ TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.session_timeout = 2000ms;
         o.loss = zklock::loss_policy::on_expiry(); // only the expiry itself, to test that signal
         auto a = co_await connect(o);
@@ -165,7 +165,7 @@ TEST(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto a = co_await connect(options("127.0.0.1:" + std::to_string(proxy.port()))); // the default lease
+        auto a = co_await connect(through(proxy)); // the default lease
         auto b = co_await connect();
         auto p_rw = unique_path("rw"), p_sem = unique_path("sem"), p_re = unique_path("re");
         auto p_m1 = unique_path("m1"), p_m2 = unique_path("m2");
@@ -220,7 +220,7 @@ TEST(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
+        auto o = through(proxy);
         o.loss = zklock::loss_policy::on_expiry(); // the disconnect itself is no loss here
         auto a = co_await connect(o);
         auto admin = co_await connect();
@@ -251,94 +251,90 @@ TEST(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect) {
     }());
 }
 
+namespace {
+
+/// A session (through a proxy) whose lock node create reaches the server and is applied, while
+/// its reply, and every later one, is lost on the wire: the proxy mutes the server's replies.
+struct lost_create_reply {
+    std::unique_ptr<tcp_proxy> proxy;
+    std::unique_ptr<zklock::session> a, admin;
+    std::unique_ptr<raw_zk> raw;
+    std::string path;
+    std::shared_ptr<background_acquire> acquire;
+    std::vector<std::string> applied; ///< the lock path's children once the create was applied
+};
+
+awaitable<lost_create_reply> start_create_whose_reply_is_lost(std::chrono::milliseconds session_timeout,
+                                                                std::chrono::seconds acquire_timeout) {
+    lost_create_reply t;
+    t.proxy = std::make_unique<tcp_proxy>(first_port(zk_connect()));
+    auto o = through(*t.proxy);
+    o.session_timeout = session_timeout;
+    t.a = co_await connect(o);
+    t.admin = co_await connect();
+    t.path = unique_path("lock");
+    // The parent exists (persistent: an empty container could be reaped meanwhile), so that the
+    // create is the one request that matters.
+    t.raw = std::make_unique<raw_zk>();
+    t.raw->create_parents(t.path);
+    EXPECT_EQ(t.raw->create(t.path), ZOK);
+    t.proxy->mute_replies(true);
+    zklock::mutex m(*t.a, t.path);
+    t.acquire = in_background([&](auto h) { m.async_acquire_for(acquire_timeout, h); });
+    co_await wait_for_children(*t.admin, t.path, 1); // applied at the server
+    t.applied = co_await children_of(*t.admin, t.path);
+    co_return t;
+}
+
+} // namespace
+
 TEST(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
     // Not the test hook: the create really reaches the server and is applied; its reply (and
     // the listing's) never comes back; the client times out, reconnects, and must adopt the node
     // it cannot know it made, not create a second one (which would wait on the first forever).
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
-        tcp_proxy proxy(first_port(zk_connect()));
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
-        o.session_timeout = 4000ms;
-        auto a = co_await connect(o);
-        auto admin = co_await connect();
-        auto path = unique_path("lock");
-        // The parent exists (persistent: an empty container could be reaped meanwhile), so that
-        // the create is the one request that matters.
-        raw_zk raw;
-        raw.create_parents(path);
-        CO_REQUIRE(raw.create(path) == ZOK);
-        proxy.mute_replies(true);
-        zklock::mutex m(*a, path);
-        zklock::guard g;
-        zklock::error_code ec;
-        bool done = false;
-        m.async_acquire_for(20s, [&](zklock::error_code e, zklock::guard got) {
-            ec = e;
-            g = std::move(got);
-            done = true;
-        });
-        co_await wait_for_children(*admin, path, 1); // applied at the server
-        auto applied = co_await children_of(*admin, path);
+        auto t = co_await start_create_whose_reply_is_lost(4000ms, 20s);
+        auto& w = *t.acquire;
         co_await sleep_for(200ms);
-        EXPECT_FALSE(done) << "granted without a reply";
-        proxy.mute_replies(false); // the connection is cut; the client reconnects
-        co_await eventually([&] { return done; }, 10000ms);
-        CO_REQUIRE(done);
-        EXPECT_FALSE(ec) << ec.message();
-        EXPECT_TRUE(g.owns_lock());
-        auto now = co_await children_of(*admin, path);
+        EXPECT_FALSE(w.done) << "granted without a reply";
+        t.proxy->mute_replies(false); // the connection is cut; the client reconnects
+        co_await eventually([&] { return w.done; }, 10000ms);
+        CO_REQUIRE(w.granted());
+        auto now = co_await children_of(*t.admin, t.path);
         EXPECT_EQ(now.size(), 1u) << "a second node was created";
-        CO_REQUIRE(applied.size() == 1u);
-        EXPECT_EQ(g.node_path(), path + "/" + applied[0]) << "the node made before the reply was lost was not adopted";
-        co_await g.async_release(use_awaitable);
-        co_await expect_no_leftovers(*admin, path);
-        EXPECT_EQ(raw.remove(path), ZOK);
+        CO_REQUIRE(t.applied.size() == 1u);
+        EXPECT_EQ(w.guard.node_path(), t.path + "/" + t.applied[0]) << "the node made before the reply was lost was not adopted";
+        co_await w.guard.async_release(use_awaitable);
+        co_await expect_no_leftovers(*t.admin, t.path);
+        EXPECT_EQ(t.raw->remove(t.path), ZOK);
     }());
 }
 
 TEST(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
     asio::io_context io;
     run(io, [&]() -> awaitable<void> {
-        tcp_proxy proxy(first_port(zk_connect()));
-        auto o = options("127.0.0.1:" + std::to_string(proxy.port()));
-        o.session_timeout = 2000ms;
-        auto a = co_await connect(o);
-        auto admin = co_await connect();
-        auto path = unique_path("lock");
-        raw_zk raw; // a persistent parent, as above
-        raw.create_parents(path);
-        CO_REQUIRE(raw.create(path) == ZOK);
-        auto old_id = a->session_id();
-        proxy.mute_replies(true);
-        zklock::mutex m(*a, path);
-        zklock::guard g;
-        zklock::error_code ec;
-        bool done = false;
-        m.async_acquire_for(30s, [&](zklock::error_code e, zklock::guard got) {
-            ec = e;
-            g = std::move(got);
-            done = true;
-        });
-        co_await wait_for_children(*admin, path, 1); // applied at the server
-        proxy.blackhole(true);                      // and now nothing at all: the session expires
-        co_await wait_for_children(*admin, path, 0);  // the server deleted it with the session
-        EXPECT_FALSE(done);
-        proxy.mute_replies(false);
-        proxy.blackhole(false); // reconnect: expired; the waiting acquire fails (as documented)
-        co_await eventually([&] { return done; }, 15000ms);
-        CO_REQUIRE(done);
-        EXPECT_EQ(ec, errc::session_expired) << ec.message();
-        EXPECT_FALSE(g.owns_lock());
-        co_await eventually([&] { return a->state() == session_state::connected; }, 5000ms);
-        EXPECT_NE(a->session_id(), old_id);
-        EXPECT_TRUE((co_await children_of(*admin, path)).empty()) << "a node of the failed acquire is left";
+        auto t = co_await start_create_whose_reply_is_lost(2000ms, 30s);
+        auto& w = *t.acquire;
+        auto old_id = t.a->session_id();
+        t.proxy->blackhole(true);                        // now nothing at all: the session expires
+        co_await wait_for_children(*t.admin, t.path, 0); // the server deleted it with the session
+        EXPECT_FALSE(w.done);
+        t.proxy->mute_replies(false);
+        t.proxy->blackhole(false); // reconnect: expired; the waiting acquire fails (as documented)
+        co_await eventually([&] { return w.done; }, 15000ms);
+        CO_REQUIRE(w.done);
+        EXPECT_EQ(w.ec, errc::session_expired) << w.ec.message();
+        EXPECT_FALSE(w.guard.owns_lock());
+        co_await eventually([&] { return t.a->state() == session_state::connected; }, 5000ms);
+        EXPECT_NE(t.a->session_id(), old_id);
+        EXPECT_TRUE((co_await children_of(*t.admin, t.path)).empty()) << "a node of the failed acquire is left";
         // the renewed session acquires normally: one node, ours
+        zklock::mutex m(*t.a, t.path);
         auto g2 = co_await m.async_acquire_for(10s, use_awaitable);
-        auto now = co_await children_of(*admin, path);
-        EXPECT_EQ(now.size(), 1u);
+        EXPECT_EQ((co_await children_of(*t.admin, t.path)).size(), 1u);
         co_await g2.async_release(use_awaitable);
-        co_await expect_no_leftovers(*admin, path);
-        EXPECT_EQ(raw.remove(path), ZOK);
+        co_await expect_no_leftovers(*t.admin, t.path);
+        EXPECT_EQ(t.raw->remove(t.path), ZOK);
     }(), 90s);
 }
