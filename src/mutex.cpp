@@ -127,8 +127,11 @@ private:
             // The lock path gets the lock's ACL (ZooKeeper checks creates and deletes of the lock
             // nodes against it); ancestors above it are shared namespace and stay open, or one
             // service's ACL would lock every other out of "/locks".
-            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable,
-                                               &p == &chain.back() ? req_.node_acl : nullptr);
+            // (A named variable, not a conditional inside the co_await: GCC 12 destroys such a
+            // temporary twice in a coroutine, freeing the ACL under the acquire; valgrind saw it.)
+            std::shared_ptr<const acl> node_acl;
+            if (&p == &chain.back()) node_acl = req_.node_acl;
+            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
             if (&p == &chain.front() && chain.size() > 1 && s_->test_reap_ancestor.load(std::memory_order_relaxed) > 0 &&
                 s_->test_reap_ancestor.fetch_sub(1) > 0)
