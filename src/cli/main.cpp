@@ -283,7 +283,8 @@ int run_command(const run_args& a) {
     }
     io.restart(); // (an io_context that ran out of work stops itself)
     if (!got) return fail(ex_software, "the lock request did not complete");
-    auto [aec, g] = std::move(*got);
+    const error_code aec = got->first; // (named variables: clang 14 cannot capture structured bindings)
+    zklock::guard g = std::move(got->second);
     if (stopped_by) { // while waiting, or just as the lock was granted: give it back
         if (g.owns_lock()) release_and_wait(io, g);
         return interrupted(" while waiting for the lock");
