@@ -104,6 +104,13 @@ inline awaitable<void> sleep_for(std::chrono::milliseconds d) {
     co_await t.async_wait(use_awaitable);
 }
 
+/// Polls until the session reaches `want` (at most `limit`), then expects it.
+inline awaitable<void> wait_state(zklock::session& s, zklock::session_state want, std::chrono::milliseconds limit) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (s.state() != want && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
+    EXPECT_EQ(s.state(), want) << "state " << zklock::to_string(s.state()) << " instead of " << zklock::to_string(want);
+}
+
 /// Polls `pred` every 10 ms until it holds or `limit` has passed (the caller asserts on the
 /// outcome itself).
 template <class Pred>

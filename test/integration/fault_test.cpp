@@ -27,12 +27,6 @@ awaitable<void> record_states(zklock::session& s, std::vector<session_state>& se
     }
 }
 
-awaitable<void> wait_state(zklock::session& s, session_state want, std::chrono::milliseconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (s.state() != want && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
-    EXPECT_EQ(s.state(), want) << "state " << zklock::to_string(s.state()) << " instead of " << zklock::to_string(want);
-}
-
 } // namespace
 
 TEST(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {

@@ -29,16 +29,38 @@ std::vector<zklock::mutex> two_locks(zklock::session& s, const std::string& p1, 
     v.emplace_back(s, p2);
     return v;
 }
-std::vector<std::string> four(std::string a, std::string b, std::string c, std::string d) {
-    std::vector<std::string> v;
-    for (auto* p : {&a, &b, &c, &d}) v.push_back(std::move(*p));
-    return v;
+/// The paths of one lock of each recipe: read/write, semaphore, reentrant, a multi-lock of two.
+struct recipe_paths {
+    std::string rw = unique_path("rw"), sem = unique_path("sem"), re = unique_path("re");
+    std::string m1 = unique_path("m1"), m2 = unique_path("m2");
+};
+
+/// `s` takes one of each: the write (or, with `read`, a read) lock, a lease of a semaphore of 1,
+/// the reentrant lock (`reentries` + 1 times, owner 1), the multi-lock.
+awaitable<std::vector<zklock::guard>> hold_every_recipe(zklock::session& s, const recipe_paths& p, bool read,
+                                                        int reentries) {
+    std::vector<zklock::guard> held;
+    zklock::shared_mutex rw(s, p.rw);
+    if (read) // (not a conditional expression around co_await: GCC 12 mishandles its temporaries)
+        held.push_back(co_await rw.async_acquire_shared(use_awaitable));
+    else
+        held.push_back(co_await rw.async_acquire(use_awaitable));
+    zklock::semaphore sem(s, p.sem, 1);
+    held.push_back(co_await sem.async_acquire(use_awaitable));
+    zklock::reentrant_mutex re(s, p.re);
+    for (int i = 0; i <= reentries; ++i) held.push_back(co_await re.async_acquire(1, use_awaitable));
+    auto multi = co_await zklock::async_acquire_all(two_locks(s, p.m1, p.m2), use_awaitable);
+    for (auto& g : multi) held.push_back(std::move(g));
+    co_return held;
 }
 
-awaitable<void> wait_state(zklock::session& s, session_state want, std::chrono::milliseconds limit) {
-    auto deadline = std::chrono::steady_clock::now() + limit;
-    while (s.state() != want && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
-    EXPECT_EQ(s.state(), want) << zklock::to_string(s.state());
+awaitable<void> expect_every_recipe_empty(zklock::session& s, const recipe_paths& p) {
+    co_await expect_no_leftovers(s, p.rw);
+    co_await expect_no_leftovers(s, p.re);
+    co_await expect_no_leftovers(s, p.m1);
+    co_await expect_no_leftovers(s, p.m2);
+    co_await expect_no_leftovers(s, p.sem + "/leases");
+    co_await expect_no_leftovers(s, p.sem + "/locks");
 }
 
 } // namespace
@@ -113,18 +135,11 @@ TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
         o.loss = zklock::loss_policy::on_expiry(); // only the expiry itself, to test that signal
         auto a = co_await connect(o);
         auto b = co_await connect();
-        auto p_rw = unique_path("rw"), p_sem = unique_path("sem"), p_re = unique_path("re");
-        auto p_m1 = unique_path("m1"), p_m2 = unique_path("m2");
-        zklock::shared_mutex rw_a(*a, p_rw), rw_b(*b, p_rw);
-        zklock::semaphore sem_a(*a, p_sem, 1), sem_b(*b, p_sem, 1);
-        zklock::reentrant_mutex re_a(*a, p_re), re_b(*b, p_re);
-        std::vector<zklock::guard> held;
-        held.push_back(co_await rw_a.async_acquire(use_awaitable)); // write
-        held.push_back(co_await sem_a.async_acquire(use_awaitable));
-        held.push_back(co_await re_a.async_acquire(1, use_awaitable));
-        held.push_back(co_await re_a.async_acquire(1, use_awaitable)); // reentered
-        auto multi = co_await zklock::async_acquire_all(two_locks(*a, p_m1, p_m2), use_awaitable);
-        for (auto& g : multi) held.push_back(std::move(g));
+        recipe_paths p;
+        zklock::shared_mutex rw_b(*b, p.rw);
+        zklock::semaphore sem_b(*b, p.sem, 1);
+        zklock::reentrant_mutex re_b(*b, p.re);
+        auto held = co_await hold_every_recipe(*a, p, false, 1); // (the reentrant lock twice)
         int lost = 0;
         std::vector<zklock::error_code> why(held.size());
         for (std::size_t i = 0; i < held.size(); ++i)
@@ -135,7 +150,7 @@ TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
         auto w = co_await rw_b.async_acquire_shared_for(15s, use_awaitable);
         auto s = co_await sem_b.async_acquire_for(15s, use_awaitable);
         auto r = co_await re_b.async_acquire(7, use_awaitable); // (no deadline form: run()'s limit)
-        auto m = co_await zklock::async_acquire_all_for(two_locks(*b, p_m1, p_m2), 15s, use_awaitable);
+        auto m = co_await zklock::async_acquire_all_for(two_locks(*b, p.m1, p.m2), 15s, use_awaitable);
         EXPECT_EQ(lost, 0) << "the partitioned holder cannot know yet";
         proxy.blackhole(false);
         co_await eventually([&] { return lost == static_cast<int>(held.size()); }, 8000ms);
@@ -147,7 +162,7 @@ TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
         co_await wait_state(*a, session_state::connected, 5000ms); // a new session
         for (auto& g : held) co_await g.async_release(use_awaitable); // a lost lock releases at once
         // a's new session can take part again
-        zklock::semaphore sem_a2(*a, p_sem, 1);
+        zklock::semaphore sem_a2(*a, p.sem, 1);
         co_await w.async_release(use_awaitable);
         co_await s.async_release(use_awaitable);
         auto s2 = co_await sem_a2.async_acquire_for(10s, use_awaitable);
@@ -155,9 +170,7 @@ TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
         co_await s2.async_release(use_awaitable);
         co_await r.async_release(use_awaitable);
         for (auto& g : m) co_await g.async_release(use_awaitable);
-        for (auto& p : four(p_rw, p_re, p_m1, p_m2)) co_await expect_no_leftovers(*b, p);
-        co_await expect_no_leftovers(*b, p_sem + "/leases");
-        co_await expect_no_leftovers(*b, p_sem + "/locks");
+        co_await expect_every_recipe_empty(*b, p);
     }(), 90s);
 }
 
@@ -167,35 +180,27 @@ TEST(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
         tcp_proxy proxy(first_port(zk_connect()));
         auto a = co_await connect(through(proxy)); // the default lease
         auto b = co_await connect();
-        auto p_rw = unique_path("rw"), p_sem = unique_path("sem"), p_re = unique_path("re");
-        auto p_m1 = unique_path("m1"), p_m2 = unique_path("m2");
-        zklock::shared_mutex rw_a(*a, p_rw), rw_b(*b, p_rw);
-        zklock::semaphore sem_a(*a, p_sem, 1), sem_b(*b, p_sem, 1);
-        zklock::reentrant_mutex re_a(*a, p_re), re_b(*b, p_re);
-        std::vector<zklock::guard> held;
-        held.push_back(co_await rw_a.async_acquire_shared(use_awaitable)); // read
-        held.push_back(co_await sem_a.async_acquire(use_awaitable));
-        held.push_back(co_await re_a.async_acquire(1, use_awaitable));
-        auto multi = co_await zklock::async_acquire_all(two_locks(*a, p_m1, p_m2), use_awaitable);
-        for (auto& g : multi) held.push_back(std::move(g));
+        recipe_paths p;
+        zklock::shared_mutex rw_b(*b, p.rw);
+        zklock::semaphore sem_b(*b, p.sem, 1);
+        zklock::reentrant_mutex re_b(*b, p.re);
+        zklock::mutex m1_b(*b, p.m1);
+        auto held = co_await hold_every_recipe(*a, p, true, 0); // (a read lock)
         int lost = 0;
         for (auto& g : held) g.async_wait_lost([&](zklock::error_code ec) {
             if (ec != errc::lock_released) ++lost;
         });
         // waiters of b behind each of them, while a's connection drops twice
-        int granted = 0;
-        std::vector<zklock::guard> got;
-        auto ex = co_await asio::this_coro::executor;
-        auto take = [&](auto op) {
-            asio::co_spawn(ex, [&, op]() mutable -> awaitable<void> {
-                got.push_back(co_await op());
-                ++granted;
-            }, boost::asio::detached);
+        std::vector<std::shared_ptr<background_acquire>> waiters{
+            in_background([&](auto h) { rw_b.async_acquire_for(20s, h); }), // a writer behind the reader
+            in_background([&](auto h) { sem_b.async_acquire_for(20s, h); }),
+            in_background([&](auto h) { re_b.async_acquire(7, h); }),
+            in_background([&](auto h) { m1_b.async_acquire_for(20s, h); })};
+        auto granted = [&] {
+            int n = 0;
+            for (auto& w : waiters) n += w->granted();
+            return n;
         };
-        take([&]() { return rw_b.async_acquire_for(20s, use_awaitable); }); // a writer behind the reader
-        take([&]() { return sem_b.async_acquire_for(20s, use_awaitable); });
-        take([&]() { return re_b.async_acquire(7, use_awaitable); });
-        take([&]() { return zklock::mutex(*b, p_m1).async_acquire_for(20s, use_awaitable); });
         co_await sleep_for(200ms);
         for (int i = 0; i < 2; ++i) {
             proxy.drop();
@@ -203,16 +208,15 @@ TEST(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
             co_await sleep_for(200ms);
         }
         EXPECT_EQ(lost, 0) << "a short connection loss lost a lock";
-        EXPECT_EQ(granted, 0) << "a waiter was granted a lock that is still held";
+        EXPECT_EQ(granted(), 0) << "a waiter was granted a lock that is still held";
         for (auto& g : held) {
             EXPECT_FALSE(g.is_lost());
             co_await g.async_release(use_awaitable);
         }
-        co_await eventually([&] { return granted == 4; }, 10000ms);
-        EXPECT_EQ(granted, 4);
-        for (auto& g : got) co_await g.async_release(use_awaitable);
-        for (auto& p : four(p_rw, p_re, p_m1, p_m2)) co_await expect_no_leftovers(*b, p);
-        co_await expect_no_leftovers(*b, p_sem + "/leases");
+        co_await eventually([&] { return granted() == 4; }, 10000ms);
+        EXPECT_EQ(granted(), 4);
+        for (auto& w : waiters) co_await w->guard.async_release(use_awaitable);
+        co_await expect_every_recipe_empty(*b, p);
     }(), 90s);
 }
 
