@@ -182,4 +182,58 @@ inline awaitable<void> wait_for_children(zklock::session& s, const std::string& 
     ADD_FAILURE() << path << " never reached " << n << " children";
 }
 
+/// The integration tests' fixture (one alias per suite keeps the suite's name):
+///
+///     using Mutex = zt::zk_test;
+///     TEST_F(Mutex, Something) {
+///         run_test([&]() -> awaitable<void> {
+///             auto path = lock_path();
+///             auto a = co_await connect();
+///             ...
+///         });
+///     }
+///
+/// It owns the test's io_context and runs the test's coroutine with a time limit (a hang fails the
+/// test instead of stalling the suite). Every path it hands out is checked after the test, on the
+/// server of $ZK_CONNECT, for leftover nodes: a lock path must hold no node, a semaphore no lease
+/// and no lock node. So no test can forget the check.
+class zk_test : public ::testing::Test {
+protected:
+    asio::io_context io;
+
+    /// A lock path (mutex, read/write, reentrant) no other test uses, empty after the test.
+    std::string lock_path(const std::string& what = "lock") {
+        auto p = unique_path(what);
+        checked_.push_back(p);
+        return p;
+    }
+    /// A semaphore path no other test uses: no lease and no lock node after the test.
+    std::string semaphore_path(const std::string& what = "sem") {
+        auto p = unique_path(what);
+        checked_.push_back(p + "/leases");
+        checked_.push_back(p + "/locks");
+        return p;
+    }
+
+    /// Runs `body()` (a coroutine lambda) on `io` with `threads` threads; fails if it does not
+    /// finish within `limit`.
+    template <class Body>
+    void run_test(Body body, std::chrono::seconds limit = 60s, int threads = 1) {
+        run(io, [](Body b) -> awaitable<void> { co_await b(); }(std::move(body)), limit, threads);
+    }
+
+    void TearDown() override {
+        if (checked_.empty()) return;
+        asio::io_context check_io;
+        run(check_io, [](std::vector<std::string> paths) -> awaitable<void> {
+            auto s = co_await connect_session();
+            for (auto& p : paths) co_await expect_no_leftovers(*s, p);
+            co_await s->async_close(use_awaitable);
+        }(checked_), 60s);
+    }
+
+private:
+    std::vector<std::string> checked_;
+};
+
 } // namespace zt

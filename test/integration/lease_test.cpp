@@ -29,10 +29,11 @@ awaitable<void> next_heartbeat(zklock::session& s) {
 
 } // namespace
 
-TEST(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("lock");
+using Lease = zt::zk_test;
+
+TEST_F(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
         auto o = options();
         o.session_timeout = 2000ms; // heartbeat every 200 ms
         auto a = co_await connect(o);
@@ -50,15 +51,13 @@ TEST(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
         auto after = a->statistics().heartbeats;
         co_await sleep_for(600ms);
         EXPECT_EQ(a->statistics().heartbeats, after) << "heartbeats went on after the release";
-        co_await expect_no_leftovers(*a, path);
-    }());
+    });
 }
 
-TEST(Lease, ShortDisconnectsReportNoLoss) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(Lease, ShortDisconnectsReportNoLoss) {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto path = unique_path("lock");
+        auto path = lock_path();
         auto o = through(proxy);
         o.session_timeout = 4000ms; // lease 1.33 s
         auto a = co_await connect(o);
@@ -77,11 +76,10 @@ TEST(Lease, ShortDisconnectsReportNoLoss) {
         auto [ec, none] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::lock_busy) << ec.message();
         co_await g.async_release(use_awaitable);
-        co_await expect_no_leftovers(*b, path);
-    }());
+    });
 }
 
-TEST(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
+TEST_F(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
     // The holder's connection stays open but carries nothing (a partition). Whatever the phase of
     // the partition against the holder's traffic, the lease must report the loss at least the
     // stated margin (0.317 T, less an allowance for scheduling) before the waiter is granted.
@@ -89,12 +87,11 @@ TEST(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
     const double bound = zklock::detail::session_lease::guaranteed_margin(loss_policy::default_lease_fraction) *
                          std::chrono::duration<double>(T).count();
     const double allowance = 0.1;
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+    run_test([&]() -> awaitable<void> {
         auto b = co_await connect();
         for (int k = 0; k < 5; ++k) {
             tcp_proxy proxy(first_port(zk_connect()));
-            auto path = unique_path("lock" + std::to_string(k));
+            auto path = lock_path("lock" + std::to_string(k));
             auto o = through(proxy);
             o.session_timeout = T;
             auto a = co_await connect(o);
@@ -118,18 +115,16 @@ TEST(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
             co_await a->async_close(use_awaitable);
             co_await expect_no_leftovers(*b, path);
         }
-    }(), 120s);
+    }, 120s);
 }
 
-TEST(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto path = unique_path("lock");
+        auto path = lock_path();
         auto o = through(proxy);
         o.session_timeout = 3000ms; // lease 1 s
         auto a = co_await connect(o);
-        auto b = co_await connect();
         zklock::mutex ma(*a, path);
         auto g = co_await ma.async_acquire(use_awaitable);
         co_await next_heartbeat(*a);
@@ -144,15 +139,13 @@ TEST(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
         EXPECT_EQ(a->state(), session_state::suspended) << "the test meant to release while disconnected";
         proxy.blackhole(false);
         // the node goes: deleted after the reconnect, or with the expired session
-        co_await expect_no_leftovers(*b, path);
-    }());
+    });
 }
 
-TEST(Lease, PerLockPolicyOverridesTheSession) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(Lease, PerLockPolicyOverridesTheSession) {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto path = unique_path("lock");
+        auto path = lock_path();
         auto o = through(proxy);
         o.session_timeout = 3000ms;
         o.loss = loss_policy::on_expiry();
@@ -179,16 +172,15 @@ TEST(Lease, PerLockPolicyOverridesTheSession) {
         co_await expect_no_leftovers(*b, path + "-a");
         co_await expect_no_leftovers(*b, path + "-b");
         co_await expect_no_leftovers(*b, path + "-c");
-    }());
+    });
 }
 
-TEST(Lease, AReleaseWhoseDeleteIsCutOffIsBoundedByTheLease) {
+TEST_F(Lease, AReleaseWhoseDeleteIsCutOffIsBoundedByTheLease) {
     // The connection is up when the release starts, and goes before the delete's reply: the
     // release must not wait for a reconnect that may never come.
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
-        auto path = unique_path("lock");
+        auto path = lock_path();
         auto o = through(proxy);
         o.session_timeout = 3000ms; // lease 1 s
         auto a = co_await connect(o);
@@ -211,5 +203,5 @@ TEST(Lease, AReleaseWhoseDeleteIsCutOffIsBoundedByTheLease) {
         EXPECT_LT(took, 2000ms);
         proxy.blackhole(false);
         co_await expect_no_leftovers(*b, path); // deleted after the reconnect, or with the session
-    }());
+    });
 }

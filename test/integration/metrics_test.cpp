@@ -83,10 +83,11 @@ std::string sample_key(const std::string& name, const std::string& labels) { ret
 
 } // namespace
 
-TEST(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("lock");
+using Metrics = zt::zk_test;
+
+TEST_F(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
         auto a = co_await connect();
         auto b = co_await connect();
         auto admin = co_await connect();
@@ -170,13 +171,11 @@ TEST(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
         EXPECT_EQ(samples[sample_key("zklock_wait_seconds_count", pl)], 4);
         EXPECT_NEAR(samples[sample_key("zklock_wait_seconds_sum", pl)], static_cast<double>(l.wait.sum_us) / 1e6, 1e-6);
         EXPECT_EQ(samples[sample_key("zklock_waiters", pl)], 0);
-        co_await expect_no_leftovers(*admin, path);
-    }());
+    });
 }
 
-TEST(Metrics, PathsAreEscapedCappedAndMetricsCanBeTurnedOff) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(Metrics, PathsAreEscapedCappedAndMetricsCanBeTurnedOff) {
+    run_test([&]() -> awaitable<void> {
         auto o = options();
         o.metrics_max_paths = 2;
         auto a = co_await connect(o);
@@ -204,5 +203,5 @@ TEST(Metrics, PathsAreEscapedCappedAndMetricsCanBeTurnedOff) {
         EXPECT_TRUE(c->metrics().by_path.empty());
         EXPECT_GT(c->metrics().requests.creates, 0u) << "the request counters stay on";
         for (auto& p : paths) co_await expect_no_leftovers(*a, p);
-    }());
+    });
 }

@@ -2,16 +2,14 @@
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
+#include "ensemble.hpp"
 #include "loss_race.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/read.hpp>
-#include <boost/asio/write.hpp>
 
 #include <csignal>
+#include <ctime>
 #include <algorithm>
-#include <fstream>
 #include <mutex>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,35 +28,24 @@ std::string env_or_fail(const char* name) {
     return v ? v : "";
 }
 
-/// A ZooKeeper four-letter word, answered synchronously (test helper only).
-std::string four_letter(unsigned short port, const std::string& word) {
-    try {
-        asio::io_context io;
-        asio::ip::tcp::socket s(io);
-        s.connect({asio::ip::make_address("127.0.0.1"), port});
-        asio::write(s, asio::buffer(word));
-        std::string out;
-        boost::system::error_code ec;
-        asio::read(s, asio::dynamic_buffer(out), ec);
-        return out;
-    } catch (const std::exception&) {
-        return {};
+/// Prints the end of each ensemble server's log (scripts/zk.sh keeps them in its state dir), for
+/// a failed failover test: elections, session expiries and refused connections are there.
+void print_server_logs(const std::string& dir, int lines = 60) {
+    for (int i = 1; i <= 3; ++i) {
+        std::fprintf(stderr, "  --- server %d (last %d lines of %s/server%d.log)\n", i, lines, dir.c_str(), i);
+        auto cmd = "tail -n " + std::to_string(lines) + " " + dir + "/server" + std::to_string(i) + ".log >&2";
+        if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "  (no log)\n");
     }
-}
-
-int read_int(const std::string& file) {
-    std::ifstream in(file);
-    int v = 0;
-    in >> v;
-    return v;
 }
 
 } // namespace
 
-TEST(Processes, KillingAHolderProcessFreesTheLockWithinTheSessionTimeout) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("lock");
+using Processes = zt::zk_test;
+using Ensemble = zt::zk_test;
+
+TEST_F(Processes, KillingAHolderProcessFreesTheLockWithinTheSessionTimeout) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
         const int timeout_ms = 2000;
         int out[2];
         CO_REQUIRE(::pipe(out) == 0);
@@ -95,11 +82,10 @@ TEST(Processes, KillingAHolderProcessFreesTheLockWithinTheSessionTimeout) {
         // the server expires the dead session after its timeout (rounded up to the next tick)
         EXPECT_LT(waited, std::chrono::milliseconds(timeout_ms + 1500));
         co_await g.async_release(use_awaitable);
-        co_await expect_no_leftovers(*s, path);
-    }());
+    });
 }
 
-TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
+TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
     const std::string connect = env_or_fail("ZK_ENSEMBLE_CONNECT");
     const std::string dir = env_or_fail("ZK_ENSEMBLE_DIR");
     const std::string scripts = env_or_fail("ZKLOCK_SCRIPTS");
@@ -116,13 +102,20 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
     });
     auto note = [log, log_mu, t0](std::string line) {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+        // (wall-clock time too, to line up with the servers' logs)
+        auto now = std::chrono::system_clock::now();
+        std::time_t tt = std::chrono::system_clock::to_time_t(now);
+        std::tm tm{};
+        localtime_r(&tt, &tm);
+        char wall[32];
+        std::snprintf(wall, sizeof wall, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000));
         std::lock_guard lk(*log_mu);
-        log->push_back(std::to_string(ms) + " ms " + line);
+        log->push_back(std::to_string(ms) + " ms " + line + " (at " + wall + ")");
     };
     zoo_set_debug_level(ZOO_LOG_LEVEL_INFO);
-    asio::io_context io;
     int killed = 0;
-    run(io, [&]() -> awaitable<void> {
+    run_test([&]() -> awaitable<void> {
         auto path = unique_path("lock");
         auto o = options(connect);
         // A lease of 0.6 x 10 s: the lock survives a failover that takes less than ~5 s.
@@ -137,7 +130,7 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         char sid[32];
         std::snprintf(sid, sizeof sid, "sid=0x%llx", static_cast<unsigned long long>(a->session_id()));
         for (int i = 1; i <= 3 && !killed; ++i)
-            if (four_letter(static_cast<unsigned short>(read_int(dir + "/port" + std::to_string(i))), "cons").find(sid) != std::string::npos)
+            if (four_letter(server_port(dir, i), "cons").find(sid) != std::string::npos)
                 killed = i;
         CO_REQUIRE(killed != 0);
         auto id = a->session_id();
@@ -157,17 +150,18 @@ TEST(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         EXPECT_TRUE(g3.owns_lock());
         co_await g3.async_release(use_awaitable);
         co_await expect_no_leftovers(*b, path);
-    }(), 90s);
+    }, 90s);
     zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
     zklock::set_log_handler(nullptr);
     if (::testing::Test::HasFailure()) {
         std::lock_guard lk(*log_mu);
         for (auto& l : *log) std::fprintf(stderr, "  c-client: %s\n", l.c_str());
+        print_server_logs(dir);
     }
     if (killed) EXPECT_EQ(std::system((scripts + "/zk.sh restart " + dir + " " + std::to_string(killed) + " >/dev/null").c_str()), 0);
 }
 
-TEST(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
+TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
     // The fault: the holder's session uses one follower only; that follower is SIGSTOPped
     // (it replied to the holder but never relays its last touches to the leader); a waiter on the
     // other servers. At 5 phases spread over the C client's ping interval (T/3), the lease must
@@ -181,14 +175,13 @@ TEST(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
                          std::chrono::duration<double>(T).count();
     const double allowance = 0.1;
     using clk = std::chrono::steady_clock;
-    asio::io_context io;
     int frozen = 0;
-    run(io, [&]() -> awaitable<void> {
+    run_test([&]() -> awaitable<void> {
         // a follower to freeze, and the other two servers for the waiter
         std::string others;
         for (int i = 1; i <= 3; ++i) {
-            auto port = read_int(dir + "/port" + std::to_string(i));
-            if (!frozen && four_letter(static_cast<unsigned short>(port), "srvr").find("Mode: follower") != std::string::npos)
+            auto port = server_port(dir, i);
+            if (!frozen && is_follower(dir, i))
                 frozen = i;
             else
                 others += (others.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(port);
@@ -197,7 +190,7 @@ TEST(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
         auto ob = options(others);
         ob.session_timeout = 4000ms;
         auto b = co_await connect_session(ob);
-        const std::string f_port = std::to_string(read_int(dir + "/port" + std::to_string(frozen)));
+        const std::string f_port = std::to_string(server_port(dir, frozen));
         std::vector<double> margins;
         for (int k = 0; k < 5; ++k) {
             auto path = unique_path("lock" + std::to_string(k));
@@ -232,6 +225,7 @@ TEST(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
         std::sort(margins.begin(), margins.end());
         std::printf("  margins: min %.3f s, median %.3f s, max %.3f s over %zu phases\n", margins.front(),
                     margins[margins.size() / 2], margins.back(), margins.size());
-    }(), 150s);
+    }, 150s);
     if (frozen) std::system((scripts + "/zk.sh resume " + dir + " " + std::to_string(frozen) + " 2>/dev/null").c_str());
+    if (::testing::Test::HasFailure()) print_server_logs(dir);
 }

@@ -65,9 +65,12 @@ awaitable<void> expect_every_recipe_empty(zklock::session& s, const recipe_paths
 
 } // namespace
 
-TEST(ServerErrors, AParentThatForbidsCreatesFailsEveryRecipeWithNoAuth) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+using ServerErrors = zt::zk_test;
+using RecipesUnderFaults = zt::zk_test;
+using Faults = zt::zk_test;
+
+TEST_F(ServerErrors, AParentThatForbidsCreatesFailsEveryRecipeWithNoAuth) {
+    run_test([&]() -> awaitable<void> {
         auto base = unique_path("readonly");
         raw_zk raw;
         raw.create_parents(base);
@@ -88,12 +91,11 @@ TEST(ServerErrors, AParentThatForbidsCreatesFailsEveryRecipeWithNoAuth) {
         EXPECT_LT(a->statistics().creates - before, 20u) << "a refused create was retried";
         EXPECT_TRUE((co_await children_of(*a, base)).empty()) << "something was created";
         EXPECT_EQ(raw.remove(base), ZOK);
-    }());
+    });
 }
 
-TEST(ServerErrors, ALockPathUnderAnEphemeralNodeFailsClearly) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(ServerErrors, ALockPathUnderAnEphemeralNodeFailsClearly) {
+    run_test([&]() -> awaitable<void> {
         auto base = unique_path("ephemeral");
         raw_zk raw;
         raw.create_parents(base);
@@ -108,12 +110,11 @@ TEST(ServerErrors, ALockPathUnderAnEphemeralNodeFailsClearly) {
         EXPECT_EQ(a->state(), session_state::connected);
         EXPECT_TRUE((co_await children_of(*a, base)).empty());
         EXPECT_EQ(raw.remove(base), ZOK);
-    }());
+    });
 }
 
-TEST(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
+    run_test([&]() -> awaitable<void> {
         auto chroot = unique_path("no-such-chroot");
         auto a = co_await connect(options(zk_connect() + chroot));
         zklock::mutex m(*a, "/locks/x");
@@ -123,12 +124,11 @@ TEST(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
         EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the acquire kept retrying";
         auto admin = co_await connect();
         EXPECT_TRUE((co_await children_of(*admin, chroot)).empty()) << "the chroot was created";
-    }());
+    });
 }
 
-TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto o = through(proxy);
         o.session_timeout = 2000ms;
@@ -171,12 +171,11 @@ TEST(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
         co_await r.async_release(use_awaitable);
         for (auto& g : m) co_await g.async_release(use_awaitable);
         co_await expect_every_recipe_empty(*b, p);
-    }(), 90s);
+    }, 90s);
 }
 
-TEST(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto a = co_await connect(through(proxy)); // the default lease
         auto b = co_await connect();
@@ -217,18 +216,17 @@ TEST(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
         EXPECT_EQ(granted(), 4);
         for (auto& w : waiters) co_await w->guard.async_release(use_awaitable);
         co_await expect_every_recipe_empty(*b, p);
-    }(), 90s);
+    }, 90s);
 }
 
-TEST(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect) {
+    run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
         auto o = through(proxy);
         o.loss = zklock::loss_policy::on_expiry(); // the disconnect itself is no loss here
         auto a = co_await connect(o);
         auto admin = co_await connect();
-        auto path = unique_path("lock");
+        auto path = lock_path();
         zklock::mutex m(*a, path);
         auto g = co_await m.async_acquire(use_awaitable);
         zklock::error_code why;
@@ -251,8 +249,7 @@ TEST(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect) {
         EXPECT_EQ(why, errc::lock_node_deleted) << why.message();
         EXPECT_TRUE(g.is_lost());
         co_await g.async_release(use_awaitable);
-        co_await expect_no_leftovers(*admin, path);
-    }());
+    });
 }
 
 namespace {
@@ -292,12 +289,11 @@ awaitable<lost_create_reply> start_create_whose_reply_is_lost(std::chrono::milli
 
 } // namespace
 
-TEST(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
+TEST_F(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
     // Not the test hook: the create really reaches the server and is applied; its reply (and
     // the listing's) never comes back; the client times out, reconnects, and must adopt the node
     // it cannot know it made, not create a second one (which would wait on the first forever).
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+    run_test([&]() -> awaitable<void> {
         auto t = co_await start_create_whose_reply_is_lost(4000ms, 20s);
         auto& w = *t.acquire;
         co_await sleep_for(200ms);
@@ -312,12 +308,11 @@ TEST(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
         co_await w.guard.async_release(use_awaitable);
         co_await expect_no_leftovers(*t.admin, t.path);
         EXPECT_EQ(t.raw->remove(t.path), ZOK);
-    }());
+    });
 }
 
-TEST(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
+TEST_F(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
+    run_test([&]() -> awaitable<void> {
         auto t = co_await start_create_whose_reply_is_lost(2000ms, 30s);
         auto& w = *t.acquire;
         auto old_id = t.a->session_id();
@@ -340,5 +335,5 @@ TEST(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
         co_await g2.async_release(use_awaitable);
         co_await expect_no_leftovers(*t.admin, t.path);
         EXPECT_EQ(t.raw->remove(t.path), ZOK);
-    }(), 90s);
+    }, 90s);
 }

@@ -12,14 +12,15 @@
 using namespace zt;
 using zklock::errc;
 
-TEST(SharedMutex, ReadersShareWritersExclude) {
+using SharedMutex = zt::zk_test;
+
+TEST_F(SharedMutex, ReadersShareWritersExclude) {
     constexpr int sessions = 4, coroutines = 6, rounds = 4;
-    asio::io_context io;
     struct hold { std::chrono::steady_clock::time_point start, end; bool writer; };
     std::vector<hold> holds;
     int readers_inside = 0, writers_inside = 0, max_readers = 0, violations = 0;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("rw");
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("rw");
         std::vector<std::unique_ptr<zklock::session>> ss;
         for (int i = 0; i < sessions; ++i) ss.push_back(co_await connect());
         auto ex = co_await asio::this_coro::executor;
@@ -51,8 +52,7 @@ TEST(SharedMutex, ReadersShareWritersExclude) {
                     ++finished;
                 }, boost::asio::detached);
         while (finished < sessions * coroutines) co_await sleep_for(20ms);
-        co_await expect_no_leftovers(*ss[0], path);
-    }(), 120s);
+    }, 120s);
     EXPECT_EQ(holds.size(), static_cast<std::size_t>(sessions * coroutines * rounds));
     EXPECT_EQ(violations, 0);
     EXPECT_GT(max_readers, 1) << "readers never shared the lock";
@@ -63,10 +63,9 @@ TEST(SharedMutex, ReadersShareWritersExclude) {
     }
 }
 
-TEST(SharedMutex, AQueuedWriterBlocksLaterReadersButNotEarlierOnes) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("rw");
+TEST_F(SharedMutex, AQueuedWriterBlocksLaterReadersButNotEarlierOnes) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("rw");
         auto a = co_await connect();
         auto b = co_await connect();
         auto c = co_await connect();
@@ -97,14 +96,12 @@ TEST(SharedMutex, AQueuedWriterBlocksLaterReadersButNotEarlierOnes) {
         co_await eventually([&] { return r3_done; }, 3000ms);
         EXPECT_TRUE(r3_done);
         co_await r3.async_release(use_awaitable);
-        co_await expect_no_leftovers(*a, path);
-    }());
+    });
 }
 
-TEST(SharedMutex, DowngradeLetsReadersInAndNeverOverlapsAWriter) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("rw");
+TEST_F(SharedMutex, DowngradeLetsReadersInAndNeverOverlapsAWriter) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("rw");
         auto a = co_await connect();
         auto b = co_await connect();
         zklock::shared_mutex ma(*a, path), mb(*b, path);
@@ -145,14 +142,12 @@ TEST(SharedMutex, DowngradeLetsReadersInAndNeverOverlapsAWriter) {
         EXPECT_TRUE(kept.owns_lock()) << "the read lock must stay held";
         auto [ec2, none] = co_await ma.async_downgrade(std::move(kept), boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec2, errc::invalid_argument);
-        co_await expect_no_leftovers(*a, path);
-    }());
+    });
 }
 
-TEST(SharedMutex, CancelAndTimeoutLeaveNoNode) {
-    asio::io_context io;
-    run(io, [&]() -> awaitable<void> {
-        auto path = unique_path("rw");
+TEST_F(SharedMutex, CancelAndTimeoutLeaveNoNode) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("rw");
         auto a = co_await connect();
         auto b = co_await connect();
         zklock::shared_mutex ma(*a, path), mb(*b, path);
@@ -172,6 +167,5 @@ TEST(SharedMutex, CancelAndTimeoutLeaveNoNode) {
         while (!done) co_await sleep_for(5ms);
         EXPECT_EQ((co_await children_of(*a, path)).size(), 1u);
         co_await w.async_release(use_awaitable);
-        co_await expect_no_leftovers(*a, path);
-    }());
+    });
 }

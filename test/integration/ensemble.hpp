@@ -1,0 +1,45 @@
+// The 3-server ensemble of scripts/zk.sh, seen from a test or a measurement: its servers' client
+// ports (from zk.sh's state dir) and their four-letter-word answers (who leads, who follows).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <fstream>
+#include <string>
+
+namespace zt {
+
+/// A ZooKeeper four-letter word sent to 127.0.0.1:port, answered synchronously ("" if the server
+/// does not answer).
+inline std::string four_letter(unsigned short port, const std::string& word) {
+    try {
+        boost::asio::io_context io;
+        boost::asio::ip::tcp::socket s(io);
+        s.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+        boost::asio::write(s, boost::asio::buffer(word));
+        std::string out;
+        boost::system::error_code ec;
+        boost::asio::read(s, boost::asio::dynamic_buffer(out), ec);
+        return out;
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+/// The client port of server `i` (1-based) of the ensemble in zk.sh's state dir (0 if unknown).
+inline unsigned short server_port(const std::string& dir, int i) {
+    std::ifstream in(dir + "/port" + std::to_string(i));
+    int v = 0;
+    in >> v;
+    return static_cast<unsigned short>(v);
+}
+
+/// True if server `i` answers 'srvr' as a follower.
+inline bool is_follower(const std::string& dir, int i) {
+    return four_letter(server_port(dir, i), "srvr").find("Mode: follower") != std::string::npos;
+}
+
+} // namespace zt
