@@ -13,7 +13,7 @@
 set -euo pipefail
 
 JARS=/usr/share/java
-CP="$JARS/zookeeper.jar:$JARS/zookeeper-jute.jar:$JARS/slf4j-api.jar:$JARS/slf4j-nop.jar:$JARS/netty-handler.jar:$JARS/netty-common.jar:$JARS/netty-buffer.jar:$JARS/netty-transport.jar:$JARS/netty-codec.jar:$JARS/netty-resolver.jar:$JARS/netty-transport-native-epoll.jar:$JARS/netty-transport-native-unix-common.jar:$JARS/metrics-core.jar:$JARS/snappy-java.jar:$JARS/commons-cli.jar:$JARS/commons-io.jar"
+CP="$JARS/zookeeper.jar:$JARS/zookeeper-jute.jar:$JARS/slf4j-api.jar:$JARS/slf4j-simple.jar:$JARS/netty-handler.jar:$JARS/netty-common.jar:$JARS/netty-buffer.jar:$JARS/netty-transport.jar:$JARS/netty-codec.jar:$JARS/netty-resolver.jar:$JARS/netty-transport-native-epoll.jar:$JARS/netty-transport-native-unix-common.jar:$JARS/metrics-core.jar:$JARS/snappy-java.jar:$JARS/commons-cli.jar:$JARS/commons-io.jar"
 
 die() { echo "zk.sh: $*" >&2; exit 1; }
 
@@ -33,11 +33,27 @@ launch() { # launch DIR I
   [ -f "$dir/zoo$i.cfg" ] || die "no server $i in $dir"
   # -Xss/-Xmx keep memory small; each server is its own JVM
   # ZK_JVM_OPTS: tests default to a quick-starting JVM; benchmarks pass their own
-  # shellcheck disable=SC2086
-  nohup java -Xmx512m ${ZK_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} -Dzookeeper.admin.enableServer=false \
-    -Dznode.container.checkIntervalMs=1000 \
-    -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg" \
-    >"$dir/server$i.log" 2>&1 </dev/null &
+  # ZK_LOG_LEVEL: the server's log level (default info, into DIR/serverI.log; benchmarks use warn)
+  # The server must inherit no descriptor but 0-2 (redirected): a test that restarts a server
+  # through system() would hand it whatever the test process holds open without CLOEXEC, and the
+  # server outlives the test. Seen under ThreadSanitizer: the server kept the write end of the
+  # pipe into TSan's llvm-symbolizer, so the symbolizer never saw EOF, kept the test's stderr
+  # (ctest's pipe) open, and ctest waited for it until its timeout although the test had passed.
+  # setsid: the server is alone in its own session and process group, so SIGSTOPping it (pause)
+  # leaves no stopped process in the group of the caller, whose group the kernel would otherwise
+  # send SIGHUP when it becomes orphaned, and no terminal hang-up reaches it.
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    # shellcheck disable=SC2086
+    exec setsid java -Xmx512m ${ZK_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} -Dzookeeper.admin.enableServer=false \
+      -Dorg.slf4j.simpleLogger.defaultLogLevel="${ZK_LOG_LEVEL:-info}" -Dorg.slf4j.simpleLogger.showDateTime=true \
+      -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
+      -Dznode.container.checkIntervalMs=1000 \
+      -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg"
+  ) >"$dir/server$i.log" 2>&1 </dev/null &
   echo $! >"$dir/server$i.pid"
 }
 
