@@ -61,6 +61,11 @@ public:
         limited_ = n >= 0;
     }
 
+    /// When the server last sent the client anything that was passed on (0: never).
+    std::chrono::steady_clock::time_point last_reply() const {
+        return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_reply_ns_.load()));
+    }
+
 private:
     struct conn {
         explicit conn(boost::asio::io_context& io) : client(io), server(io) {}
@@ -92,6 +97,8 @@ private:
         from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t n) {
             if (ec) return close(c);
             if (blackhole_ || (mute_replies_ && &buf == &c->down)) return pump(c, from, to, buf); // swallow
+            if (&buf == &c->down)
+                last_reply_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
             auto forward = [this, c, &from, &to, &buf, n] {
                 boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
                     if (ec) return close(c);
@@ -125,6 +132,7 @@ private:
     std::atomic<int> allowed_{0};
     std::atomic<int> delay_ms_{0};
     std::atomic<bool> limited_{false};
+    std::atomic<std::chrono::steady_clock::rep> last_reply_ns_{0};
     std::thread thread_;
 };
 
