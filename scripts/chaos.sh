@@ -5,18 +5,24 @@
 # lock paths for leftover nodes. Bounded in time; stops by itself.
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
-#                    [--faults LIST] [--out DIR]
+#                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--out DIR]
 #   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay (default: all)
+#   --peers: N more workers (default 2) of Curator's InterProcessMutex or kazoo's Lock on the same
+#            paths (test/chaos/CuratorChaosWorker.java, kazoo_chaos_worker.py), logging the same
+#            way; their loss signal is the connection leaving CONNECTED (SUSPENDED or LOST), as
+#            their documentation advises. Curator cannot read kazoo's node names: one kind per run.
 #
 # Faults (one at a time, 1-3 s apart): leader SIGKILL then restart, follower SIGSTOP for 1.5-3 T
 # then SIGCONT, holder (worker) SIGKILL then a new worker, and through each worker's own proxies:
 # connection drops, a partition longer than T (the session expires), 300 ms delays for 3 s. The
-# faults of a single client hit a worker that holds a lock 3 times in 4. Holds last 10-1500 ms.
+# faults of a single client hit a worker that holds a lock 3 times in 4 (drops, partitions and
+# delays only zklock workers: they go through the worker's own proxies). Holds last 10-1500 ms.
 # Exit 0 only if the checker passes, every worker exits cleanly when told to, and no lock node
 # is left. The run's files stay in --out (default: a new /tmp/zklock-chaos.* directory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay
+peers="" peer_workers=2
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2;;
@@ -25,10 +31,14 @@ while [ $# -gt 0 ]; do
     --paths) paths=$2; shift 2;;
     --policy) policy=$2; shift 2;;
     --faults) faults=$2; shift 2;;
+    --peers) peers=$2; shift 2;;
+    --peer-workers) peer_workers=$2; shift 2;;
     --out) out=$2; shift 2;;
-    *) sed -n '2,18p' "$0"; exit 2;;
+    *) sed -n '2,23p' "$0"; exit 2;;
   esac
 done
+case "$peers" in ""|none) peers=""; peer_workers=0;; curator|kazoo) ;; *) echo "chaos: --peers curator|kazoo" >&2; exit 2;; esac
+total=$((workers + peer_workers))
 T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
 "$root/scripts/setup.sh"
 build=$("$root/scripts/build.sh")
@@ -36,6 +46,11 @@ build=$("$root/scripts/build.sh")
 mkdir -p "$out"
 # private copies: a rebuild during a long soak must not swap the binaries under it
 cp "$build/test/zklock_chaos_worker" "$build/test/zklock_interop_contender" "$out/"
+J=/usr/share/java
+CURATOR_CP="$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-nop.jar:$J/netty-handler.jar:$J/netty-transport.jar:$J/netty-common.jar:$J/netty-buffer.jar:$J/netty-codec.jar:$J/netty-resolver.jar:$J/netty-transport-native-epoll.jar:$J/netty-transport-native-unix-common.jar"
+if [ "$peers" = curator ]; then
+  javac -nowarn -d "$out" -cp "$CURATOR_CP" "$root/test/chaos/CuratorChaosWorker.java" 2>/dev/null
+fi
 worker_bin="$out/zklock_chaos_worker"
 contender_bin="$out/zklock_interop_contender"
 events="$out/events"; : >"$events"
@@ -43,35 +58,48 @@ now_ns() { date +%s%N; }
 event() { echo "$(now_ns) $*" >>"$events"; }
 
 zkdir=""
-declare -a pid name gen
+declare -a pid name gen kind
+for i in $(seq 1 "$total"); do kind[$i]=$([ "$i" -le "$workers" ] && echo zklock || echo "$peers"); done
 cleanup() {
-  for i in $(seq 1 "$workers"); do [ -n "${pid[$i]:-}" ] && kill -9 "${pid[$i]}" 2>/dev/null || true; done
+  for i in $(seq 1 "$total"); do [ -n "${pid[$i]:-}" ] && kill -9 "${pid[$i]}" 2>/dev/null || true; done
   if [ -n "$zkdir" ]; then "$root/scripts/zk.sh" stop "$zkdir" || true; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
 zkout=$("$root/scripts/zk.sh" start --servers 3)
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
-echo "chaos: ensemble at $ZK_CONNECT; $workers workers on $paths path(s); policy $policy; seed $seed; ${seconds}s; files in $out" >&2
+echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; ${seconds}s; files in $out" >&2
 
 start_worker() { # start_worker I
-  local i=$1
+  local i=$1 s
   gen[$i]=$(( ${gen[$i]:-0} + 1 ))
-  name[$i]="w${i}g${gen[$i]}"
-  "$worker_bin" --connect "$ZK_CONNECT" --paths "$paths" --log "$out/${name[$i]}.log" --name "${name[$i]}" \
-    --seed $((seed * 1000 + i * 10 + gen[$i])) --session-timeout "$T" --policy "$policy" --partition-ms $((T * 2)) \
-    --hold-ms 10:1500 \
-    2>>"$out/workers.stderr" &
+  s=$((seed * 1000 + i * 10 + gen[$i]))
+  case "${kind[$i]}" in
+    zklock)
+      name[$i]="w${i}g${gen[$i]}"
+      "$worker_bin" --connect "$ZK_CONNECT" --paths "$paths" --log "$out/${name[$i]}.log" --name "${name[$i]}" \
+        --seed "$s" --session-timeout "$T" --policy "$policy" --partition-ms $((T * 2)) \
+        --hold-ms 10:1500 \
+        2>>"$out/workers.stderr" &;;
+    curator)
+      name[$i]="c${i}g${gen[$i]}"
+      java -Xmx256m -XX:+UseSerialGC -cp "$out:$CURATOR_CP" CuratorChaosWorker "$ZK_CONNECT" "$paths" \
+        "$out/${name[$i]}.log" "$s" "$T" 10 1500 2>>"$out/workers.stderr" &;;
+    kazoo)
+      name[$i]="k${i}g${gen[$i]}"
+      /usr/bin/python3 "$root/test/chaos/kazoo_chaos_worker.py" "$ZK_CONNECT" "$paths" "$out/${name[$i]}.log" "$s" "$T" \
+        10 1500 2>>"$out/workers.stderr" &;;
+  esac
   pid[$i]=$!
 }
-holder_or_any() { # a worker that holds a lock right now (3 times in 4), else any worker
-  local holders=()
+holder_or_any() { # holder_or_any N: a worker among the first N that holds a lock right now (3 times in 4), else any of them
+  local n=$1 holders=()
   if [ $((RANDOM % 4)) -ne 0 ]; then
-    for i in $(seq 1 "$workers"); do
+    for i in $(seq 1 "$n"); do
       [ "$(tail -n 1 "$out/${name[$i]}.log" 2>/dev/null | cut -c1)" = G ] && holders+=("$i")
     done
   fi
-  if [ ${#holders[@]} -gt 0 ]; then echo "${holders[$((RANDOM % ${#holders[@]}))]}"; else echo $((1 + RANDOM % workers)); fi
+  if [ ${#holders[@]} -gt 0 ]; then echo "${holders[$((RANDOM % ${#holders[@]}))]}"; else echo $((1 + RANDOM % n)); fi
 }
 server_mode() { "$root/scripts/zk.sh" srvr "$zkdir" "$1" 2>/dev/null | sed -n 's/^Mode: //p'; }
 pick_server() { # pick_server leader|follower -> index
@@ -81,12 +109,13 @@ pick_server() { # pick_server leader|follower -> index
 }
 
 event start
-for i in $(seq 1 "$workers"); do start_worker "$i"; done
+for i in $(seq 1 "$total"); do start_worker "$i"; done
 RANDOM=$seed
 end=$(( $(date +%s) + seconds ))
 while [ "$(date +%s)" -lt "$end" ]; do
   sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
-  w=$(holder_or_any)
+  w=$(holder_or_any "$total")   # any worker may be SIGKILLed
+  z=$(holder_or_any "$workers") # drops, partitions and delays: zklock workers (their own proxies)
   kinds=(leader follower kill drop partition delay)
   k=$((RANDOM % 6))
   case ",$faults," in *",${kinds[$k]},"*) ;; *) continue;; esac
@@ -103,9 +132,9 @@ while [ "$(date +%s)" -lt "$end" ]; do
        fi;;
     2) event worker_kill "${name[$w]}"; kill -9 "${pid[$w]}" 2>/dev/null || true; wait "${pid[$w]}" 2>/dev/null || true
        start_worker "$w";;
-    3) event drop "${name[$w]}"; kill -USR1 "${pid[$w]}" 2>/dev/null || true;;
-    4) event partition "${name[$w]}"; kill -USR2 "${pid[$w]}" 2>/dev/null || true;;
-    5) event delay "${name[$w]}"; kill -HUP "${pid[$w]}" 2>/dev/null || true;;
+    3) event drop "${name[$z]}"; kill -USR1 "${pid[$z]}" 2>/dev/null || true;;
+    4) event partition "${name[$z]}"; kill -USR2 "${pid[$z]}" 2>/dev/null || true;;
+    5) event delay "${name[$z]}"; kill -HUP "${pid[$z]}" 2>/dev/null || true;;
   esac
 done
 event stop
@@ -117,8 +146,8 @@ for s in 1 2 3; do
   fi
 done
 fail=0
-for i in $(seq 1 "$workers"); do kill -TERM "${pid[$i]}" 2>/dev/null || true; done
-for i in $(seq 1 "$workers"); do
+for i in $(seq 1 "$total"); do kill -TERM "${pid[$i]}" 2>/dev/null || true; done
+for i in $(seq 1 "$total"); do
   for _ in $(seq 1 300); do kill -0 "${pid[$i]}" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "${pid[$i]}" 2>/dev/null; then
     echo "LIVENESS: worker ${name[$i]} did not finish within 30 s of being told to" ; fail=1; kill -9 "${pid[$i]}"

@@ -11,6 +11,12 @@ or "E path end_ns lost reason". DIR/events: "ns kind detail..." written by chaos
 Fails (exit 1) on: two holds of one path that overlap; fencing tokens not strictly increasing in
 grant order; a log line that cannot be read. Reports the margin between each loss signal and the
 next grant of the same path, and the hand-over time after a holder was killed.
+
+Peers (chaos.sh --peers): logs named c* (Curator) and k* (kazoo) are theirs, the others zklock's.
+A peer hold whose loss signal (SUSPENDED) came after the next grant of its path is that library's
+known exposure (it learns of a silent server only 2/3 T after the last reply, which can be after
+the expiry): it is reported as a peer overlap and does not fail the check. Every other overlap
+does, whoever holds.
 """
 import collections
 import glob
@@ -18,6 +24,10 @@ import os
 import statistics
 import sys
 import tempfile
+
+
+def kind_of(who):
+    return {"c": "curator", "k": "kazoo"}.get(who[:1], "zklock")
 
 
 def read_events(d):
@@ -82,16 +92,22 @@ def check(d, timeout_ms=None, quiet=False):
     by_path = collections.defaultdict(list)
     for h in holds:
         by_path[h["path"]].append(h)
-    overlaps, token_errors, margins, handovers, below_bound = 0, 0, [], [], 0
+    overlaps, token_errors, margins, handovers, below_bound, peer_overlaps = 0, 0, [], [], 0, 0
     bound = 0.317 * timeout_ms / 1000 if timeout_ms else None
+    margins_by = []  # (margin entry, who): per implementation
     allowance = 0.15  # one-way delay and scheduling on a loaded 2-core machine
     for path, hs in by_path.items():
         hs.sort(key=lambda h: h["start"])
         latest = None  # the hold with the latest end so far
         for i, h in enumerate(hs):
             if latest and h["start"] < latest["end"]:
-                overlaps += 1
-                say(f"OVERLAP on {path}: {h['who']} granted at {h['start']} while {latest['who']} held until "
+                what = "OVERLAP"
+                if kind_of(latest["who"]) != "zklock" and latest["reason"].startswith("lost:"):
+                    what = f"peer overlap ({kind_of(latest['who'])}'s loss signal came after the next grant)"
+                    peer_overlaps += 1
+                else:
+                    overlaps += 1
+                say(f"{what} on {path}: {h['who']} granted at {h['start']} while {latest['who']} held until "
                     f"{latest['end']} ({latest['reason']}), by {(latest['end'] - h['start']) / 1e6:.3f} ms")
             if i > 0 and h["token"] <= hs[i - 1]["token"]:
                 token_errors += 1
@@ -102,6 +118,7 @@ def check(d, timeout_ms=None, quiet=False):
                 gap = (hs[i + 1]["start"] - h["end"]) / 1e9
                 if h["reason"].startswith("lost:"):
                     margins.append((gap, h["reason"], h.get("expired")))
+                    margins_by.append(((gap, h["reason"], h.get("expired")), h["who"]))
                     if bound and h["reason"] == "lost:lease_expired" and h.get("expired") and gap < bound - allowance:
                         below_bound += 1
                         say(f"MARGIN on {path}: {h['who']}'s lease loss came {gap:.3f} s before the next grant, "
@@ -112,6 +129,14 @@ def check(d, timeout_ms=None, quiet=False):
     reasons = collections.Counter(h["reason"] for h in holds)
     say(f"holds: {len(holds)} on {len(by_path)} path(s); ended: " +
         ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+    kinds = collections.Counter(kind_of(h["who"]) for h in holds)
+    if set(kinds) != {"zklock"}:
+        say("holds by implementation: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
+        for k in sorted(set(kinds) - {"zklock"}):
+            km = sorted(m for (m, _, _), who in margins_by if kind_of(who) == k)
+            if km:
+                say(f"  {k}'s loss signal -> next grant: {len(km)} losses, smallest {km[0]:.3f} s")
+        say(f"peer overlaps (a peer's loss signal after the next grant; not zklock's): {peer_overlaps}")
     say("faults: " + (", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"))
     say(f"overlaps: {overlaps}; fencing-token order violations: {token_errors}; unreadable lines: {len(problems)}")
     for p in problems[:10]:
@@ -172,6 +197,13 @@ def self_test():
         "lease loss, session survived, small margin": (
             {"a.log": "G /p 100 4096 1\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 1\nE /p 5000000100 released\n",
              "b.log": "G /p 1100000000 8192 3\nE /p 1200000000 released\n"}, "", True),
+        "peer's late loss signal: reported, not failed": (
+            {"c1g1.log": "G /p 100 4096 1\nE /p 300 lost suspended\n",
+             "w1g1.log": "G /p 250 8192 2\nE /p 400 released\n"}, "", True),
+        "peer released while another holds": ({"k1g1.log": "G /p 100 4096 1\nE /p 300 released\n",
+                                               "w1g1.log": "G /p 250 8192 2\nE /p 400 released\n"}, "", False),
+        "zklock's late loss signal against a peer": ({"w1g1.log": "G /p 100 4096 1\nE /p 300 lost lease_expired\n",
+                                                      "c1g1.log": "G /p 250 8192 2\nE /p 400 released\n"}, "", False),
         "other paths do not interfere": ({"a.log": "G /p 100 4096 1\nE /p 300 released\n",
                                           "b.log": "G /q 200 8192 2\nE /q 400 released\n"}, "", True),
     }
