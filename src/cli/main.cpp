@@ -427,9 +427,21 @@ std::string json_string(std::string_view s) {
     return out + "\"";
 }
 
+/// Node data for a terminal: valid UTF-8 stays, control bytes and bytes that are not valid UTF-8
+/// (binary data) become '?', so no escape sequence reaches the terminal.
 std::string printable(std::string_view s) {
     std::string out;
-    for (unsigned char c : s) out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x80) {
+            std::size_t n = utf8_sequence(s.substr(i));
+            if (n) out.append(s.substr(i, n));
+            else out += '?';
+            i += n ? n - 1 : 0;
+            continue;
+        }
+        out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    }
     return out;
 }
 

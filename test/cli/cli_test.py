@@ -351,6 +351,47 @@ class CliTest(unittest.TestCase):
         self.assertEqual(json.loads(zklock("list", "--json", self.path).stdout), [])
         self.assert_no_leftovers()
 
+    def test_list_json_stays_valid_for_binary_node_data(self):
+        # a contender made by another client, with bytes that are not UTF-8 and control bytes
+        node = self.zk.create(self.path + "/_c_0f1e2d3c-lock-", b"\xff\x00\xfe\x01\"\\ tail",
+                              ephemeral=True, sequence=True, makepath=True)
+        r = zklock("list", "--json", self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        items = json.loads(r.stdout)  # raises if the output is not valid JSON
+        self.assertEqual(len(items), 1, r.stdout)
+        self.assertEqual(items[0]["node"], node)
+        self.assertIsInstance(items[0]["data"], str)
+        self.assertTrue(items[0]["data"].endswith(" tail"), items[0]["data"])
+        r = zklock("list", self.path)  # the text form: valid UTF-8 (decoded here), no control bytes
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('????"\\ tail', r.stdout)
+        self.zk.delete(node)
+        self.assert_no_leftovers()
+
+    def test_job_control_stops_do_not_stop_a_run(self):
+        # a stopped zklock would stop renewing its lease while its command goes on: it ignores them
+        # (each in a process group of its own whose parent, this test, is in another group: the
+        # kernel discards job-control stops sent to an orphaned group, which would prove nothing)
+        def state(pid):
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().split(") ", 1)[1][0]
+        control = subprocess.Popen(["sleep", "30"], process_group=0)  # the same signal stops a plain process
+        self.procs.append(control)
+        ready = os.path.join(self.tmp, "ready")
+        holder = self.spawn("run", self.path, "--", "sh", "-c", "echo ready > %s; sleep 30" % ready, process_group=0)
+        self.wait_file(ready)
+        for sig in (signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU):
+            holder.send_signal(sig)
+        control.send_signal(signal.SIGTSTP)
+        time.sleep(0.5)
+        self.assertEqual(state(control.pid), "T", "the control process was not stopped: the check proves nothing")
+        self.assertNotEqual(state(holder.pid), "T", "zklock run was stopped by a job-control signal")
+        self.assertIsNone(holder.poll(), "zklock run ended")
+        self.assertEqual(len(self.children()), 1, "the lock is no longer held")
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=15)
+        self.assert_no_leftovers(limit=2.0)
+
     def test_revoke_asks_the_holder_to_stop_its_command(self):
         holder = self.spawn("run", self.path, "--", "sleep", "60")
         self.wait_children(1)
