@@ -8,9 +8,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="$root/build"; extra=()
 case "${1:-}" in
-  --sanitize) dir="$root/build-asan"; extra=(-DZKLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug);;
+  # (the sanitizer builds leave the benchmarks out: they are measured in the release build only)
+  --sanitize) dir="$root/build-asan"; extra=(-DZKLOCK_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DZKLOCK_BUILD_BENCH=OFF);;
   --tsan) dir="$root/build-tsan"
-          extra=(-DZKLOCK_TSAN=ON -DZKLOCK_WERROR=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++);;
+          extra=(-DZKLOCK_TSAN=ON -DZKLOCK_WERROR=ON -DZKLOCK_BUILD_BENCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++);;
   --clang) dir="$root/build-clang"; extra=(-DZKLOCK_WERROR=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++);;
   "") ;;
   *) echo "usage: $0 [--sanitize|--tsan|--clang]" >&2; exit 2;;

@@ -41,7 +41,9 @@ launch() { # launch DIR I
   # (ctest's pipe) open, and ctest waited for it until its timeout although the test had passed.
   # setsid: the server is alone in its own session and process group, so SIGSTOPping it (pause)
   # leaves no stopped process in the group of the caller, whose group the kernel would otherwise
-  # send SIGHUP when it becomes orphaned, and no terminal hang-up reaches it.
+  # send SIGHUP when it becomes orphaned, and no terminal hang-up reaches it. (setsid forks only
+  # if its caller leads a process group; this script has no job control, so the subshell does not,
+  # and the pid recorded below stays the server's.)
   (
     for fd in /proc/$BASHPID/fd/*; do
       fd=${fd##*/}

@@ -129,8 +129,11 @@ class CliTest(unittest.TestCase):
     def wait_file(self, path, limit=10.0):
         deadline = time.time() + limit
         while time.time() < deadline:
-            if os.path.exists(path) and open(path).read().strip():
-                return open(path).read().strip()
+            if os.path.exists(path):
+                with open(path) as f:
+                    text = f.read().strip()
+                if text:
+                    return text
             time.sleep(0.02)
         self.fail("%s never appeared" % path)
 
@@ -311,8 +314,10 @@ class CliTest(unittest.TestCase):
             self.wait_file(ready)
             proxy.blackhole = True
             t0 = time.time()
-            self.assertEqual(holder.wait(timeout=20), EX_LOST)
-            self.assertIn("lost", holder.stderr.read())
+            rc = holder.wait(timeout=20)
+            err = holder.stderr.read()
+            self.assertEqual(rc, EX_LOST, err)
+            self.assertIn("lost", err)
             stopped_at = int(open(marker).read()) / 1e9
             self.assertLess(stopped_at - t0, 3.0, "the command was stopped after the session could expire")
             # the server expires the session and frees the lock for the next one
