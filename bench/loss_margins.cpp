@@ -129,7 +129,7 @@ awaitable<outcome> one_run(const config& c, const std::string& fault, const std:
         st->lost_at = clk::now();
     });
     mb.async_acquire_for(30s, [st](zklock::error_code ec, zklock::guard g) {
-        if (ec) std::fprintf(stderr, "  waiter failed: %s\n", ec.message().c_str());
+        if (ec) return (void)std::fprintf(stderr, "  waiter failed: %s\n", ec.message().c_str()); // no grant
         st->granted_at = clk::now();
         st->next = std::move(g);
     });
