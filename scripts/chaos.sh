@@ -46,8 +46,7 @@ build=$("$root/scripts/build.sh")
 mkdir -p "$out"
 # private copies: a rebuild during a long soak must not swap the binaries under it
 cp "$build/test/zklock_chaos_worker" "$build/test/zklock_interop_contender" "$out/"
-J=/usr/share/java
-CURATOR_CP="$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-nop.jar:$J/netty-handler.jar:$J/netty-transport.jar:$J/netty-common.jar:$J/netty-buffer.jar:$J/netty-codec.jar:$J/netty-resolver.jar:$J/netty-transport-native-epoll.jar:$J/netty-transport-native-unix-common.jar"
+CURATOR_CP=$("$root/scripts/curator-classpath.sh")
 if [ "$peers" = curator ]; then
   javac -nowarn -d "$out" -cp "$CURATOR_CP" "$root/test/chaos/CuratorChaosWorker.java" 2>/dev/null
 fi

@@ -7,8 +7,7 @@ build=$1; src=$2
 : "${ZK_CONNECT:?ZK_CONNECT must be set}"
 work=$(mktemp -d /tmp/zklock-interop.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-J=/usr/share/java
-CP="$J/curator-recipes.jar:$J/curator-framework.jar:$J/curator-client.jar:$J/zookeeper.jar:$J/zookeeper-jute.jar:$J/guava.jar:$J/slf4j-api.jar:$J/slf4j-nop.jar:$J/netty-handler.jar:$J/netty-transport.jar:$J/netty-common.jar:$J/netty-buffer.jar:$J/netty-codec.jar:$J/netty-resolver.jar:$J/netty-transport-native-epoll.jar:$J/netty-transport-native-unix-common.jar"
+CP=$("$src/../../scripts/curator-classpath.sh")
 javac -d "$work" -cp "$CP" "$src/CuratorContender.java"
 iters=${INTEROP_ITERATIONS:-15}
 fail=0
