@@ -31,6 +31,8 @@ four() { # four-letter word to 127.0.0.1:$1, prints the answer
 launch() { # launch DIR I
   local dir=$1 i=$2
   [ -f "$dir/zoo$i.cfg" ] || die "no server $i in $dir"
+  # A restarted server appends to its log: what it logged before it was killed stays readable.
+  [ -s "$dir/server$i.log" ] && echo "=== zk.sh: server $i started again at $(date +%H:%M:%S.%3N)" >>"$dir/server$i.log"
   # -Xss/-Xmx keep memory small; each server is its own JVM
   # ZK_JVM_OPTS: tests default to a quick-starting JVM; benchmarks pass their own
   # ZK_LOG_LEVEL: the server's log level (default info, into DIR/serverI.log; benchmarks use warn)
@@ -55,7 +57,7 @@ launch() { # launch DIR I
       -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
       -Dznode.container.checkIntervalMs=1000 \
       -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg"
-  ) >"$dir/server$i.log" 2>&1 </dev/null &
+  ) >>"$dir/server$i.log" 2>&1 </dev/null &
   echo $! >"$dir/server$i.pid"
 }
 

@@ -37,9 +37,16 @@ inline unsigned short server_port(const std::string& dir, int i) {
     return static_cast<unsigned short>(v);
 }
 
-/// True if server `i` answers 'srvr' as a follower.
-inline bool is_follower(const std::string& dir, int i) {
-    return four_letter(server_port(dir, i), "srvr").find("Mode: follower") != std::string::npos;
+/// Server `i`'s role as 'srvr' reports it ("leader", "follower"), or "" if it is not serving.
+inline std::string server_mode(const std::string& dir, int i) {
+    auto out = four_letter(server_port(dir, i), "srvr");
+    auto at = out.find("Mode: ");
+    if (at == std::string::npos) return "";
+    auto end = out.find('\n', at);
+    return out.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
 }
+
+/// True if server `i` answers 'srvr' as a follower.
+inline bool is_follower(const std::string& dir, int i) { return server_mode(dir, i) == "follower"; }
 
 } // namespace zt

@@ -134,8 +134,9 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
                 killed = i;
         CO_REQUIRE(killed != 0);
         auto id = a->session_id();
+        const std::string role = server_mode(dir, killed);
         EXPECT_EQ(std::system((scripts + "/zk.sh kill " + dir + " " + std::to_string(killed)).c_str()), 0);
-        note("test: killed server " + std::to_string(killed));
+        note("test: killed server " + std::to_string(killed) + " (" + role + ")");
         // A fails over to another server with the same session, and keeps the lock
         co_await eventually([&] { return a->state() != zklock::session_state::connected; }, 2000ms);
         co_await eventually([&] { return a->state() == zklock::session_state::connected; }, 10000ms);
