@@ -113,7 +113,7 @@ void held_lock::on_session_event(session_event e) {
             (lease_seen_lapsed.load(std::memory_order_acquire) || session->lease_lapsed(policy.lease_fraction())))
             lose_by_policy(errc::lease_expired);
         break;
-    case session_event::expired: lose(errc::session_expired); break;
+    case session_event::expired: lose(session->end_reason()); break;
     case session_event::closed: lose(errc::session_closed); break;
     case session_event::reconnected:
         // a watch whose request failed during the disconnect: arm it again

@@ -135,7 +135,8 @@ public:
         // Waiting contenders would have lost their nodes with the session: tell them the same,
         // and let go of the node (which also breaks the queue -> node -> session reference chain).
         if (e != session_event::expired && e != session_event::closed) return;
-        fail_all(e == session_event::expired ? error_code(errc::session_expired)
+        auto s = s_.lock();
+        fail_all(e == session_event::expired ? (s ? s->end_reason() : error_code(errc::session_expired))
                                              : error_code(asio::error::operation_aborted));
         if (phase_ == phase::held) release_node(std::nullopt);
         forget_if_idle();

@@ -57,7 +57,7 @@ public:
         switch (e) {
         case session_event::reconnected:
         case session_event::state_changed: recheck_ = true; break;
-        case session_event::expired: fatal_ = errc::session_expired; break;
+        case session_event::expired: fatal_ = s_->end_reason(); break;
         case session_event::closed: fatal_ = asio::error::operation_aborted; break;
         case session_event::suspended:
         case session_event::lease_check: return; // ride it out; the watch survives
@@ -92,7 +92,7 @@ private:
         return zk_error(rc);
     }
     bool session_gone() const {
-        return fatal_ == errc::session_expired || fatal_ == asio::error::operation_aborted ||
+        return fatal_ == errc::session_expired || fatal_ == zk_errc::auth_failed || fatal_ == asio::error::operation_aborted ||
                s_->generation() != gen_;
     }
 

@@ -68,7 +68,7 @@ public:
     }
 
     void on_session_event(session_event e) override {
-        if (e == session_event::expired) fatal_ = errc::session_expired;
+        if (e == session_event::expired) fatal_ = s_->end_reason();
         else if (e == session_event::closed) fatal_ = asio::error::operation_aborted;
         else if (e != session_event::reconnected && e != session_event::state_changed) return;
         wake_.cancel();

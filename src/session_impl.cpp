@@ -529,6 +529,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
     } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
         n_expiries.fetch_add(1, std::memory_order_relaxed);
         set_state(session_state::expired);
+        end_reason_ = errc::session_expired;
         notify(session_event::expired);
         fire_lapse_waiters(true);
         watches_.clear();
@@ -571,6 +572,7 @@ void session_impl::fail_auth() {
     // locks it held are reported lost (the server deletes their nodes when the session times out).
     if (state() == session_state::disconnected || state() == session_state::closed) return;
     connect_timer_.cancel();
+    end_reason_ = zk_errc::auth_failed; // what was held or awaited ends for that reason
     notify(session_event::expired);
     fire_lapse_waiters(true);
     watches_.clear();

@@ -56,7 +56,9 @@ struct session_options {
     bool renew_after_expiry = true;
     /// Credentials presented on every connection (zoo_add_auth), e.g. {zklock::digest("svc", pw)}.
     /// async_connect completes once the server accepted them, and fails with
-    /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Sent in clear
+    /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Refused on a
+    /// later reconnect, they end the session too: its locks are lost and its waiting acquires
+    /// fail, with zk_errc::auth_failed. Sent in clear
     /// text: Debian's C client has neither TLS nor SASL (see the README).
     std::vector<credentials> auth;
     /// Keep per-path lock metrics (session::metrics()): relaxed atomic counters and one shared

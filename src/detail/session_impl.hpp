@@ -125,6 +125,10 @@ public:
     // -- the lease (loss_policy::lease); thread-safe reads --
     /// True once no request sent within the last `fraction` x T got a reply (see loss_policy).
     bool lease_lapsed(double fraction) const noexcept;
+    /// Strand only: why the session ended, for what it held or was waiting for when
+    /// session_event::expired came: errc::session_expired, or zk_errc::auth_failed when the
+    /// server refused the credentials on a reconnect.
+    error_code end_reason() const noexcept { return end_reason_; }
     /// The policy a lock follows: its own override, else the session's.
     loss_policy policy_for(const std::optional<loss_policy>& override_) const noexcept {
         return override_ ? *override_ : opts_.loss;
@@ -326,6 +330,7 @@ private:
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
+    error_code end_reason_;      // strand: see end_reason()
     bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
     void fail_auth();
     std::set<std::uint64_t> connects_cancelled_early_; // strand

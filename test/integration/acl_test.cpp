@@ -11,6 +11,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
 
+#include <cstdio>
 #include <mutex>
 
 using namespace zt;
@@ -29,6 +30,45 @@ zklock::mutex_options protected_lock() {
     o.node_acl = zklock::acl::creator_all_world_read();
     return o;
 }
+
+/// A standalone server of its own (scripts/zk.sh), for a test that restarts it with another
+/// configuration; stopped and removed with the object.
+class private_server {
+public:
+    private_server() {
+        const char* scripts = std::getenv("ZKLOCK_SCRIPTS");
+        if (!scripts || !*scripts) {
+            ADD_FAILURE() << "ZKLOCK_SCRIPTS is not set: run the suite with scripts/test.sh";
+            return;
+        }
+        zk_sh_ = std::string(scripts) + "/zk.sh";
+        FILE* out = ::popen((zk_sh_ + " start").c_str(), "r");
+        if (!out) return;
+        char line[512];
+        while (std::fgets(line, sizeof line, out)) {
+            std::string l(line);
+            if (!l.empty() && l.back() == '\n') l.pop_back();
+            if (l.rfind("ZK_CONNECT=", 0) == 0) connect_ = l.substr(11);
+            if (l.rfind("ZK_DIR=", 0) == 0) dir_ = l.substr(7);
+        }
+        EXPECT_EQ(::pclose(out), 0) << "zk.sh start failed";
+    }
+    ~private_server() {
+        if (!dir_.empty()) (void)std::system((zk_sh_ + " stop " + dir_).c_str());
+    }
+    private_server(const private_server&) = delete;
+    private_server& operator=(const private_server&) = delete;
+
+    const std::string& connect() const { return connect_; }
+    /// SIGKILL, then start again on the same port and data with `jvm_options` for the JVM.
+    bool restart_with(const std::string& jvm_options) const {
+        return std::system((zk_sh_ + " kill " + dir_ + " 1 && ZK_JVM_OPTS='" + jvm_options + "' " + zk_sh_ +
+                            " restart " + dir_ + " 1 >/dev/null").c_str()) == 0;
+    }
+
+private:
+    std::string zk_sh_, connect_, dir_;
+};
 
 } // namespace
 
@@ -129,6 +169,52 @@ TEST_F(Acl, AWrongPasswordIsAnotherIdentityAndARefusedSchemeFailsTheConnect) {
         EXPECT_EQ(refused.state(), zklock::session_state::disconnected);
         co_await g.async_release(use_awaitable);
     });
+}
+
+TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
+    // The server accepted the credentials, then (restarted without the digest scheme) refuses
+    // them when the session reconnects: the C client gives the handle up. What the session held
+    // or was waiting for ends with auth_failed, not session_expired (the session may well live on
+    // at the server until its timeout; zklock cannot renew it with credentials the server refuses).
+    private_server zk;
+    ASSERT_FALSE(zk.connect().empty());
+    run_test([&]() -> awaitable<void> {
+        auto held = unique_path("held"), waited = unique_path("waited");
+        auto o = with_auth(options(zk.connect()), "svc", "s3cret");
+        o.session_timeout = 6000ms; // outlives the restart
+        auto a = co_await connect(o);
+        auto other = options(zk.connect());
+        other.session_timeout = 6000ms;
+        auto b = co_await connect(other); // no credentials: the restart does not affect it
+        zklock::mutex ma(*a, held), ma2(*a, waited), mb(*b, waited), mb2(*b, held);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        auto gb = co_await mb.async_acquire(use_awaitable);
+        std::optional<zklock::error_code> waited_ec;
+        ma2.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { waited_ec = ec; });
+        co_await sleep_for(300ms); // a's request is parked behind b's node
+        CO_REQUIRE(!waited_ec);
+
+        CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                   "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
+        co_await eventually([&] { return a->state() == zklock::session_state::disconnected; }, 15000ms);
+        EXPECT_EQ(a->state(), zklock::session_state::disconnected);
+        EXPECT_TRUE(g.is_lost());
+        EXPECT_EQ(g.loss_reason(), zk_errc::auth_failed) << g.loss_reason().message();
+        co_await eventually([&] { return waited_ec.has_value(); });
+        CO_REQUIRE(waited_ec.has_value());
+        EXPECT_EQ(*waited_ec, zk_errc::auth_failed) << waited_ec->message();
+        co_await g.async_release(use_awaitable); // completes at once: the lock is lost
+
+        // b rode the restart out; a's node goes when the server expires a's session
+        co_await eventually([&] { return b->state() == zklock::session_state::connected; }, 10000ms);
+        EXPECT_FALSE(gb.is_lost());
+        co_await gb.async_release(use_awaitable);
+        auto g2 = co_await mb2.async_acquire_for(15s, use_awaitable);
+        EXPECT_TRUE(g2.owns_lock());
+        co_await g2.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, held);
+        co_await expect_no_leftovers(*b, waited);
+    }, 60s);
 }
 
 TEST_F(Acl, ARenewedSessionPresentsItsCredentialsAgain) {
