@@ -39,15 +39,15 @@ while [ $# -gt 0 ]; do
 done
 case "$peers" in ""|none) peers=""; peer_workers=0;; curator|kazoo) ;; *) echo "chaos: --peers curator|kazoo" >&2; exit 2;; esac
 total=$((workers + peer_workers))
-T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
-"$root/scripts/setup.sh"
-build=$("$root/scripts/build.sh")
 # The workers append to their logs and the checker reads every log in the directory: an old
 # run's logs would be checked as part of this one. (Seen: a reused --out gave "token order"
 # failures between two runs' holds.)
 if [ -n "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "chaos: --out $out is not empty; give a new or empty directory" >&2; exit 2
 fi
+T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
+"$root/scripts/setup.sh"
+build=$("$root/scripts/build.sh")
 [ -n "$out" ] || out=$(mktemp -d /tmp/zklock-chaos.XXXXXX)
 mkdir -p "$out"
 # private copies: a rebuild during a long soak must not swap the binaries under it

@@ -133,8 +133,7 @@ private:
             if (&p == &chain.back()) node_acl = req_.node_acl;
             auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
-            if (&p == &chain.front() && chain.size() > 1 && s_->test_reap_ancestor.load(std::memory_order_relaxed) > 0 &&
-                s_->test_reap_ancestor.fetch_sub(1) > 0)
+            if (&p == &chain.front() && chain.size() > 1 && fault_injection::take(s_->faults.reap_ancestor))
                 (void)co_await s_->async_remove(p, use_awaitable); // as the container reaper may
         }
         co_return ZOK;
@@ -285,10 +284,10 @@ private:
         op.listener_id_ = s.add_listener(self);
         if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
         op.gen_ = s.generation();
-        if (s.test_throw_in_acquire.load(std::memory_order_relaxed) > 0 && s.test_throw_in_acquire.fetch_sub(1) > 0)
+        if (fault_injection::take(s.faults.throw_in_acquire))
             throw std::bad_alloc();
         if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
-        op.guid_ = guid_in_name(s.test_next_guid.empty() ? make_guid() : std::exchange(s.test_next_guid, {}), op.req_.dialect);
+        op.guid_ = guid_in_name(s.faults.next_guid.empty() ? make_guid() : std::exchange(s.faults.next_guid, {}), op.req_.dialect);
         const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
         std::vector<std::string> children;
@@ -298,7 +297,7 @@ private:
         int lost_creates = 0;
         for (int parent_attempts = 0; op.my_node_.empty();) {
             if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-            if (s.test_orphan_creates.load(std::memory_order_relaxed) > 0 && s.test_orphan_creates.fetch_sub(1) > 0)
+            if (fault_injection::take(s.faults.orphan_creates))
                 (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable, op.req_.node_acl);
             auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
                                                       use_awaitable, op.req_.node_acl);

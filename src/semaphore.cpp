@@ -103,7 +103,7 @@ private:
         auto& op = *self;
         auto& s = *op.s_;
         op.listener_id_ = s.add_listener(self);
-        if (s.test_throw_in_acquire.load(std::memory_order_relaxed) > 0 && s.test_throw_in_acquire.fetch_sub(1) > 0)
+        if (fault_injection::take(s.faults.throw_in_acquire))
             throw std::bad_alloc();
         if (op.n_ < 1) co_return co_await op.finish(errc::invalid_argument);
 
@@ -140,8 +140,7 @@ private:
         if (d.rc != ZOK) co_return co_await op.finish(error_code(d.rc, zookeeper_category()));
         if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::invalid_argument);
         const auto guid = make_guid();
-        if (s.test_reap_leases_before_create.load(std::memory_order_relaxed) > 0 &&
-            s.test_reap_leases_before_create.fetch_sub(1) > 0)
+        if (fault_injection::take(s.faults.reap_leases_before_create))
             (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
         zk_result c;
         for (int attempt = 0;; ++attempt) {

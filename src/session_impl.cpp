@@ -831,8 +831,8 @@ void session_impl::create(const std::string& path, const std::string& data, int 
 void session_impl::create_and_list(const std::string& path, const std::string& data, int flags,
                                    const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
-    if (test_drop_creates.load(std::memory_order_relaxed) > 0 && test_drop_creates.fetch_sub(1) > 0) {
-        // Test hook: the request "never reached the server"; the caller sees a connection loss.
+    if (fault_injection::take(faults.drop_creates)) {
+        // Injected fault (fault_injection::drop_creates): the request "never reached the server"; the caller sees a connection loss.
         auto* lost = new c_op;
         lost->h.emplace(std::move(h));
         lost->res.rc = ZCONNECTIONLOSS;
@@ -840,10 +840,10 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
         return post_result(strand_, lost);
     }
     auto* op = new c_op;
-    if (test_lose_create_replies.load(std::memory_order_relaxed) > 0) {
+    if (faults.lose_create_replies.load(std::memory_order_relaxed) > 0) {
         // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
         op->h.emplace([this, h = std::move(h)](zk_result r) mutable {
-            if (r.rc == ZOK && test_lose_create_replies.fetch_sub(1) > 0) {
+            if (r.rc == ZOK && faults.lose_create_replies.fetch_sub(1) > 0) {
                 r.rc = ZCONNECTIONLOSS;
                 r.list_rc = ZCONNECTIONLOSS;
             }

@@ -3,6 +3,7 @@
 // (listeners, watch registry, guaranteed background deletes).
 #pragma once
 
+#include "detail/fault_injection.hpp"
 #include "detail/lease.hpp"
 #include <zklock/guard.hpp>
 #include "detail/metrics.hpp"
@@ -233,27 +234,8 @@ public:
     void on_auth_result(std::uint64_t gen, int rc);
     void on_watch(std::uint64_t id, int type);
 
-    /// Test hook: the next N successful creates of create_and_list report ZCONNECTIONLOSS
-    /// instead, as if the reply had been lost after the server applied the create.
-    std::atomic<int> test_lose_create_replies{0};
-    /// Test hook: the next N creates of create_and_list are not sent and report ZCONNECTIONLOSS
-    /// (a create lost on its way to the server).
-    std::atomic<int> test_drop_creates{0};
-    /// Test hook: the guid the next acquire names its node with (set before starting it, on the
-    /// thread that runs the session's io_context).
-    std::string test_next_guid;
-    /// Test hook: the next N acquires (mutex, semaphore) throw from inside their coroutine, as an
-    /// allocation failure would.
-    std::atomic<int> test_throw_in_acquire{0};
-    /// Test hook: the next N acquires first create a node of their own guid whose reply they
-    /// ignore: what a create committed late, after its recovery had looked, leaves behind.
-    std::atomic<int> test_orphan_creates{0};
-    /// Test hook: the next N semaphore acquires delete "<path>/leases" just before creating their
-    /// lease, as the container reaper may.
-    std::atomic<int> test_reap_leases_before_create{0};
-    /// Test hook: the next N times an acquire creates the parents of its lock path, the topmost
-    /// one is deleted again right after its create, as the container reaper may.
-    std::atomic<int> test_reap_ancestor{0};
+    /// Faults tests inject (fault_injection.hpp); never set outside tests.
+    fault_injection faults;
 
     // metrics (session::metrics())
     metrics_registry& metrics() noexcept { return metrics_; }

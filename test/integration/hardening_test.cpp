@@ -145,7 +145,7 @@ TEST_F(Hardening, AnExceptionInsideAnAcquireCompletesItsHandler) {
         auto path = lock_path();
         auto a = co_await connect();
         zklock::mutex m(*a, path);
-        a->impl()->test_throw_in_acquire = 1;
+        a->impl()->faults.throw_in_acquire = 1;
         auto [ec, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::internal_error) << ec.message();
         EXPECT_FALSE(g.owns_lock());
@@ -153,7 +153,7 @@ TEST_F(Hardening, AnExceptionInsideAnAcquireCompletesItsHandler) {
         EXPECT_TRUE(g2.owns_lock());
         co_await g2.async_release(use_awaitable);
         zklock::semaphore sem(*a, path + "-sem", 2);
-        a->impl()->test_throw_in_acquire = 1;
+        a->impl()->faults.throw_in_acquire = 1;
         auto [ec3, lease] = co_await sem.async_acquire(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec3, errc::internal_error) << ec3.message();
         auto lease2 = co_await sem.async_acquire_for(5s, use_awaitable);
@@ -173,7 +173,7 @@ TEST_F(Hardening, ALateCreateOfOurOwnIsDeletedNotWaitedOn) {
         auto path = lock_path();
         auto a = co_await connect();
         zklock::mutex m(*a, path);
-        a->impl()->test_orphan_creates = 1;
+        a->impl()->faults.orphan_creates = 1;
         auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << ec.message() << " (waited on its own orphan)";
         EXPECT_TRUE(g.owns_lock());
@@ -343,7 +343,7 @@ TEST_F(Hardening, SemaphoreRecreatesItsReapedLeasesNode) {
         auto path = semaphore_path();
         auto a = co_await connect();
         zklock::semaphore sem(*a, path, 2);
-        a->impl()->test_reap_leases_before_create = 1;
+        a->impl()->faults.reap_leases_before_create = 1;
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << ec.message();
         EXPECT_TRUE(lease.owns_lock());
@@ -398,7 +398,7 @@ TEST_F(Hardening, AnAncestorReapedDuringAnAcquireIsMadeAgain) {
         const std::string top = "/zklock-reap-" + zklock::detail::make_guid().substr(0, 8);
         const std::string path = top + "/lock";
         auto a = co_await connect();
-        a->impl()->test_reap_ancestor = 1;
+        a->impl()->faults.reap_ancestor = 1;
         zklock::mutex m(*a, path);
         auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << ec.message();
@@ -459,11 +459,11 @@ TEST_F(Hardening, ANodeWithOurGuidOwnedByAnotherSessionIsNotAdopted) {
         const std::string guid = zklock::detail::make_guid();
         CO_REQUIRE(other.create(path + "/_c_" + guid + "-lock-", ZOO_EPHEMERAL | ZOO_SEQUENCE) == ZOK);
         auto before = a->statistics();
-        a->impl()->test_next_guid = guid;
-        a->impl()->test_drop_creates = 1;
+        a->impl()->faults.next_guid = guid;
+        a->impl()->faults.drop_creates = 1;
         zklock::mutex m(*a, path);
         auto g = co_await m.async_acquire_for(10s, use_awaitable);
-        EXPECT_EQ(a->impl()->test_drop_creates.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(a->impl()->faults.drop_creates.load(), 0) << "the fault was not injected";
         auto after = a->statistics();
         EXPECT_EQ(after.exists - before.exists, 1u) << "the owner was not checked";
         auto kids = co_await children_of(*a, path);

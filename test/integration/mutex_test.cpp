@@ -338,10 +338,10 @@ TEST_F(Mutex, LostCreateReplyIsRecoveredByGuid) {
         auto warm = co_await m.async_acquire(use_awaitable);
         co_await warm.async_release(use_awaitable);
         auto before = a->statistics();
-        a->impl()->test_lose_create_replies = 1;
+        a->impl()->faults.lose_create_replies = 1;
         auto g = co_await m.async_acquire(use_awaitable);
         auto after = a->statistics();
-        EXPECT_EQ(a->impl()->test_lose_create_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(a->impl()->faults.lose_create_replies.load(), 0) << "the fault was not injected";
         EXPECT_EQ(after.creates - before.creates, 1u) << "created twice instead of adopting the node";
         EXPECT_EQ(after.exists - before.exists, 1u) << "ownership (ephemeralOwner) was not checked";
         auto kids = co_await children_of(*a, path);
@@ -358,7 +358,7 @@ TEST_F(Mutex, LostCreateReplyWhileCancelledLeavesNoNode) {
         auto b = co_await connect();
         zklock::mutex ma(*a, path), mb(*b, path);
         auto g = co_await ma.async_acquire(use_awaitable);
-        b->impl()->test_lose_create_replies = 1;
+        b->impl()->faults.lose_create_replies = 1;
         auto [ec, g2] = co_await mb.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::acquire_timeout);
         co_await g.async_release(use_awaitable);

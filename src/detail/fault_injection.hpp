@@ -1,0 +1,40 @@
+// Faults a test can inject into one session: the states that real faults (a lost reply, the
+// container reaper, an allocation failure) leave behind, reached on demand instead of by luck.
+// Nothing but tests sets them; the library only reads them, one relaxed load on the paths below.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+namespace zklock::detail {
+
+struct fault_injection {
+    /// The next N successful creates of create_and_list report ZCONNECTIONLOSS instead, as if
+    /// the reply had been lost after the server applied the create.
+    std::atomic<int> lose_create_replies{0};
+    /// The next N creates of create_and_list are not sent and report ZCONNECTIONLOSS (a create
+    /// lost on its way to the server).
+    std::atomic<int> drop_creates{0};
+    /// The guid the next acquire names its node with (set before starting it, on the thread that
+    /// runs the session's io_context).
+    std::string next_guid;
+    /// The next N acquires (mutex, semaphore) throw from inside their coroutine, as an
+    /// allocation failure would.
+    std::atomic<int> throw_in_acquire{0};
+    /// The next N acquires first create a node of their own guid whose reply they ignore: what a
+    /// create committed late, after its recovery had looked, leaves behind.
+    std::atomic<int> orphan_creates{0};
+    /// The next N semaphore acquires delete "<path>/leases" just before creating their lease, as
+    /// the container reaper may.
+    std::atomic<int> reap_leases_before_create{0};
+    /// The next N times an acquire creates the parents of its lock path, the topmost one is
+    /// deleted again right after its create, as the container reaper may.
+    std::atomic<int> reap_ancestor{0};
+
+    /// Uses up one of `n`: true if one was left.
+    static bool take(std::atomic<int>& n) noexcept {
+        return n.load(std::memory_order_relaxed) > 0 && n.fetch_sub(1, std::memory_order_relaxed) > 0;
+    }
+};
+
+} // namespace zklock::detail
