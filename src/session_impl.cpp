@@ -392,6 +392,7 @@ void session_impl::start_handle() {
     }
     auto ms = static_cast<int>(opts_.session_timeout.count());
     auth_confirmed_ = opts_.auth.empty();
+    auth_probe_needed_ = auth_probe_in_flight_ = false;
     if (!h->init(opts_.connect, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
@@ -468,7 +469,7 @@ void session_impl::cancel_connect(std::uint64_t id) {
     auto p = std::move(it->second);
     connect_waiters_.erase(it);
     p.complete(asio::error::operation_aborted);
-    if (connect_waiters_.empty() && state() == session_state::connecting) abandon_attempt(asio::error::operation_aborted);
+    if (connect_waiters_.empty() && attempt_in_progress()) abandon_attempt(asio::error::operation_aborted);
 }
 
 void session_impl::abandon_attempt(error_code why) {
@@ -486,13 +487,19 @@ void session_impl::abandon_attempt(error_code why) {
     notify(session_event::state_changed); // acquires waiting for the connection give up
 }
 
+bool session_impl::attempt_in_progress() const noexcept {
+    auto st = state();
+    return st == session_state::connecting ||
+           (!auth_confirmed_ && (st == session_state::connected || st == session_state::suspended));
+}
+
 void session_impl::arm_connect_timer() {
     // No server answering: abandon the attempt (the C client would retry forever). For a first
     // connect and for the renewal after an expiry alike.
     connect_timer_.expires_at(deadline_after(opts_.connect_timeout));
     connect_timer_.async_wait([w = weak_from_this(), gen = generation()](error_code ec) {
         auto s = w.lock();
-        if (ec || !s || s->generation() != gen || s->state() != session_state::connecting) return;
+        if (ec || !s || s->generation() != gen || !s->attempt_in_progress()) return;
         s->abandon_attempt(errc::connect_timeout);
     });
 }
@@ -517,6 +524,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             connect_waiters_.clear();
         }
         (void)prev;
+        if (auth_probe_needed_) probe_auth();
         notify(session_event::reconnected); // waiters re-check their node and re-arm watches
         run_cleanups();
         if (!lease_fractions_.empty()) arm_heartbeat(true); // renew the lease at once
@@ -557,12 +565,42 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
 
 void session_impl::on_auth_result(std::uint64_t gen, int rc) {
     if (gen != generation() || state() == session_state::closed) return;
-    if (rc != ZOK) return fail_auth();
+    if (rc == ZAUTHFAILED) return fail_auth(); // the server's verdict: refused
+    if (rc != ZOK) {
+        // No verdict: the C client calls the completion with the connection's error when the
+        // connection drops (or times out) before the server's answer came. It presents the
+        // credentials again on its next connection, but this completion is spent: ask there.
+        auth_probe_needed_ = true;
+        if (state() == session_state::connected) probe_auth();
+        return;
+    }
+    auth_probe_needed_ = false;
     auth_confirmed_ = true;
     if (state() == session_state::connected) {
         connect_timer_.cancel();
         for (auto& [cid, w] : connect_waiters_) w.complete({});
         connect_waiters_.clear();
+    }
+}
+
+void session_impl::probe_auth() {
+    // The C client sends the credentials first on every connection and the server answers them
+    // in order, closing the connection if it refuses them (the session then sees
+    // ZOO_AUTH_FAILED_STATE). So any server reply to a request sent now means they were accepted.
+    // A request that fails with the connection is asked again on the next connection.
+    if (auth_confirmed_ || auth_probe_in_flight_ || !handle_) return;
+    auth_probe_in_flight_ = true;
+    auto* op = new c_op;
+    op->h.emplace([w = weak_from_this(), gen = generation()](zk_result r) {
+        auto s = w.lock();
+        if (!s || s->generation() != gen) return;
+        s->auth_probe_in_flight_ = false;
+        if (is_server_reply(r.rc)) s->on_auth_result(gen, ZOK);
+    });
+    int rc = handle_->submit(op, true, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); });
+    if (rc != ZOK) {
+        op->res.rc = rc;
+        post_result(strand_, op);
     }
 }
 

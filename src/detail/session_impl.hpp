@@ -313,8 +313,16 @@ private:
     bool heartbeat_armed_ = false;
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
     error_code end_reason_;      // strand: see end_reason()
+    bool auth_probe_needed_ = false;   // strand: see probe_auth()
+    bool auth_probe_in_flight_ = false;
     bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
     void fail_auth();
+    /// The credentials' verdict was lost with the connection: a request sent after them on the
+    /// next connection tells (a reply means the server accepted them; a refusal closes it).
+    void probe_auth();
+    /// An attempt to connect is still under way: no connection yet, or one whose credentials
+    /// the server has not accepted yet.
+    bool attempt_in_progress() const noexcept;
     std::set<std::uint64_t> connects_cancelled_early_; // strand
     std::vector<pending<void(error_code)>> close_waiters_;
     std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>> state_waiters_;

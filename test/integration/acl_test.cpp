@@ -222,6 +222,65 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
     }, 90s);
 }
 
+TEST_F(Acl, AsyncConnectWaitsForTheServersVerdictOnTheCredentials) {
+    // A server that completes the session handshake and then answers nothing more: the session
+    // is connected, but the verdict on the credentials (a reply of its own) never comes. With
+    // credentials async_connect must not complete as connected; without, the handshake is all
+    // it waits for (the control: the same proxy lets a session without credentials connect).
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        proxy.mute_after_handshake(true);
+        auto plain = through(proxy);
+        plain.connect_timeout = 3000ms;
+        zklock::session control(co_await asio::this_coro::executor, plain);
+        auto [pec] = co_await control.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(pec) << pec.message();
+        EXPECT_EQ(control.state(), zklock::session_state::connected);
+
+        auto o = with_auth(through(proxy), "svc", "s3cret");
+        o.connect_timeout = 3000ms;
+        zklock::session s(co_await asio::this_coro::executor, o);
+        auto t0 = std::chrono::steady_clock::now();
+        auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, zklock::errc::connect_timeout) << ec.message();
+        EXPECT_GE(std::chrono::steady_clock::now() - t0, 2900ms);
+        EXPECT_EQ(s.state(), zklock::session_state::disconnected);
+        co_await control.async_close(use_awaitable);
+    });
+}
+
+TEST_F(Acl, AVerdictLostWithTheConnectionIsNotARefusal) {
+    // The connection drops while the verdict on the credentials is still out. The C client
+    // then calls the credentials' completion with the connection's error: that is no refusal
+    // (zklock took it for one, and ended the session with auth_failed). The next connection
+    // presents them again and is accepted: async_connect succeeds, and the session acts with
+    // its identity.
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        proxy.mute_after_handshake(true);
+        auto o = with_auth(through(proxy), "svc", "s3cret");
+        o.connect_timeout = 10000ms;
+        zklock::session s(co_await asio::this_coro::executor, o);
+        std::optional<zklock::error_code> connected;
+        s.async_connect([&](zklock::error_code ec) { connected = ec; });
+        co_await eventually([&] { return s.state() == zklock::session_state::connected; });
+        co_await sleep_for(200ms);
+        EXPECT_FALSE(connected.has_value()) << "completed before the verdict: " << connected->message();
+        proxy.mute_after_handshake(false);
+        proxy.drop(); // the verdict is lost with this connection
+        co_await eventually([&] { return connected.has_value(); }, 8000ms);
+        CO_REQUIRE(connected.has_value());
+        EXPECT_FALSE(*connected) << connected->message();
+        EXPECT_EQ(s.state(), zklock::session_state::connected);
+        auto path = lock_path();
+        zklock::mutex m(s, path, protected_lock());
+        auto g = co_await m.async_acquire_for(5s, use_awaitable);
+        EXPECT_TRUE(g.owns_lock());
+        co_await g.async_release(use_awaitable);
+        co_await s.async_close(use_awaitable);
+    });
+}
+
 TEST_F(Acl, ARenewedSessionPresentsItsCredentialsAgain) {
     run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));

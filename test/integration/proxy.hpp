@@ -52,6 +52,9 @@ public:
         mute_replies_ = on;
         if (!on) drop();
     }
+    /// on: on every connection, the server's first reply (the session handshake) is passed on and
+    /// every later one discarded: a server that took the session and then went silent.
+    void mute_after_handshake(bool on) { mute_after_handshake_ = on; }
     /// Holds every forwarded chunk back for `d` before passing it on (0: no delay).
     void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
     /// Lets `n` more connections through, then closes every new one at once (a server that went
@@ -71,6 +74,7 @@ private:
         explicit conn(boost::asio::io_context& io) : client(io), server(io) {}
         boost::asio::ip::tcp::socket client, server;
         std::array<char, 16384> up{}, down{};
+        int replies = 0; // server-to-client chunks seen
     };
 
     void accept() {
@@ -96,8 +100,11 @@ private:
               std::array<char, 16384>& buf) {
         from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t n) {
             if (ec) return close(c);
-            if (blackhole_ || (mute_replies_ && &buf == &c->down)) return pump(c, from, to, buf); // swallow
-            if (&buf == &c->down)
+            const bool reply = &buf == &c->down;
+            const bool later_reply = reply && c->replies++ > 0;
+            if (blackhole_ || (reply && mute_replies_) || (later_reply && mute_after_handshake_))
+                return pump(c, from, to, buf); // swallow
+            if (reply)
                 last_reply_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
             auto forward = [this, c, &from, &to, &buf, n] {
                 boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
@@ -129,6 +136,7 @@ private:
     std::list<std::shared_ptr<conn>> conns_;
     std::atomic<bool> blackhole_{false};
     std::atomic<bool> mute_replies_{false};
+    std::atomic<bool> mute_after_handshake_{false};
     std::atomic<int> allowed_{0};
     std::atomic<int> delay_ms_{0};
     std::atomic<bool> limited_{false};
