@@ -870,7 +870,8 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
                                    const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
     if (fault_injection::take(faults.drop_creates)) {
-        // Injected fault (fault_injection::drop_creates): the request "never reached the server"; the caller sees a connection loss.
+        // Injected fault (faults.drop_creates): the request "never reached the server"; the
+        // caller sees a connection loss.
         auto* lost = new c_op;
         lost->h.emplace(std::move(h));
         lost->res.rc = ZCONNECTIONLOSS;

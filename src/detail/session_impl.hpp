@@ -312,7 +312,7 @@ private:
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
-    error_code end_reason_;      // strand: see end_reason()
+    error_code end_reason_ = make_error_code(errc::session_expired); // strand: see end_reason()
     bool auth_probe_needed_ = false;   // strand: see probe_auth()
     bool auth_probe_in_flight_ = false;
     bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
