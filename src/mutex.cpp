@@ -57,8 +57,14 @@ public:
         switch (e) {
         case session_event::reconnected:
         case session_event::state_changed: recheck_ = true; break;
-        case session_event::expired: fatal_ = s_->end_reason(); break;
-        case session_event::closed: fatal_ = asio::error::operation_aborted; break;
+        case session_event::expired:
+            fatal_ = s_->end_reason();
+            session_ended_ = true;
+            break;
+        case session_event::closed:
+            fatal_ = asio::error::operation_aborted;
+            session_ended_ = true;
+            break;
         case session_event::suspended:
         case session_event::lease_check: return; // ride it out; the watch survives
         }
@@ -92,8 +98,7 @@ private:
         return zk_error(rc);
     }
     bool session_gone() const {
-        return fatal_ == errc::session_expired || fatal_ == zk_errc::auth_failed || fatal_ == asio::error::operation_aborted ||
-               s_->generation() != gen_;
+        return session_ended_ || s_->generation() != gen_;
     }
 
     /// Suspends until something happened: a watch fired or the session reconnected (recheck_),
@@ -111,7 +116,10 @@ private:
             switch (s_->state()) {
             case session_state::connected: co_return true;
             case session_state::disconnected: fatal_ = errc::not_connected; co_return false;
-            case session_state::closed: fatal_ = asio::error::operation_aborted; co_return false;
+            case session_state::closed:
+                fatal_ = asio::error::operation_aborted;
+                session_ended_ = true;
+                co_return false;
             default: break; // connecting, suspended, expired (renewing)
             }
             recheck_ = false;
@@ -408,6 +416,7 @@ private:
     bool cancelled_ = false;
     bool recheck_ = false;
     error_code fatal_;
+    bool session_ended_ = false; // expired (for whatever end_reason) or closed: its nodes are not ours to delete
 };
 
 } // namespace

@@ -179,7 +179,7 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
     private_server zk;
     ASSERT_FALSE(zk.connect().empty());
     run_test([&]() -> awaitable<void> {
-        auto held = unique_path("held"), waited = unique_path("waited");
+        auto held = unique_path("held"), waited = unique_path("waited"), sem = unique_path("sem");
         // The loss must come from the refusal, not from the lease: a server restart under load
         // takes longer than a lease of T/3 (seen: lease_expired, in 3 of 20 runs beside a chaos
         // soak). Only a confirmed end of the session counts here, and T outlives the restart.
@@ -194,10 +194,13 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         zklock::mutex ma(*a, held), ma2(*a, waited), mb(*b, waited), mb2(*b, held);
         auto g = co_await ma.async_acquire(use_awaitable);
         auto gb = co_await mb.async_acquire(use_awaitable);
-        std::optional<zklock::error_code> waited_ec;
+        zklock::semaphore sa(*a, sem, 1), sb(*b, sem, 1);
+        auto lb = co_await sb.async_acquire(use_awaitable);
+        std::optional<zklock::error_code> waited_ec, sem_ec;
         ma2.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { waited_ec = ec; });
-        co_await sleep_for(300ms); // a's request is parked behind b's node
-        CO_REQUIRE(!waited_ec);
+        sa.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { sem_ec = ec; });
+        co_await sleep_for(300ms); // a's requests are parked behind b's node and b's lease
+        CO_REQUIRE(!waited_ec && !sem_ec);
 
         CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
                                    "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
@@ -208,17 +211,23 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         co_await eventually([&] { return waited_ec.has_value(); });
         CO_REQUIRE(waited_ec.has_value());
         EXPECT_EQ(*waited_ec, zk_errc::auth_failed) << waited_ec->message();
+        co_await eventually([&] { return sem_ec.has_value(); });
+        CO_REQUIRE(sem_ec.has_value());
+        EXPECT_EQ(*sem_ec, zk_errc::auth_failed) << sem_ec->message();
         co_await g.async_release(use_awaitable); // completes at once: the lock is lost
 
         // b rode the restart out; a's node goes when the server expires a's session
         co_await eventually([&] { return b->state() == zklock::session_state::connected; }, 10000ms);
         EXPECT_FALSE(gb.is_lost());
         co_await gb.async_release(use_awaitable);
+        co_await lb.async_release(use_awaitable);
         auto g2 = co_await mb2.async_acquire_for(20s, use_awaitable);
         EXPECT_TRUE(g2.owns_lock());
         co_await g2.async_release(use_awaitable);
         co_await expect_no_leftovers(*b, held);
         co_await expect_no_leftovers(*b, waited);
+        co_await expect_no_leftovers(*b, sem + "/leases");
+        co_await expect_no_leftovers(*b, sem + "/locks");
     }, 90s);
 }
 
