@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throwaway ZooKeeper servers from Debian's jars, on free loopback ports, in a temp dir.
+# Throwaway ZooKeeper servers from Debian's jars, on loopback ports outside the ephemeral range, in a temp dir.
 #
 #   scripts/zk.sh start [--servers N] [--tick MS] [--fsync yes|no] [--dir DIR]
 #       Starts a standalone server (N=1, default) or an N-server ensemble on 127.0.0.1.
@@ -17,9 +17,6 @@ CP="$JARS/zookeeper.jar:$JARS/zookeeper-jute.jar:$JARS/slf4j-api.jar:$JARS/slf4j
 
 die() { echo "zk.sh: $*" >&2; exit 1; }
 
-free_port() {
-  /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
-}
 
 four() { # four-letter word to 127.0.0.1:$1, prints the answer
   exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
@@ -89,8 +86,15 @@ case "$cmd" in
     [ -f "$JARS/zookeeper.jar" ] || die "Debian's zookeeper package is missing: run scripts/setup.sh"
     [ -n "$dir" ] || dir=$(mktemp -d /tmp/zklock-zk.XXXXXX)
     mkdir -p "$dir"
+    # Ports outside the kernel's ephemeral range, reserved for this dir: a quorum port stays
+    # unbound until its server leads, and one taken meanwhile by anything on the machine keeps
+    # the ensemble without a leader (see zk_ports.py).
+    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n)) "$dir") || die "no free ports"
+    mapfile -t picked <<<"$ports"
     declare -a cports qports eports
-    for i in $(seq 1 "$n"); do cports[$i]=$(free_port); qports[$i]=$(free_port); eports[$i]=$(free_port); done
+    for i in $(seq 1 "$n"); do
+      cports[$i]=${picked[$((3 * i - 3))]}; qports[$i]=${picked[$((3 * i - 2))]}; eports[$i]=${picked[$((3 * i - 1))]}
+    done
     connect=""
     for i in $(seq 1 "$n"); do
       mkdir -p "$dir/data$i"
@@ -136,6 +140,7 @@ case "$cmd" in
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -9 "$pid" 2>/dev/null || true
     done
+    /usr/bin/python3 "$(dirname "$0")/zk_ports.py" release "$dir" || true
     case "$dir" in /tmp/zklock-zk.*) rm -rf "$dir";; esac
     ;;
   kill) kill -9 "$(cat "${1:?dir}/server${2:?i}.pid")"; sleep 0.2;;

@@ -37,6 +37,20 @@ inline unsigned short server_port(const std::string& dir, int i) {
     return static_cast<unsigned short>(v);
 }
 
+/// The quorum port of server `i` (the one a leader listens on for its followers; bound only while
+/// that server leads), from the `server.i=host:quorum:election` line of zk.sh's config (0 if unknown).
+inline unsigned short quorum_port(const std::string& dir, int i) {
+    std::ifstream in(dir + "/zoo1.cfg");
+    const std::string key = "server." + std::to_string(i) + "=";
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind(key, 0) != 0) continue;
+        auto a = line.find(':', key.size()), b = line.find(':', a + 1);
+        if (a == std::string::npos || b == std::string::npos) return 0;
+        return static_cast<unsigned short>(std::stoi(line.substr(a + 1, b - a - 1)));
+    }
+    return 0;
+}
+
 /// Server `i`'s role as 'srvr' reports it ("leader", "follower"), or "" if it is not serving.
 inline std::string server_mode(const std::string& dir, int i) {
     auto out = four_letter(server_port(dir, i), "srvr");

@@ -162,6 +162,99 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
     if (killed) EXPECT_EQ(std::system((scripts + "/zk.sh restart " + dir + " " + std::to_string(killed) + " >/dev/null").c_str()), 0);
 }
 
+TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
+    // Issue 8's failover hang, made to happen at will: the leader is killed while the quorum ports
+    // of both survivors are taken by another process (here, this one). Whichever survivor wins the
+    // election cannot bind its port, steps down and wins again: the ensemble serves nobody for as
+    // long as the ports are held, although two servers are up. (A port picked with bind(0) and left
+    // unbound until its server leads can be taken like this by anything on the machine; zk.sh now
+    // picks ports outside the ephemeral range.) The holder must hear of the loss within its lease,
+    // and its release, a timed acquire and the waits must all end on their own bounds; once a
+    // leader can be elected, both sessions come back and the lock path is clean.
+    const std::string connect = env_or_fail("ZK_ENSEMBLE_CONNECT");
+    const std::string dir = env_or_fail("ZK_ENSEMBLE_DIR");
+    const std::string scripts = env_or_fail("ZKLOCK_SCRIPTS");
+    ASSERT_FALSE(connect.empty() || dir.empty() || scripts.empty());
+    using clk = std::chrono::steady_clock;
+    const auto T = 4000ms;
+    boost::asio::io_context holder_io; // the port holders only listen; nothing runs on them
+    std::vector<boost::asio::ip::tcp::acceptor> held;
+    int leader = 0;
+    bool restarted = false;
+    run_test([&]() -> awaitable<void> {
+        auto path = unique_path("lock");
+        auto o = options(connect);
+        o.session_timeout = T; // the default loss policy: the lease
+        auto a = co_await connect_session(o);
+        auto b = co_await connect_session(o);
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+
+        std::vector<int> survivors;
+        for (int i = 1; i <= 3; ++i) {
+            if (server_mode(dir, i) == "leader")
+                leader = i;
+            else
+                survivors.push_back(i);
+        }
+        CO_REQUIRE(leader != 0 && survivors.size() == 2);
+        for (int i : survivors) {
+            boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"), quorum_port(dir, i));
+            // (SO_REUSEADDR, as the server's own bind: a port left in TIME_WAIT by an earlier leader
+            // is no conflict, while a listening socket blocks the server's bind all the same)
+            held.emplace_back(holder_io, ep, /*reuse_addr=*/true); // throws if the port is bound
+        }
+        EXPECT_EQ(std::system((scripts + "/zk.sh kill " + dir + " " + std::to_string(leader)).c_str()), 0);
+        const auto t0 = clk::now();
+        auto since = [&] { return std::chrono::duration<double>(clk::now() - t0).count(); };
+
+        // the lease reports the loss: within T/3 of the last reply, so well within T of the kill
+        co_await eventually([&] { return g.is_lost(); }, T);
+        const double lost_at = since();
+        EXPECT_TRUE(g.is_lost());
+        EXPECT_EQ(g.loss_reason(), errc::lease_expired) << g.loss_reason().message();
+        // a release after the loss completes at once (it once waited for a reconnect that never came)
+        auto r0 = clk::now();
+        co_await g.async_release(use_awaitable);
+        EXPECT_LT(clk::now() - r0, 200ms);
+        // a timed acquire ends at its deadline
+        r0 = clk::now();
+        auto [ec, g2] = co_await mb.async_acquire_for(1000ms, boost::asio::as_tuple(use_awaitable));
+        const auto acquire_took = clk::now() - r0;
+        EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
+        EXPECT_FALSE(g2.owns_lock());
+        EXPECT_LT(acquire_took, 2000ms);
+        // the outage is real: 2.5 T after the kill, neither survivor serves and neither session is connected
+        co_await sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(2.5 * T - (clk::now() - t0)));
+        for (int i : survivors) EXPECT_EQ(server_mode(dir, i), "") << "server " << i << " serves";
+        EXPECT_NE(a->state(), zklock::session_state::connected);
+        EXPECT_NE(b->state(), zklock::session_state::connected);
+        const double outage = since();
+
+        // a leader can be elected again
+        held.clear();
+        EXPECT_EQ(std::system((scripts + "/zk.sh restart " + dir + " " + std::to_string(leader) + " >/dev/null").c_str()), 0);
+        restarted = true;
+        co_await eventually([&] {
+            return a->state() == zklock::session_state::connected && b->state() == zklock::session_state::connected;
+        }, 60000ms);
+        const double back_at = since();
+        EXPECT_EQ(a->state(), zklock::session_state::connected) << zklock::to_string(a->state());
+        EXPECT_EQ(b->state(), zklock::session_state::connected) << zklock::to_string(b->state());
+        auto g3 = co_await mb.async_acquire_for(30s, use_awaitable);
+        EXPECT_TRUE(g3.owns_lock());
+        co_await g3.async_release(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+        std::printf("  loss signal at +%.3f s, timed acquire failed after %.3f s, ports held until +%.3f s, "
+                    "both sessions connected again at +%.3f s\n",
+                    lost_at, std::chrono::duration<double>(acquire_took).count(), outage, back_at);
+    }, 120s);
+    held.clear();
+    if (leader && !restarted)
+        EXPECT_EQ(std::system((scripts + "/zk.sh restart " + dir + " " + std::to_string(leader) + " >/dev/null").c_str()), 0);
+    if (::testing::Test::HasFailure()) print_server_logs(dir);
+}
+
 TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
     // The issue's fault: the holder's session uses one follower only; that follower is SIGSTOPped
     // (it replied to the holder but never relays its last touches to the leader); a waiter on the
