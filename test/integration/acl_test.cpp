@@ -180,6 +180,7 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
     ASSERT_FALSE(zk.connect().empty());
     run_test([&]() -> awaitable<void> {
         auto held = unique_path("held"), waited = unique_path("waited"), sem = unique_path("sem");
+        auto queued = unique_path("handoff");
         // The loss must come from the refusal, not from the lease: a server restart under load
         // takes longer than a lease of T/3 (seen: lease_expired, in 3 of 20 runs beside a chaos
         // soak). Only a confirmed end of the session counts here, and T outlives the restart.
@@ -196,11 +197,17 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         auto gb = co_await mb.async_acquire(use_awaitable);
         zklock::semaphore sa(*a, sem, 1), sb(*b, sem, 1);
         auto lb = co_await sb.async_acquire(use_awaitable);
-        std::optional<zklock::error_code> waited_ec, sem_ec;
+        // an in-process hand-off queue of a's: one grant out, one local waiter behind it
+        zklock::mutex_options ho;
+        ho.local_handoff = 8;
+        zklock::mutex mh(*a, queued, ho);
+        auto gh = co_await mh.async_acquire(use_awaitable);
+        std::optional<zklock::error_code> waited_ec, sem_ec, local_ec;
         ma2.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { waited_ec = ec; });
         sa.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { sem_ec = ec; });
-        co_await sleep_for(300ms); // a's requests are parked behind b's node and b's lease
-        CO_REQUIRE(!waited_ec && !sem_ec);
+        mh.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { local_ec = ec; });
+        co_await sleep_for(300ms); // a's requests are parked behind b's node and b's lease, and behind gh
+        CO_REQUIRE(!waited_ec && !sem_ec && !local_ec);
 
         CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
                                    "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
@@ -214,6 +221,12 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         co_await eventually([&] { return sem_ec.has_value(); });
         CO_REQUIRE(sem_ec.has_value());
         EXPECT_EQ(*sem_ec, zk_errc::auth_failed) << sem_ec->message();
+        co_await eventually([&] { return local_ec.has_value(); });
+        CO_REQUIRE(local_ec.has_value());
+        EXPECT_EQ(*local_ec, zk_errc::auth_failed) << local_ec->message();
+        EXPECT_TRUE(gh.is_lost());
+        EXPECT_EQ(gh.loss_reason(), zk_errc::auth_failed) << gh.loss_reason().message();
+        co_await gh.async_release(use_awaitable);
         co_await g.async_release(use_awaitable); // completes at once: the lock is lost
 
         // b rode the restart out; a's node goes when the server expires a's session
@@ -228,6 +241,7 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         co_await expect_no_leftovers(*b, waited);
         co_await expect_no_leftovers(*b, sem + "/leases");
         co_await expect_no_leftovers(*b, sem + "/locks");
+        co_await expect_no_leftovers(*b, queued);
     }, 90s);
 }
 
