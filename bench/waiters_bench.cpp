@@ -2,7 +2,7 @@
 // time to drain the queue, and a mass cancellation that must leave no node behind.
 // With --handoff N the waiters queue locally behind one node (mutex_options::local_handoff): a
 // release then wakes the next local waiter without a watch event.
-//   zklock_waiters_bench --connect C [--waiters 10000] [--handoff N]
+//   zklock_waiters_bench --connect C [--waiters 10000] [--handoff N] [--metrics on|off]
 #include <zklock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -38,13 +38,15 @@ int main(int argc, char** argv) {
     std::string connect = std::getenv("ZK_CONNECT") ? std::getenv("ZK_CONNECT") : "";
     int n = 10000;
     std::uint32_t handoff = 0;
+    bool metrics = true;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i], v = argv[i + 1];
         if (k == "--connect") connect = v;
         else if (k == "--waiters") n = std::atoi(v.c_str());
         else if (k == "--handoff") handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
+        else if (k == "--metrics") metrics = v != "off";
     }
-    if (connect.empty() || n < 1) { std::fprintf(stderr, "usage: zklock_waiters_bench --connect HOST:PORT [--waiters N] [--handoff N]\n"); return 2; }
+    if (connect.empty() || n < 1) { std::fprintf(stderr, "usage: zklock_waiters_bench --connect HOST:PORT [--waiters N] [--handoff N] [--metrics on|off]\n"); return 2; }
     const std::string path = "/zklock-bench/waiters-" + std::to_string(::getpid());
     asio::io_context io(1);
     int rc = 0;
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
         zklock::session_options o;
         o.connect = connect;
         o.session_timeout = std::chrono::seconds(30);
+        o.metrics = metrics;
         zklock::session zk{ex, o};
         co_await zk.async_connect(use_awaitable);
         zklock::mutex_options mo;

@@ -17,7 +17,6 @@ CP="$JARS/zookeeper.jar:$JARS/zookeeper-jute.jar:$JARS/slf4j-api.jar:$JARS/slf4j
 
 die() { echo "zk.sh: $*" >&2; exit 1; }
 
-
 four() { # four-letter word to 127.0.0.1:$1, prints the answer
   exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
   printf '%s' "$2" >&3

@@ -180,7 +180,7 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
     boost::asio::io_context holder_io; // the port holders only listen; nothing runs on them
     std::vector<boost::asio::ip::tcp::acceptor> held;
     int leader = 0;
-    bool restarted = false;
+    bool killed = false, restarted = false;
     run_test([&]() -> awaitable<void> {
         auto path = unique_path("lock");
         auto o = options(connect);
@@ -205,6 +205,7 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
             held.emplace_back(holder_io, ep, /*reuse_addr=*/true); // throws if the port is bound
         }
         EXPECT_EQ(std::system((scripts + "/zk.sh kill " + dir + " " + std::to_string(leader)).c_str()), 0);
+        killed = true;
         const auto t0 = clk::now();
         auto since = [&] { return std::chrono::duration<double>(clk::now() - t0).count(); };
 
@@ -250,7 +251,7 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
                     lost_at, std::chrono::duration<double>(acquire_took).count(), outage, back_at);
     }, 120s);
     held.clear();
-    if (leader && !restarted)
+    if (killed && !restarted)
         EXPECT_EQ(std::system((scripts + "/zk.sh restart " + dir + " " + std::to_string(leader) + " >/dev/null").c_str()), 0);
     if (::testing::Test::HasFailure()) print_server_logs(dir);
 }
