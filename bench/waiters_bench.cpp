@@ -44,7 +44,8 @@ int main(int argc, char** argv) {
         if (k == "--connect") connect = v;
         else if (k == "--waiters") n = std::atoi(v.c_str());
         else if (k == "--handoff") handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
-        else if (k == "--metrics") metrics = v != "off";
+        else if (k == "--metrics" && (v == "on" || v == "off")) metrics = v == "on";
+        else { std::fprintf(stderr, "zklock_waiters_bench: unknown option or value: %s %s\n", k.c_str(), v.c_str()); return 2; }
     }
     if (connect.empty() || n < 1) { std::fprintf(stderr, "usage: zklock_waiters_bench --connect HOST:PORT [--waiters N] [--handoff N] [--metrics on|off]\n"); return 2; }
     const std::string path = "/zklock-bench/waiters-" + std::to_string(::getpid());

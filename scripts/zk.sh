@@ -57,6 +57,22 @@ launch() { # launch DIR I
   echo $! >"$dir/server$i.pid"
 }
 
+stop_dir() { # stop_dir DIR : stops its servers, drops its port reservations, removes a temp DIR
+  local dir=$1 f pid
+  for f in "$dir"/server*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f"); kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true
+  done
+  for f in "$dir"/server*.pid; do
+    [ -f "$f" ] || continue
+    pid=$(cat "$f")
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  /usr/bin/python3 "$(dirname "$0")/zk_ports.py" release "$dir" || true
+  case "$dir" in /tmp/zklock-zk.*) rm -rf "$dir";; esac
+}
+
 wait_up() { # wait_up DIR I : until srvr answers with a mode
   local dir=$1 i=$2 port
   port=$(cat "$dir/port$i")
@@ -85,10 +101,14 @@ case "$cmd" in
     [ -f "$JARS/zookeeper.jar" ] || die "Debian's zookeeper package is missing: run scripts/setup.sh"
     [ -n "$dir" ] || dir=$(mktemp -d /tmp/zklock-zk.XXXXXX)
     mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd)
+    # A start that fails half-way (no free ports, a server that does not come up) prints no
+    # ZK_DIR for the caller to stop: stop what it started here.
+    trap 'stop_dir "$dir"' EXIT
     # Ports outside the kernel's ephemeral range, reserved for this dir: a quorum port stays
     # unbound until its server leads, and one taken meanwhile by anything on the machine keeps
     # the ensemble without a leader (see zk_ports.py).
-    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n)) "$dir") || die "no free ports"
+    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n)) "$dir") || die "no ports (see above)"
     mapfile -t picked <<<"$ports"
     declare -a cports qports eports
     for i in $(seq 1 "$n"); do
@@ -123,24 +143,13 @@ case "$cmd" in
     echo "$connect" >"$dir/connect"
     for i in $(seq 1 "$n"); do launch "$dir" "$i"; done
     for i in $(seq 1 "$n"); do wait_up "$dir" "$i"; done
+    trap - EXIT
     echo "ZK_CONNECT=$connect"
     echo "ZK_DIR=$dir"
     ;;
   stop)
-    dir=${1:?dir}
-    [ -d "$dir" ] || exit 0
-    for f in "$dir"/server*.pid; do
-      [ -f "$f" ] || continue
-      pid=$(cat "$f"); kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true
-    done
-    for f in "$dir"/server*.pid; do
-      [ -f "$f" ] || continue
-      pid=$(cat "$f")
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    done
-    /usr/bin/python3 "$(dirname "$0")/zk_ports.py" release "$dir" || true
-    case "$dir" in /tmp/zklock-zk.*) rm -rf "$dir";; esac
+    [ -d "${1:?dir}" ] || exit 0
+    stop_dir "$(cd "$1" && pwd)"
     ;;
   kill) kill -9 "$(cat "${1:?dir}/server${2:?i}.pid")"; sleep 0.2;;
   pause) kill -STOP "$(cat "${1:?dir}/server${2:?i}.pid")";;

@@ -14,8 +14,9 @@ back-off). Ports below (or above) the ephemeral range are never handed out by th
 the reservations below keep two runs of this script from picking the same one.
 
 A reservation is a file named after the port in the registry directory, holding the state dir
-it belongs to; one whose state dir is gone is stale and taken over. The registry is locked while
-a pick runs. Environment (for tests): ZK_PORT_REGISTRY (default /tmp/zklock-ports),
+it belongs to; one whose state dir is gone is stale and taken over (so servers still running
+from a dir that was deleted by hand lose their reservation, and a dir left behind by a run that
+died keeps its ports until it is removed). The registry is locked while a pick runs. Environment (for tests): ZK_PORT_REGISTRY (default /tmp/zklock-ports),
 ZK_PORT_RANGE=LO-HI (default: 10000 up to the ephemeral range, and above it).
 """
 import fcntl
@@ -36,6 +37,8 @@ def candidate_ranges():
     env = os.environ.get("ZK_PORT_RANGE")
     if env:
         lo, _, hi = env.partition("-")
+        if not (lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi) <= 65535):
+            fail(f"ZK_PORT_RANGE={env!r} is not LO-HI with 1 <= LO <= HI <= 65535")
         return [(int(lo), int(hi))]
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
@@ -72,8 +75,19 @@ def pick(n, state_dir):
     total = sum(hi - lo + 1 for lo, hi in ranges)
     if n > total:
         fail(f"{n} ports asked, the candidate ranges {ranges} hold {total}")
-    os.makedirs(REGISTRY, exist_ok=True)
-    with open(os.path.join(REGISTRY, ".lock"), "w") as lock:
+    # One registry for every user of the machine (ports are shared): world-writable and sticky,
+    # like /tmp itself, and a lock file anyone may lock.
+    try:
+        os.makedirs(REGISTRY, exist_ok=True)
+        if os.stat(REGISTRY).st_uid == os.getuid():
+            os.chmod(REGISTRY, 0o1777)
+        lock_path = os.path.join(REGISTRY, ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o666)
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o666)
+    except OSError as e:
+        fail(f"cannot use the port registry {REGISTRY}: {e}")
+    with os.fdopen(fd, "r+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         # every candidate, in random order: a full range ends the search instead of looping
         order = [p for lo, hi in ranges for p in range(lo, hi + 1)]
@@ -87,8 +101,14 @@ def pick(n, state_dir):
                 continue  # reserved by a live state dir
             if not bindable(port):
                 continue
-            with open(os.path.join(REGISTRY, str(port)), "w") as f:
-                f.write(state_dir + "\n")
+            entry = os.path.join(REGISTRY, str(port))
+            try:
+                if o is not None:
+                    os.unlink(entry)  # stale: its state dir is gone (a run killed before its stop)
+                with open(entry, "w") as f:
+                    f.write(state_dir + "\n")
+            except OSError:
+                continue  # another user's stale entry in the sticky dir: leave that port alone
             got.append(port)
         if len(got) < n:
             release(state_dir, got)

@@ -60,21 +60,23 @@ class ZkPortsTest(unittest.TestCase):
         self.assertEqual(len(seen), 600)
 
     def test_a_port_in_use_is_never_picked(self):
-        # a range of three ports, one of them listened on: only the other two can be had
+        # three neighbours below the ephemeral range (which the kernel never hands out, so they
+        # stay as found), the middle one listened on: only the other two can be had
+        def free(p):
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", p))
+                return True
+            except OSError:
+                return False
+            finally:
+                s.close()
+        port = next(p for p in range(20001, 32000, 7) if free(p - 1) and free(p) and free(p + 1))
         busy = socket.socket()
-        busy.bind(("127.0.0.1", 0))
+        busy.bind(("127.0.0.1", port))
         busy.listen(1)
-        port = busy.getsockname()[1]
         env = dict(self.env, ZK_PORT_RANGE=f"{port - 1}-{port + 1}")
         try:
-            for s in (port - 1, port + 1):  # (the neighbours must be free for the check to mean anything)
-                probe = socket.socket()
-                try:
-                    probe.bind(("127.0.0.1", s))
-                except OSError:
-                    self.skipTest(f"neighbour port {s} is in use")
-                finally:
-                    probe.close()
             self.assertEqual(sorted(self.pick(2, self.state_dir("a"), env=env)), [port - 1, port + 1])
             r = self.run_picker("pick", "1", self.state_dir("b"), env=env, check=False)
             self.assertNotEqual(r.returncode, 0)
@@ -102,6 +104,15 @@ class ZkPortsTest(unittest.TestCase):
             r = self.run_picker(*args, check=False)
             self.assertEqual(r.returncode, 1, args)
             self.assertIn("usage", r.stderr)
+        for bad in ("99999-1", "0-10", "10-99999", "x-y", "100"):
+            r = self.run_picker("pick", "1", self.state_dir("a"), env=dict(self.env, ZK_PORT_RANGE=bad), check=False)
+            self.assertEqual(r.returncode, 1, bad)
+            self.assertIn("ZK_PORT_RANGE", r.stderr)
+
+    def test_the_registry_is_shared_by_every_user(self):
+        self.pick(1, self.state_dir("a"))
+        self.assertEqual(os.stat(self.registry).st_mode & 0o7777, 0o1777)
+        self.assertEqual(os.stat(os.path.join(self.registry, ".lock")).st_mode & 0o777, 0o666)
 
 
 if __name__ == "__main__":
