@@ -170,6 +170,9 @@ for p in $(seq 0 $((paths - 1))); do
   done
   [ $left -eq 0 ] || { echo "LEFTOVER nodes on /zklock-chaos/lock$p:"; cat "$out/leftovers"; fail=1; }
 done
+# the servers' logs: the checker reads from the leaders' "Expiring session" lines whether a lost
+# lock was freed by the server (the margin bound applies) or by its holder's own delete
+mkdir -p "$out/servers" && cp "$zkdir"/server*.log "$out/servers/" 2>/dev/null || true
 /usr/bin/python3 "$root/scripts/chaos_check.py" "$out" --timeout-ms "$T" || fail=1
 [ $fail -eq 0 ] && echo "chaos: PASS (seed $seed, ${seconds}s)" || echo "chaos: FAIL (seed $seed; files in $out)"
 exit $fail

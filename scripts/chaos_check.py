@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The overlap checker of scripts/chaos.sh.
 
-    chaos_check.py DIR [--timeout-ms T]   check the worker logs (DIR/*.log) and DIR/events
+    chaos_check.py DIR [--timeout-ms T]   check the worker logs (DIR/*.log), DIR/events and the
+                                          servers' logs (DIR/servers/*.log)
     chaos_check.py --self-test            fabricated logs: a clean one must pass, bad ones must fail
 
 Worker logs (zklock_chaos_worker): "G path start_ns token session", then "E path end_ns released"
@@ -12,6 +13,13 @@ Fails (exit 1) on: two holds of one path that overlap; fencing tokens not strict
 grant order; a log line that cannot be read. Reports the margin between each loss signal and the
 next grant of the same path, and the hand-over time after a holder was killed.
 
+The stated margin bound applies to a lease loss after which the server expired the session and so
+freed the lock; when the holder's own delete freed it (the session still alive), the next grant may
+follow the loss signal at once. Which of the two happened is read from the servers' logs: the
+leader's "Expiring session 0x..." line, at or before the next grant. Without server logs, a loss
+counts as expired if the worker's next hold is on another session (which also counts a session
+that a later fault expired after the hand-over).
+
 Peers (chaos.sh --peers): logs named c* (Curator) and k* (kazoo) are theirs, the others zklock's.
 A peer hold whose loss signal (SUSPENDED) came after the next grant of its path is that library's
 known exposure (it learns of a silent server only 2/3 T after the last reply, which can be after
@@ -19,8 +27,10 @@ the expiry): it is reported as a peer overlap and does not fail the check. Every
 does, whoever holds.
 """
 import collections
+import datetime
 import glob
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -39,6 +49,41 @@ def read_events(d):
             if len(parts) >= 2:
                 events.append((int(parts[0]), parts[1], parts[2:]))
     return events
+
+
+EXPIRING = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3}) .*Expiring session 0x([0-9a-f]+),")
+
+
+def local_midnight_ns(ns):
+    day = datetime.datetime.fromtimestamp(ns / 1e9).replace(hour=0, minute=0, second=0, microsecond=0)
+    return int(day.timestamp()) * 1_000_000_000
+
+
+def clock_of(ns):
+    """The servers' log time (local HH:MM:SS.mmm) of a CLOCK_REALTIME ns (for the self-test)."""
+    return datetime.datetime.fromtimestamp(ns / 1e9).strftime("%H:%M:%S.%f")[:-3]
+
+
+def read_expiries(d, events):
+    """{session hex: ns of the server's "Expiring session"}, or None if DIR/servers has no logs.
+    The servers log local wall-clock times of day; the run's first event gives the date."""
+    files = sorted(glob.glob(os.path.join(d, "servers", "*.log")))
+    if not files:
+        return None
+    start = min((ns for ns, _, _ in events), default=0)
+    midnight = local_midnight_ns(start)
+    expiries = {}
+    for f in files:
+        for line in open(f, errors="replace"):
+            m = EXPIRING.match(line)
+            if not m:
+                continue
+            h, mi, s, ms, sid = m.groups()
+            ns = midnight + ((int(h) * 60 + int(mi)) * 60 + int(s)) * 1_000_000_000 + int(ms) * 1_000_000
+            if ns < start - 43_200 * 1_000_000_000:
+                ns += 86_400 * 1_000_000_000  # the run went past midnight
+            expiries[sid] = min(ns, expiries.get(sid, ns))
+    return expiries
 
 
 def read_holds(d, events):
@@ -89,10 +134,14 @@ def check(d, timeout_ms=None, quiet=False):
     say = (lambda s: out.append(s)) if quiet else print
     events = read_events(d)
     holds, problems = read_holds(d, events)
+    expiries = read_expiries(d, events)
+    if expiries is None:
+        say("(no server logs: a lease loss counts as expired if its worker's next hold is on another session)")
     by_path = collections.defaultdict(list)
     for h in holds:
         by_path[h["path"]].append(h)
     overlaps, token_errors, margins, handovers, below_bound, peer_overlaps = 0, 0, [], [], 0, 0
+    to_expiry = []  # a lease loss whose session the server then expired: loss signal -> the server's expiry
     bound = 0.317 * timeout_ms / 1000 if timeout_ms else None
     margins_by = []  # (margin entry, who): per implementation
     allowance = 0.15  # one-way delay and scheduling on a loaded 2-core machine
@@ -116,6 +165,15 @@ def check(d, timeout_ms=None, quiet=False):
                 latest = h
             if i + 1 < len(hs):
                 gap = (hs[i + 1]["start"] - h["end"]) / 1e9
+                if expiries is not None and h["reason"].startswith("lost:"):
+                    # freed by the server (the session expired by the next grant; the log has ms)
+                    # or by the holder's own delete (expired later, or never)
+                    at = expiries.get(h["session"])
+                    h["expired"] = at is not None and at <= hs[i + 1]["start"] + 1_000_000
+                    if at is not None:
+                        h["expiry_margin"] = (at - h["end"]) / 1e9
+                if h["reason"] == "lost:lease_expired" and h.get("expired") and "expiry_margin" in h:
+                    to_expiry.append(h["expiry_margin"])
                 if h["reason"].startswith("lost:"):
                     margins.append((gap, h["reason"], h.get("expired")))
                     margins_by.append(((gap, h["reason"], h.get("expired")), h["who"]))
@@ -150,6 +208,9 @@ def check(d, timeout_ms=None, quiet=False):
         if exp:
             say(f"  lease losses whose session then expired: {len(exp)}, margin smallest {exp[0]:.3f} s, median "
                 f"{statistics.median(exp):.3f} s (stated bound {bound:.3f} s)" if bound else "")
+        if to_expiry:
+            say(f"  the same, loss signal -> the server's expiry (its log): smallest {min(to_expiry):.3f} s, "
+                f"median {statistics.median(to_expiry):.3f} s")
         if surv:
             say(f"  lease losses whose session survived (the node was deleted by its holder, so a small margin "
                 f"is no overlap): {len(surv)}, margin smallest {surv[0]:.3f} s")
@@ -167,9 +228,14 @@ def check(d, timeout_ms=None, quiet=False):
 
 def self_test():
     """Fabricated logs: the checker must pass a clean one and fail each broken one."""
+    def expiring(ns, session):
+        return (f"{clock_of(ns)} [SessionTracker] INFO org.apache.zookeeper.server.ZooKeeperServer - "
+                f"Expiring session 0x{session}, timeout of 2000ms exceeded\n")
+
     def run(files, events=""):
         with tempfile.TemporaryDirectory() as d:
             for name, text in files.items():
+                os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
                 with open(os.path.join(d, name), "w") as f:
                     f.write(text)
             with open(os.path.join(d, "events"), "w") as f:
@@ -197,6 +263,23 @@ def self_test():
         "lease loss, session survived, small margin": (
             {"a.log": "G /p 100 4096 1\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 1\nE /p 5000000100 released\n",
              "b.log": "G /p 1100000000 8192 3\nE /p 1200000000 released\n"}, "", True),
+        # with the servers' logs: who freed the lock is read from the leader's "Expiring session"
+        "server log: expired before the next grant, margin too small": (
+            {"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2b\nE /p 5000000100 released\n",
+             "b.log": "G /p 1100000000 8192 3c\nE /p 1200000000 released\n",
+             "servers/server1.log": expiring(1_050_000_000, "1a")}, "0 start\n", False),
+        "server log: expired after the hand-over (the holder's own delete freed it)": (
+            {"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2b\nE /p 5000000100 released\n",
+             "b.log": "G /p 1100000000 8192 3c\nE /p 1200000000 released\n",
+             "servers/server1.log": expiring(3_000_000_000, "1a")}, "0 start\n", True),
+        "server log: never expired, small margin": (
+            {"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2b\nE /p 5000000100 released\n",
+             "b.log": "G /p 1100000000 8192 3c\nE /p 1200000000 released\n",
+             "servers/server1.log": "00:00:00.000 [main] INFO x - started\n"}, "0 start\n", True),
+        "server log: expired before the next grant, margin above the bound": (
+            {"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2b\nE /p 5000000100 released\n",
+             "b.log": "G /p 2000000000 8192 3c\nE /p 2100000000 released\n",
+             "servers/server1.log": expiring(1_900_000_000, "1a")}, "0 start\n", True),
         "peer's late loss signal: reported, not failed": (
             {"c1g1.log": "G /p 100 4096 1\nE /p 300 lost suspended\n",
              "w1g1.log": "G /p 250 8192 2\nE /p 400 released\n"}, "", True),
