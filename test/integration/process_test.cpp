@@ -189,6 +189,7 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
         auto b = co_await connect_session(o);
         zklock::mutex ma(*a, path), mb(*b, path);
         auto g = co_await ma.async_acquire(use_awaitable);
+        const auto id_a = a->session_id(), id_b = b->session_id();
 
         std::vector<int> survivors;
         for (int i = 1; i <= 3; ++i) {
@@ -248,6 +249,9 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
         const double back_at = since();
         EXPECT_EQ(a->state(), zklock::session_state::connected) << zklock::to_string(a->state());
         EXPECT_EQ(b->state(), zklock::session_state::connected) << zklock::to_string(b->state());
+        // the same sessions: no leader, no expiry (a new leader starts every session's clock afresh)
+        EXPECT_EQ(a->session_id(), id_a);
+        EXPECT_EQ(b->session_id(), id_b);
         auto g3 = co_await mb.async_acquire_for(20s, use_awaitable);
         EXPECT_TRUE(g3.owns_lock());
         co_await g3.async_release(use_awaitable);
