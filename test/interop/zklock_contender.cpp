@@ -1,6 +1,9 @@
 // Interop test peer on the zklock side; same protocol as CuratorContender.java.
 //   zklock_interop_contender CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [COROUTINES [curator|kazoo [rw]]]
 //   zklock_interop_contender --check-empty CONNECT PATH     exit 0 iff PATH has no children
+//   zklock_interop_contender --create-path CONNECT PATH     PATH as a persistent node (kazoo's Lock
+//                                                           needs one: see run_interop.sh)
+//   zklock_interop_contender --remove-path CONNECT PATH     deletes PATH
 #include <zklock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
@@ -18,6 +21,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 namespace asio = boost::asio;
 using asio::use_awaitable;
@@ -29,14 +34,29 @@ static long long micros() {
 int main(int argc, char** argv) {
     asio::io_context io;
     int rc = 0;
-    if (argc == 4 && std::string(argv[1]) == "--check-empty") {
+    if (argc == 4 && std::string(argv[1]).starts_with("--")) {
+        const std::string mode = argv[1];
         asio::co_spawn(io, [&]() -> asio::awaitable<void> {
             auto ex = co_await asio::this_coro::executor;
             zklock::session zk{ex, {.connect = argv[2]}};
             co_await zk.async_connect(use_awaitable);
-            auto [ec, kids] = co_await zklock::async_get_children(zk, argv[3], asio::as_tuple(use_awaitable));
-            for (auto& k : kids) std::printf("leftover: %s\n", k.c_str());
-            rc = kids.empty() ? 0 : 1;
+            zklock::error_code ec;
+            if (mode == "--check-empty") {
+                std::vector<std::string> kids;
+                std::tie(ec, kids) = co_await zklock::async_get_children(zk, argv[3], asio::as_tuple(use_awaitable));
+                for (auto& k : kids) std::printf("leftover: %s\n", k.c_str());
+                if (ec == zklock::zk_errc::no_node) ec = {}; // reaped: nothing left either
+                rc = !ec && kids.empty() ? 0 : 1;
+            } else if (mode == "--create-path") {
+                std::tie(ec) = co_await zklock::async_create_node(zk, argv[3], "", asio::as_tuple(use_awaitable));
+                rc = ec ? 1 : 0;
+            } else if (mode == "--remove-path") {
+                std::tie(ec) = co_await zklock::async_delete_node(zk, argv[3], -1, asio::as_tuple(use_awaitable));
+                rc = ec ? 1 : 0;
+            } else {
+                rc = 2;
+            }
+            if (ec) std::printf("%s %s: %s\n", mode.c_str(), argv[3], ec.message().c_str());
         }, [&](std::exception_ptr e) { if (e) rc = 2; });
         io.run();
         return rc;
