@@ -16,12 +16,12 @@ zk.start(timeout=30)
 failures = 0
 
 
-def reaped_within(path, seconds):
+def wait_for(what, seconds):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if zk.exists(path) is None:
+        if what():
             return True
-        time.sleep(0.1)
+        time.sleep(0.05)
     return False
 
 
@@ -30,23 +30,34 @@ for persistent in (False, True):
     path = f"/zklock-test/interop-reaped-{'p' if persistent else 'c'}-{os.getpid()}"
     if persistent:
         subprocess.run([contender, "--create-path", connect, path], check=True)
-    # one zklock hold: creates the missing parent, as a container
-    subprocess.run([contender, connect, path, "1", "1", f"{work}/held", f"{work}/reaped.log", "1"],
-                   check=True, stdout=subprocess.DEVNULL)
+    # A zklock hold of 1.5 s (it creates the path as a container if missing); kazoo's first acquire
+    # comes while it holds, so kazoo finds the path as zklock left it: an empty path could be
+    # reaped before kazoo's first acquire, which would then make it persistent itself.
+    holder = subprocess.Popen([contender, connect, path, "1", "1500", f"{work}/held", f"{work}/reaped.log", "1"],
+                              stdout=subprocess.DEVNULL)
+    if not wait_for(lambda: zk.exists(path) is not None and zk.get_children(path), 10.0):
+        print(f"{what}: zklock's hold never appeared")
+        sys.exit(1)
     lock = zk.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
-    lock.acquire()
+    lock.acquire()  # queued behind zklock's hold; the path is never empty until this release
     lock.release()
-    reaped = reaped_within(path, 3.0 if persistent else 10.0)  # the reaper runs every second
+    if holder.wait(timeout=30) != 0:
+        print(f"{what}: the zklock contender failed")
+        sys.exit(1)
+    # the reaper runs every second on the suite's servers
+    reaped = wait_for(lambda: zk.exists(path) is None, 3.0 if persistent else 10.0)
     try:
         lock.acquire()
         lock.release()
         outcome = "acquired"
     except NoNodeError:
         outcome = "NoNodeError"
+    # (a client cannot see whether a node is a container: its stat shows ephemeralOwner 0; that
+    # the server reaps it is the evidence)
     print(f"{what}: reaped={reaped}, kazoo's next acquire: {outcome}")
-    expected = ("acquired", False) if persistent else ("NoNodeError", True)
-    if (outcome, reaped) != expected:
-        print(f"  expected reaped={expected[1]} and {expected[0]}")
+    expected = (False, "acquired") if persistent else (True, "NoNodeError")
+    if (reaped, outcome) != expected:
+        print(f"  expected reaped={expected[0]} and {expected[1]}")
         failures += 1
     if persistent:
         subprocess.run([contender, "--remove-path", connect, path], check=True)
