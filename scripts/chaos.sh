@@ -6,14 +6,19 @@
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
 #                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--out DIR]
-#   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay (default: all)
+#   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay,quorum,isolate
+#             (default: all)
 #   --peers: N more workers (default 2) of Curator's InterProcessMutex or kazoo's Lock on the same
 #            paths (test/chaos/CuratorChaosWorker.java, kazoo_chaos_worker.py), logging the same
 #            way; their loss signal is the connection leaving CONNECTED (SUSPENDED or LOST), as
 #            their documentation advises. Curator cannot read kazoo's node names: one kind per run.
 #
 # Faults (one at a time, 1-3 s apart): leader SIGKILL then restart, follower SIGSTOP for 1.5-3 T
-# then SIGCONT, holder (worker) SIGKILL then a new worker, and through each worker's own proxies:
+# then SIGCONT, a follower's links to the leader frozen for 1.5-3 T (the ensemble's server links go
+# through zk.sh's freezable relays: the follower keeps serving its clients until its read from the
+# leader times out), the leader isolated from both followers for 2.5-4 T (its clients' links stay
+# up; it answers alone until it steps down), holder (worker) SIGKILL then a new worker, and
+# through each worker's own proxies:
 # connection drops, a partition longer than T (the session expires), 300 ms delays for 3 s. The
 # faults of a single client hit a worker that holds a lock 3 times in 4 (drops, partitions and
 # delays only zklock workers: they go through the worker's own proxies). Holds last 10-1500 ms.
@@ -21,7 +26,7 @@
 # is left. The run's files stay in --out (default: a new /tmp/zklock-chaos.* directory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay
+seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay,quorum,isolate
 peers="" peer_workers=2
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -71,7 +76,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
-zkout=$("$root/scripts/zk.sh" start --servers 3)
+zkout=$("$root/scripts/zk.sh" start --servers 3 --relay)
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
 echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; ${seconds}s; files in $out" >&2
 
@@ -121,8 +126,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
   w=$(holder_or_any "$total")   # any worker may be SIGKILLed
   z=$(holder_or_any "$workers") # drops, partitions and delays: zklock workers (their own proxies)
-  kinds=(leader follower kill drop partition delay)
-  k=$((RANDOM % 6))
+  kinds=(leader follower kill drop partition delay quorum isolate)
+  k=$((RANDOM % 8))
   case ",$faults," in *",${kinds[$k]},"*) ;; *) continue;; esac
   case $k in
     0) if s=$(pick_server leader); then
@@ -140,10 +145,24 @@ while [ "$(date +%s)" -lt "$end" ]; do
     3) event drop "${name[$z]}"; kill -USR1 "${pid[$z]}" 2>/dev/null || true;;
     4) event partition "${name[$z]}"; kill -USR2 "${pid[$z]}" 2>/dev/null || true;;
     5) event delay "${name[$z]}"; kill -HUP "${pid[$z]}" 2>/dev/null || true;;
+    6) if s=$(pick_server follower) && l=$(pick_server leader); then
+         ms=$(( T * 3 / 2 + RANDOM % (T * 3 / 2) ))
+         event quorum_cut "server$s" "server$l" "${ms}ms"; "$root/scripts/zk.sh" freeze "$zkdir" "$s" "$l"
+         sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"; "$root/scripts/zk.sh" thaw "$zkdir"
+         "$root/scripts/zk.sh" wait "$zkdir" "$s" || true; event quorum_heal "server$s"
+       fi;;
+    7) if l=$(pick_server leader); then
+         ms=$(( T * 5 / 2 + RANDOM % (T * 3 / 2) ))
+         cut=(); for s in 1 2 3; do [ "$s" = "$l" ] || cut+=("$s" "$l" "$l" "$s"); done
+         event leader_isolate "server$l" "${ms}ms"; "$root/scripts/zk.sh" freeze "$zkdir" "${cut[@]}"
+         sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"; "$root/scripts/zk.sh" thaw "$zkdir"
+         for s in 1 2 3; do "$root/scripts/zk.sh" wait "$zkdir" "$s" || true; done; event leader_rejoin "server$l"
+       fi;;
   esac
 done
 event stop
 # every server up again, then every worker must finish its hold and exit cleanly
+"$root/scripts/zk.sh" thaw "$zkdir" 2>/dev/null || true
 for s in 1 2 3; do
   "$root/scripts/zk.sh" resume "$zkdir" "$s" 2>/dev/null || true
   if ! "$root/scripts/zk.sh" srvr "$zkdir" "$s" 2>/dev/null | grep -q '^Mode: '; then

@@ -142,7 +142,7 @@ def check(d, timeout_ms=None, quiet=False):
         by_path[h["path"]].append(h)
     overlaps, token_errors, margins, handovers, below_bound, peer_overlaps = 0, 0, [], [], 0, 0
     to_expiry = []  # a lease loss whose session the server then expired: loss signal -> the server's expiry
-    bound = 0.317 * timeout_ms / 1000 if timeout_ms else None
+    bound = 0.35 * timeout_ms / 1000 if timeout_ms else None  # (0.65 - f) T, f = 0.3: README, "The lease"
     margins_by = []  # (margin entry, who): per implementation
     allowance = 0.15  # one-way delay and scheduling on a loaded 2-core machine
     for path, hs in by_path.items():

@@ -28,7 +28,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
 eval "$("$root/scripts/zk.sh" start)"; zk1=$ZK_DIR
 export ZK_CONNECT ZK_DIR
-out=$("$root/scripts/zk.sh" start --servers 3)
+out=$("$root/scripts/zk.sh" start --servers 3 --relay) # (quorum links through freezable relays: partition_test)
 zk3=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
 export ZK_ENSEMBLE_CONNECT=$(echo "$out" | sed -n 's/^ZK_CONNECT=//p') ZK_ENSEMBLE_DIR=$zk3
 export ZKLOCK_SCRIPTS="$root/scripts"

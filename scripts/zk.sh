@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Throwaway ZooKeeper servers from Debian's jars, on loopback ports outside the ephemeral range, in a temp dir.
 #
-#   scripts/zk.sh start [--servers N] [--tick MS] [--fsync yes|no] [--dir DIR]
+#   scripts/zk.sh start [--servers N] [--tick MS] [--fsync yes|no] [--dir DIR] [--relay]
 #       Starts a standalone server (N=1, default) or an N-server ensemble on 127.0.0.1.
 #       Prints two lines:  ZK_CONNECT=host:port[,host:port...]  and  ZK_DIR=<state dir>
+#       --relay: every link from server i to server j (quorum and election ports) passes through
+#       a freezable relay (scripts/quorum_relay.py); the client ports stay direct
+#   scripts/zk.sh freeze DIR I J [I J ...]  freezes the links of server I to server J
+#                                    (bytes stop both ways, sockets stay open; needs --relay)
+#   scripts/zk.sh thaw DIR [I J]     thaws that link (all links without I J)
 #   scripts/zk.sh stop  DIR          stops every server of DIR and removes DIR
 #   scripts/zk.sh kill  DIR I        SIGKILLs server I (1-based) of DIR
 #   scripts/zk.sh pause|resume DIR I SIGSTOP/SIGCONT server I
@@ -59,11 +64,11 @@ launch() { # launch DIR I
 
 stop_dir() { # stop_dir DIR : stops its servers, drops its port reservations, removes a temp DIR
   local dir=$1 f pid
-  for f in "$dir"/server*.pid; do
+  for f in "$dir"/server*.pid "$dir"/relay.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f"); kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true
   done
-  for f in "$dir"/server*.pid; do
+  for f in "$dir"/server*.pid "$dir"/relay.pid; do
     [ -f "$f" ] || continue
     pid=$(cat "$f")
     for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -71,6 +76,24 @@ stop_dir() { # stop_dir DIR : stops its servers, drops its port reservations, re
   done
   /usr/bin/python3 "$(dirname "$0")/zk_ports.py" release "$dir" || true
   case "$dir" in /tmp/zklock-zk.*) rm -rf "$dir";; esac
+}
+
+launch_relay() { # launch_relay DIR : the quorum relays of DIR/relays (see quorum_relay.py)
+  local dir=$1
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+    done
+    exec setsid /usr/bin/python3 "$(dirname "$0")/quorum_relay.py" "$dir"
+  ) >>"$dir/relay.log" 2>&1 </dev/null &
+  echo $! >"$dir/relay.pid"
+  for _ in $(seq 1 100); do grep -q 'relays up' "$dir/relay.log" 2>/dev/null && return 0; sleep 0.05; done
+  die "the quorum relay did not start: $(tail -5 "$dir/relay.log")"
+}
+
+set_frozen() { # set_frozen DIR "lines": atomically, so the relay never reads half a file
+  printf '%s' "$2" >"$1/frozen.tmp" && mv -f "$1/frozen.tmp" "$1/frozen"
 }
 
 wait_up() { # wait_up DIR I : until srvr answers with a mode
@@ -87,10 +110,11 @@ wait_up() { # wait_up DIR I : until srvr answers with a mode
 cmd=${1:-}; shift || true
 case "$cmd" in
   start)
-    n=1 tick=500 fsync=no dir=""
+    n=1 tick=500 fsync=no dir="" relay=no
     while [ $# -gt 0 ]; do
       case "$1" in
         --servers) n=$2; shift 2;;
+        --relay) relay=yes; shift;;
         --tick) tick=$2; shift 2;;
         --fsync) fsync=$2; shift 2;;
         --dir) dir=$2; shift 2;;
@@ -108,12 +132,26 @@ case "$cmd" in
     # Ports outside the kernel's ephemeral range, reserved for this dir: a quorum port stays
     # unbound until its server leads, and one taken meanwhile by anything on the machine keeps
     # the ensemble without a leader (see zk_ports.py).
-    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n)) "$dir") || die "no ports (see above)"
+    [ "$relay" = no ] || [ "$n" -gt 1 ] || die "--relay needs an ensemble (--servers N, N > 1)"
+    nrelay=0; [ "$relay" = yes ] && nrelay=$((2 * n * (n - 1)))
+    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n + nrelay)) "$dir") || die "no ports (see above)"
     mapfile -t picked <<<"$ports"
     declare -a cports qports eports
+    declare -A rports reports
     for i in $(seq 1 "$n"); do
       cports[$i]=${picked[$((3 * i - 3))]}; qports[$i]=${picked[$((3 * i - 2))]}; eports[$i]=${picked[$((3 * i - 1))]}
     done
+    if [ "$relay" = yes ]; then
+      k=$((3 * n)); : >"$dir/relays"
+      for i in $(seq 1 "$n"); do
+        for j in $(seq 1 "$n"); do
+          [ "$i" = "$j" ] && continue
+          rports[$i,$j]=${picked[$k]}; reports[$i,$j]=${picked[$((k + 1))]}; k=$((k + 2))
+          echo "$i $j ${rports[$i,$j]} ${qports[$j]}" >>"$dir/relays"
+          echo "$i $j ${reports[$i,$j]} ${eports[$j]}" >>"$dir/relays"
+        done
+      done
+    fi
     connect=""
     for i in $(seq 1 "$n"); do
       mkdir -p "$dir/data$i"
@@ -132,7 +170,13 @@ case "$cmd" in
         echo "emulate353TTLNodes=false"
         if [ "$n" -gt 1 ]; then
           echo "standaloneEnabled=false"
-          for j in $(seq 1 "$n"); do echo "server.$j=127.0.0.1:${qports[$j]}:${eports[$j]}"; done
+          for j in $(seq 1 "$n"); do
+            if [ "$relay" = yes ] && [ "$i" != "$j" ]; then
+              echo "server.$j=127.0.0.1:${rports[$i,$j]}:${reports[$i,$j]}" # (server $i reaches $j through the relays)
+            else
+              echo "server.$j=127.0.0.1:${qports[$j]}:${eports[$j]}"
+            fi
+          done
         fi
       } >"$dir/zoo$i.cfg"
       [ "$n" -gt 1 ] && echo "$i" >"$dir/data$i/myid"
@@ -141,6 +185,7 @@ case "$cmd" in
     done
     echo "$n" >"$dir/servers"
     echo "$connect" >"$dir/connect"
+    if [ "$relay" = yes ]; then set_frozen "$dir" ""; launch_relay "$dir"; fi
     for i in $(seq 1 "$n"); do launch "$dir" "$i"; done
     for i in $(seq 1 "$n"); do wait_up "$dir" "$i"; done
     trap - EXIT
@@ -156,8 +201,25 @@ case "$cmd" in
   resume) kill -CONT "$(cat "${1:?dir}/server${2:?i}.pid")";;
   restart) launch "${1:?dir}" "${2:?i}"; wait_up "$1" "$2";;
   wait) wait_up "${1:?dir}" "${2:?i}";;
+  freeze)
+    d=${1:?dir}; shift
+    [ -f "$d/relays" ] || die "$d has no quorum relays (zk.sh start --relay)"
+    [ $# -ge 2 ] && [ $(($# % 2)) -eq 0 ] || die "usage: zk.sh freeze DIR I J [I J ...]"
+    lines=$(cat "$d/frozen" 2>/dev/null || true)
+    while [ $# -ge 2 ]; do lines="$lines"$'\n'"$1 $2"; shift 2; done
+    set_frozen "$d" "$(echo "$lines" | sed '/^$/d' | sort -u)"$'\n'
+    ;;
+  thaw)
+    d=${1:?dir}; shift
+    [ -f "$d/relays" ] || die "$d has no quorum relays (zk.sh start --relay)"
+    if [ $# -ge 2 ]; then
+      set_frozen "$d" "$(grep -vx "$1 $2" "$d/frozen" 2>/dev/null || true)"$'\n'
+    else
+      set_frozen "$d" ""
+    fi
+    ;;
   srvr) four "$(cat "${1:?dir}/port${2:?i}")" srvr;;
   mntr) four "$(cat "${1:?dir}/port${2:?i}")" mntr;;
   wchs) four "$(cat "${1:?dir}/port${2:?i}")" wchs;;
-  *) sed -n '2,15p' "$0"; exit 2;;
+  *) sed -n '2,20p' "$0"; exit 2;;
 esac

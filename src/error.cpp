@@ -22,6 +22,7 @@ public:
         case errc::path_reserved: return "invalid lock path: \"/\" and the /zookeeper tree are reserved";
         case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535";
         case errc::invalid_argument: return "invalid argument: a timeout or option is out of range";
+        case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.325] (above the heartbeat, T/10; at most what the lease's derivation covers: a follower that stalls, resumes and stalls again leaves (0.65 - 2f) T)";
         case errc::connect_timeout: return "connect timeout: no ZooKeeper server answered within the connect timeout";
         case errc::not_connected: return "not connected: call async_connect and wait for it to complete first";
         case errc::session_expired: return "ZooKeeper session expired: every lock held by it is lost";
@@ -39,7 +40,7 @@ public:
         case errc::sequence_overflow: return "the lock path's sequence counter has overflowed (2^31 creates under one parent): the order of its contenders is unknown; let the path empty (its container is then recreated with a fresh counter) or use a new path";
         case errc::create_retries_exhausted: return "creating the lock node failed with connection loss 5 times in a row";
         case errc::internal_error: return "an unexpected exception inside zklock (e.g. out of memory): the operation was abandoned and its node is deleted in the background";
-        case errc::lease_expired: return "lock lost: no request sent within the lease (loss_policy::lease) got a reply from ZooKeeper, so the server may expire the session soon";
+        case errc::lease_expired: return "lock lost: no request sent within the lease (loss_policy::lease) got a reply that went through the ZooKeeper leader, so the server may expire the session soon";
         case errc::upgrade_not_supported: return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, then acquire the write lock";
         }
         return "zklock error " + std::to_string(ev);

@@ -50,7 +50,8 @@ void held_lock::start() {
     policy = session->policy_for(policy_override);
     if (policy.type() == loss_policy::kind::lease) {
         lease_registered = true;
-        session->lease_register(policy.lease_fraction());
+        session->lease_register(policy.lease_fraction()); // (first: gaps from now on are recorded)
+        lease_since = lease_clock::now();
         // Granted on a reply so slow that the lease has already lapsed: not vouched for.
         if (session->lease_lapsed(policy.lease_fraction())) lose_by_policy(errc::lease_expired);
     } else if (policy.type() == loss_policy::kind::on_disconnect && session->state() != session_state::connected) {
@@ -70,7 +71,7 @@ bool held_lock::is_lost_now() const noexcept {
     if (lost.load(std::memory_order_acquire)) return true;
     if (policy.type() != loss_policy::kind::lease) return false; // (fixed by start(), before the grant)
     if (lease_seen_lapsed.load(std::memory_order_acquire)) return true;
-    if (!session->lease_lapsed(policy.lease_fraction())) return false;
+    if (!session->lease_lapsed_since(lease_since, policy.lease_fraction())) return false;
     lease_seen_lapsed.store(true, std::memory_order_release);
     return true;
 }
@@ -82,10 +83,28 @@ error_code held_lock::loss_reason_now() const {
 }
 
 void held_lock::lose_by_policy(error_code why) {
+    if (st != status::held) return;
     lose(why);
-    // The holder has been told; if the session survives, the node must not linger.
-    // (A hand-off grant's node is its queue's, which deletes it.)
-    if (!hook) session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
+    // The holder has only just been told. If the session survives, the node must not linger,
+    // but it must not go before the holder can have stopped either: it stays until the release
+    // or until the server could have expired the session anyway, whichever comes first.
+    // (A hand-off grant's node is its queue's, which does the same for it.)
+    if (hook) return;
+    delete_deferred = true;
+    const auto in = std::chrono::nanoseconds(session->lease_handover_at() - lease_clock::now());
+    if (in <= std::chrono::nanoseconds(0)) return delete_lost_node();
+    handover_timer.emplace(session->strand(), in);
+    // (weak: a held_lock that goes away was released, and its release deleted the node)
+    handover_timer->async_wait([w = weak_from_this()](error_code) {
+        if (auto self = w.lock()) self->delete_lost_node();
+    });
+}
+
+void held_lock::delete_lost_node() {
+    if (!delete_deferred) return;
+    delete_deferred = false;
+    if (handover_timer) handover_timer->cancel();
+    session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
 }
 
 void held_lock::lose(error_code why) {
@@ -110,7 +129,8 @@ void held_lock::on_session_event(session_event e) {
         break;
     case session_event::lease_check:
         if (policy.type() == loss_policy::kind::lease &&
-            (lease_seen_lapsed.load(std::memory_order_acquire) || session->lease_lapsed(policy.lease_fraction())))
+            (lease_seen_lapsed.load(std::memory_order_acquire) ||
+             session->lease_lapsed_since(lease_since, policy.lease_fraction())))
             lose_by_policy(errc::lease_expired);
         break;
     case session_event::expired: lose(session->end_reason()); break;
@@ -143,8 +163,9 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     complete_all(revoke_waiters, errc::lock_released);
     if (hook) return hook->local_release(*this, std::move(done)); // the node is the queue's
     if (!was_held) {
-        // Lost: by policy (its delete already runs in the background), with the session, or
-        // deleted by someone else. Nothing to wait for.
+        // Lost: by policy (its delete was deferred: it goes now), with the session, or deleted
+        // by someone else. Nothing to wait for.
+        delete_lost_node();
         if (done) done->complete({});
         return;
     }

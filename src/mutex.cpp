@@ -127,6 +127,16 @@ private:
         }
     }
 
+    /// Before a grant under the lease policy: true if the lease is valid, renewing it with a
+    /// sync first if it has lapsed (a waiter whose session held nothing sent no heartbeats, and
+    /// its reads renew nothing). False if even the sync could not renew it: list again.
+    asio::awaitable<bool> lease_fresh() {
+        auto policy = s_->policy_for(req_.loss);
+        if (policy.type() != loss_policy::kind::lease || !s_->lease_lapsed(policy.lease_fraction())) co_return true;
+        auto r = co_await s_->async_sync(use_awaitable);
+        co_return r.rc == ZOK && !s_->lease_lapsed(policy.lease_fraction());
+    }
+
     /// Creates the lock path and its ancestors as CONTAINER nodes.
     asio::awaitable<int> ensure_parents() {
         auto chain = ancestors(req_.path);
@@ -246,6 +256,8 @@ private:
             if (r.rc == ZOK) {
                 op.my_node_ = node;
                 op.czxid_ = r.stat.czxid;
+                while (!co_await op.lease_fresh())
+                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
@@ -270,6 +282,8 @@ private:
                 s.drop_watch(wid); // our create was applied; its reply was lost
                 op.my_node_ = node;
                 op.czxid_ = g.stat.czxid;
+                while (!co_await op.lease_fresh())
+                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
@@ -369,10 +383,10 @@ private:
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
             }
             if (d.what == exclusive_decision::acquired) {
-                // Granted on a listing whose reply came so late that the lease has lapsed: the
-                // session is not vouched for; list again (a fresh reply renews the lease).
-                auto policy = s.policy_for(op.req_.loss);
-                if (policy.type() == loss_policy::kind::lease && s.lease_lapsed(policy.lease_fraction())) continue;
+                // The lease must vouch for the session at the grant: if it has lapsed (a long
+                // wait with nothing held, or a slow reply), a sync renews it, or we list again.
+                if (!co_await op.lease_fresh()) continue;
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
             if (op.req_.try_only) co_return co_await op.abandon(errc::lock_busy);
@@ -425,7 +439,7 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
                         asio::any_completion_handler<void(error_code, guard)> handler) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
-    if (req.loss && req.loss->validate()) return p.complete(errc::invalid_argument, guard{});
+    if (req.loss && req.loss->validate()) return p.complete(req.loss->validate(), guard{});
     if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (req.metered) s->meter_acquire(req.path, p);
     acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));

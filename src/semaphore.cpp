@@ -205,6 +205,14 @@ private:
             if (count <= static_cast<std::size_t>(op.n_)) {
                 s.drop_watch(wid);
                 if (op.stop()) co_return co_await op.finish(op.reason());
+                // The lease must vouch for the session at the grant: reads renew nothing, so
+                // after a long wait a sync renews it first (see the mutex).
+                auto policy = s.options().loss;
+                if (policy.type() == loss_policy::kind::lease && s.lease_lapsed(policy.lease_fraction())) {
+                    auto y = co_await s.async_sync(use_awaitable);
+                    if (y.rc != ZOK || s.lease_lapsed(policy.lease_fraction())) continue; // list again
+                    if (op.stop()) co_return co_await op.finish(op.reason());
+                }
                 auto h = std::make_shared<held_lock>(op.s_, op.lease_node_, *parse_sequence(mine.substr(mine.size() - 10)),
                                                      c.stat.czxid, s.session_id());
                 h->start();

@@ -54,7 +54,8 @@ struct c_op {
     zk_result res;
     std::atomic<int> remaining{1}; // C completions still to come (2 for create_and_list)
     bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
-    lease_ns sent = 0;             // when the request was handed to the C client (the lease)
+    vouch renews = vouch::none;    // what a successful reply proves (the lease: see renews_lease)
+    lease_ns sent = 0;             // when the request was handed to the C client (lease_clock)
 };
 
 namespace {
@@ -68,10 +69,17 @@ void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op) {
     });
 }
 
-/// A reply renews the lease from the request's send time, on the C thread: a busy strand must
-/// not make the lease look older than it is.
+/// A reply that went through the leader (a sync, a successful write) renews the lease from the
+/// request's send time, on the C thread: a busy strand must not make the lease look older than
+/// it is. A renewal that comes after the lease had lapsed is recorded as a gap (the lapse is
+/// final), and the strand is told at once, not at its next timer.
 void note_reply(c_op* op, int rc) {
-    if (is_server_reply(rc)) op->owner->lease->acknowledge(op->sent);
+    if (!renews_lease(op->renews, rc)) return;
+    zk_handle* h = op->owner;
+    if (h->lease->acknowledge(op->sent, lease_clock::now()))
+        asio::post(h->strand, [w = h->session] {
+            if (auto s = w.lock()) s->check_lease();
+        });
 }
 
 void finish(c_op* op) {
@@ -95,7 +103,7 @@ void on_string_stat(int rc, const char* value, const Stat* stat, const void* dat
 
 void on_strings(int rc, const String_vector* strings, const void* data) {
     auto* op = as_op(data);
-    note_reply(op, rc);
+    if (!op->pipelined) note_reply(op, rc); // (create_and_list: the create's reply vouches, not this)
     (op->pipelined ? op->res.list_rc : op->res.rc) = rc;
     if (rc == ZOK && strings) {
         op->res.children.reserve(static_cast<std::size_t>(strings->count));
@@ -120,6 +128,13 @@ void on_stat(int rc, const Stat* stat, const void* data) {
     note_reply(op, rc);
     op->res.rc = rc;
     if (rc == ZOK && stat) op->res.stat = *stat;
+    finish(op);
+}
+
+void on_string(int rc, const char*, const void* data) { // (sync)
+    auto* op = as_op(data);
+    note_reply(op, rc);
+    op->res.rc = rc;
     finish(op);
 }
 
@@ -200,7 +215,7 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
     std::lock_guard lk(mu_);
     if (closed_ || !zh_) return ZCLOSING;
     op->owner = this;
-    if (op->sent == 0) op->sent = to_lease_ns(std::chrono::steady_clock::now());
+    if (op->sent == 0) op->sent = lease_clock::now();
     inflight_.insert(op);
     int rc = call(zh_, op);
     if (rc != ZOK) inflight_.erase(op);
@@ -449,8 +464,9 @@ void session_impl::connect(pending<void(error_code)> h) {
         }
         if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
         if (s.opts_.session_timeout.count() <= 0 || s.opts_.connect_timeout.count() <= 0 ||
-            s.opts_.session_timeout.count() > INT32_MAX || s.opts_.loss.validate())
+            s.opts_.session_timeout.count() > INT32_MAX)
             return h.complete(errc::invalid_argument);
+        if (auto ec = s.opts_.loss.validate()) return h.complete(ec);
         s.start_handle();
         if (!s.handle_) return h.complete(errc::invalid_connect_string);
         s.connect_waiters_.emplace_back(id, std::move(h));
@@ -514,6 +530,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             if (handle_->session_info(id, ms)) {
                 session_id_ = id;
                 timeout_ms_ = ms;
+                lease_->set_timeout(static_cast<lease_ns>(ms) * 1'000'000);
             }
         }
         if (prev == session_state::suspended) n_reconnects.fetch_add(1, std::memory_order_relaxed);
@@ -528,6 +545,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
         notify(session_event::reconnected); // waiters re-check their node and re-arm watches
         run_cleanups();
         if (!lease_fractions_.empty()) arm_heartbeat(true); // renew the lease at once
+        arm_lease_timer(); // T may have been renegotiated: the deadlines moved
     } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
         if (state() != session_state::connected) return;
         set_state(session_state::suspended);
@@ -715,12 +733,23 @@ void session_impl::shutdown() noexcept {
 // ---------------------------------------------------------------- the lease
 bool session_impl::lease_lapsed(double fraction) const noexcept {
     auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
-    return lease_->lapsed(to_lease_ns(std::chrono::steady_clock::now()), t, fraction);
+    return lease_->lapsed(lease_clock::now(), t, fraction);
+}
+
+bool session_impl::lease_lapsed_since(lease_ns since, double fraction) const noexcept {
+    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
+    return lease_->lapsed_since(since, lease_clock::now(), t, fraction);
+}
+
+lease_ns session_impl::lease_handover_at() const noexcept {
+    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
+    return session_lease::deadline(lease_->last_ack_send(), t, session_lease::handover_fraction());
 }
 
 void session_impl::lease_register(double fraction) {
     bool first = lease_fractions_.empty();
     lease_fractions_.insert(fraction);
+    lease_->set_watch_fraction(*lease_fractions_.begin());
     if (first) arm_heartbeat(false);
     arm_lease_timer();
 }
@@ -729,9 +758,19 @@ void session_impl::lease_unregister(double fraction) {
     auto it = lease_fractions_.find(fraction);
     if (it != lease_fractions_.end()) lease_fractions_.erase(it);
     if (lease_fractions_.empty()) {
+        lease_->set_watch_fraction(0);
         heartbeat_timer_.cancel();
         heartbeat_armed_ = false;
+    } else {
+        lease_->set_watch_fraction(*lease_fractions_.begin());
     }
+}
+
+void session_impl::sync(zk_handler h) {
+    submit(h, [](zhandle_t* zh, c_op* op) -> int {
+        op->renews = vouch::sync;
+        return zoo_async(zh, "/", on_string, op);
+    }, n_sync);
 }
 
 std::uint64_t session_impl::on_lease_lapse(double fraction, std::function<void()> fn) {
@@ -770,16 +809,25 @@ void session_impl::arm_lease_timer() {
     }
     auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
     auto deadline = session_lease::deadline(lease_->last_ack_send(), t, *f);
-    // One nanosecond past the deadline is "lapsed"; never spin on a deadline already gone.
-    auto at = std::max(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline + 1)),
-                       std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
-    if (lease_timer_.expiry() == at) return;
+    // One nanosecond past the deadline is "lapsed"; never spin on a deadline already gone. The
+    // deadline is on lease_clock (it counts through suspend); the timer's clock may not: after
+    // a suspend it fires late, and the lapse is still found (a reply records it as a gap, and
+    // every check compares lease_clock times).
+    auto in = std::max(std::chrono::nanoseconds(deadline + 1 - lease_clock::now()),
+                       std::chrono::nanoseconds(std::chrono::milliseconds(1)));
+    auto at = std::chrono::steady_clock::now() + in +
+              std::chrono::milliseconds(faults.lease_timer_late_ms.load(std::memory_order_relaxed));
+    if (lease_timer_.expiry() > std::chrono::steady_clock::now() &&
+        std::chrono::abs(lease_timer_.expiry() - at) < std::chrono::microseconds(100))
+        return;
     lease_timer_.expires_at(at);
     lease_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
         if (auto s = w.lock()) s->on_lease_timer();
     });
 }
+
+void session_impl::check_lease() { on_lease_timer(); }
 
 void session_impl::on_lease_timer() {
     if (state() == session_state::closed) return;
@@ -795,14 +843,17 @@ void session_impl::arm_heartbeat(bool now) {
     if (now && state() == session_state::connected && heartbeats_in_flight_ < 8) {
         ++heartbeats_in_flight_;
         n_heartbeat.fetch_add(1, std::memory_order_relaxed);
-        // Any reply renews the lease (note_reply); the answer itself does not matter.
+        // A sync: a follower answers it only after a round trip to the leader, so its reply
+        // renews the lease (note_reply); a read would not (a follower cut off from the leader
+        // goes on answering those). The answer itself does not matter.
         auto w = weak_from_this();
         auto* op = new c_op;
         op->h.emplace([w](zk_result) {
             if (auto s = w.lock()) --s->heartbeats_in_flight_;
         });
+        op->renews = vouch::sync;
         int rc = handle_ ? handle_->submit(op, true, [](zhandle_t* zh, c_op* op) -> int {
-            return zoo_aexists(zh, "/", 0, on_stat, op);
+            return zoo_async(zh, "/", on_string, op);
         }) : ZINVALIDSTATE;
         if (rc != ZOK) {
             op->res.rc = rc;
@@ -861,6 +912,7 @@ void session_impl::create(const std::string& path, const std::string& data, int 
                           const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        op->renews = vouch::write;
         return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
                             flags, on_string_stat, op);
     }, n_create);
@@ -893,6 +945,7 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     }
     op->remaining = 2;
     op->pipelined = true;
+    op->renews = vouch::write; // (the create's reply; the listing's renews nothing)
     n_create.fetch_add(1, std::memory_order_relaxed);
     n_children.fetch_add(1, std::memory_order_relaxed);
     bool finish_here = false;
@@ -947,11 +1000,15 @@ void session_impl::exists(const std::string& path, zk_handler h) {
 }
 
 void session_impl::remove(const std::string& path, int version, zk_handler h) {
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_adelete(zh, path.c_str(), version, on_void, op); }, n_delete);
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        op->renews = vouch::write;
+        return zoo_adelete(zh, path.c_str(), version, on_void, op);
+    }, n_delete);
 }
 
 void session_impl::set_data(const std::string& path, const std::string& data, int version, zk_handler h) {
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        op->renews = vouch::write;
         return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, on_stat, op);
     }, n_set);
 }

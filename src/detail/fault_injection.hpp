@@ -12,6 +12,9 @@ struct fault_injection {
     /// The next N successful creates of create_and_list report ZCONNECTIONLOSS instead, as if
     /// the reply had been lost after the server applied the create.
     std::atomic<int> lose_create_replies{0};
+    /// The lease timer fires this many milliseconds after the deadline it is armed for, as on a
+    /// busy strand or after the machine was suspended: a lapse must be found all the same.
+    std::atomic<int> lease_timer_late_ms{0};
     /// The next N creates of create_and_list are not sent and report ZCONNECTIONLOSS (a create
     /// lost on its way to the server).
     std::atomic<int> drop_creates{0};

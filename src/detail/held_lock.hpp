@@ -11,6 +11,7 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <map>
@@ -72,8 +73,13 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     void arm_watch();
     void on_session_event(session_event e) override;
     void lose(error_code why);
-    /// Lost by the loss policy while the session may live on: also deletes the node.
+    /// Lost by the loss policy while the session may live on: the node is deleted at the
+    /// release, or once the server could have expired the session anyway
+    /// (session_impl::lease_handover_at), whichever comes first; the holder must have stopped by
+    /// then. Not before: the next holder would get the lock while this one is only just told.
     void lose_by_policy(error_code why);
+    /// Strand: the deferred delete of lose_by_policy, now (at most once).
+    void delete_lost_node();
     /// Leaves the session's listeners and lease (strand).
     void unregister();
     /// Any thread: lost, or (lease policy) the lease has lapsed. A lapse seen here sticks, and is
@@ -103,7 +109,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::optional<loss_policy> policy_override; // set before start(); else the session's
     loss_policy policy = loss_policy::lease();  // resolved by start()
     bool lease_registered = false;              // strand
+    lease_ns lease_since = 0;                   // lease_clock: when start() found the lease valid
     mutable std::atomic<bool> lease_seen_lapsed{false};
+    std::optional<asio::steady_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
+    bool delete_deferred = false;                     // strand
     bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
     std::shared_ptr<path_metrics> metrics;  // strand: set at the grant by the acquire's meter
     std::chrono::steady_clock::time_point granted_at{};

@@ -124,8 +124,17 @@ public:
     std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
 
     // -- the lease (loss_policy::lease); thread-safe reads --
-    /// True once no request sent within the last `fraction` x T got a reply (see loss_policy).
+    /// True once no request sent within the last `fraction` x T got a reply that went through
+    /// the leader (see loss_policy).
     bool lease_lapsed(double fraction) const noexcept;
+    /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
+    /// now, or lapsed at some time after `since` that a later renewal revealed (final).
+    bool lease_lapsed_since(lease_ns since, double fraction) const noexcept;
+    /// (lease_clock) Until when a lock lost by its lease keeps its node: the last renewing send
+    /// plus session_lease::handover_fraction() x T (0: never renewed).
+    lease_ns lease_handover_at() const noexcept;
+    /// Strand: lease locks check their lease now (a renewal revealed a lapse).
+    void check_lease();
     /// Strand only: why the session ended, for what it held or was waiting for when
     /// session_event::expired came: errc::session_expired, or zk_errc::auth_failed when the
     /// server refused the credentials on a reconnect.
@@ -168,6 +177,11 @@ public:
     void exists(const std::string& path, zk_handler h);
     void remove(const std::string& path, int version, zk_handler h);
     void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
+    /// A sync of "/": its reply went through the leader and renews the lease (see loss_policy).
+    void sync(zk_handler h);
+    template <class Token> auto async_sync(Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>([this](auto h) { sync(zk_handler(std::move(h))); }, t);
+    }
 
     template <class Token> auto async_create_and_list(const std::string& path, const std::string& data,
                                                      int flags, const std::string& parent, Token&& t,
@@ -248,7 +262,7 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0}, n_heartbeat{0}, n_unwatch{0};
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_sync{0};
 
 private:
     struct cleanup_job {

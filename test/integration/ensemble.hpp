@@ -38,9 +38,10 @@ inline unsigned short server_port(const std::string& dir, int i) {
 }
 
 /// The quorum port of server `i` (the one a leader listens on for its followers; bound only while
-/// that server leads), from the `server.i=host:quorum:election` line of zk.sh's config (0 if unknown).
+/// that server leads), from the `server.i=host:quorum:election` line of server i's own config (0 if
+/// unknown; the other servers' configs may name a relay instead: zk.sh start --relay).
 inline unsigned short quorum_port(const std::string& dir, int i) {
-    std::ifstream in(dir + "/zoo1.cfg");
+    std::ifstream in(dir + "/zoo" + std::to_string(i) + ".cfg");
     const std::string key = "server." + std::to_string(i) + "=";
     for (std::string line; std::getline(in, line);) {
         if (line.rfind(key, 0) != 0) continue;

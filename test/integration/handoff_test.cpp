@@ -351,6 +351,11 @@ TEST_F(Handoff, BadOptionsAreRefused) {
         auto [ec3, g3] = co_await bad_path.async_acquire(asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec3.category(), zklock::make_error_code(errc::invalid_argument).category());
         EXPECT_TRUE(ec3) << "a bad path is refused";
+        auto o = handoff(4);
+        o.loss = zklock::loss_policy::lease(0.5);
+        zklock::mutex bad_lease(*s, path, o);
+        auto [ec4, g4] = co_await bad_lease.async_acquire(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec4, errc::invalid_lease_fraction) << ec4.message();
     });
 }
 

@@ -20,10 +20,11 @@ struct loss_race {
 };
 
 /// `a` takes `path`, `b` queues behind it; `phase` after one of a's lease heartbeats, `fault()`
-/// runs; then waits (at most 8 s) for both the loss signal and b's grant, and runs `after()`.
+/// runs; then waits (at most `limit`) for both the loss signal and b's grant, and runs `after()`.
 inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::session& b, const std::string& path,
                                                      std::chrono::milliseconds phase, std::function<void()> fault,
-                                                     std::function<void()> after = {}) {
+                                                     std::function<void()> after = {},
+                                                     std::chrono::milliseconds limit = 8000ms) {
     using clk = std::chrono::steady_clock;
     // (shared with the handlers: a grant that comes after the wait below must not write into
     // this coroutine's frame)
@@ -40,7 +41,7 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
         st->why = ec;
         st->lost_at = clk::now();
     });
-    mb.async_acquire_for(15s, [st](zklock::error_code ec, zklock::guard x) {
+    mb.async_acquire_for(limit + 10s, [st](zklock::error_code ec, zklock::guard x) {
         EXPECT_FALSE(ec) << ec.message();
         st->granted_at = clk::now();
         st->next = std::move(x);
@@ -52,7 +53,7 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     co_await sleep_for(phase);
     fault();
     auto t0 = clk::now();
-    co_await eventually([&] { return st->lost_at != clk::time_point{} && st->granted_at != clk::time_point{}; }, 8000ms);
+    co_await eventually([&] { return st->lost_at != clk::time_point{} && st->granted_at != clk::time_point{}; }, limit);
     if (after) after();
     r.lost = st->lost_at != clk::time_point{};
     r.granted = st->granted_at != clk::time_point{};

@@ -118,9 +118,11 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
     run_test([&]() -> awaitable<void> {
         auto path = unique_path("lock");
         auto o = options(connect);
-        // A lease of 0.6 x 10 s: the lock survives a failover that takes less than ~5 s.
+        // What is tested is the session's failover: the lock lives as long as the session does
+        // (on_expiry). The lease, at most 0.325 T, would report a loss for a failover of more
+        // than (0.325 - 0.1) T, 2.25 s here, and a leader's election can take that long.
         o.session_timeout = 10000ms;
-        o.loss = zklock::loss_policy::lease(0.6);
+        o.loss = zklock::loss_policy::on_expiry();
         auto a = co_await connect_session(o);
         auto b = co_await connect_session(o);
         zklock::mutex ma(*a, path), mb(*b, path);
@@ -270,14 +272,15 @@ TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) 
     // The fault: the holder's session uses one follower only; that follower is SIGSTOPped
     // (it replied to the holder but never relays its last touches to the leader); a waiter on the
     // other servers. At 5 phases spread over the C client's ping interval (T/3), the lease must
-    // report the loss at least the stated margin (0.317 T, less an allowance) before the grant.
+    // report the loss at least the stated margin ((0.65 - f) T, less an allowance) before the grant.
     const std::string connect = env_or_fail("ZK_ENSEMBLE_CONNECT");
     const std::string dir = env_or_fail("ZK_ENSEMBLE_DIR");
     const std::string scripts = env_or_fail("ZKLOCK_SCRIPTS");
     ASSERT_FALSE(connect.empty() || dir.empty() || scripts.empty());
     const auto T = 2000ms;
-    const double bound = zklock::detail::session_lease::guaranteed_margin(zklock::loss_policy::default_lease_fraction) *
-                         std::chrono::duration<double>(T).count();
+    // (the follower case of the derivation, for any tickTime: (0.65 - f) T)
+    const double bound = (zklock::detail::session_lease::follower_cut_expiry(0.5) -
+                          zklock::loss_policy::default_lease_fraction) * std::chrono::duration<double>(T).count();
     const double allowance = 0.1;
     using clk = std::chrono::steady_clock;
     int frozen = 0;
