@@ -127,14 +127,31 @@ private:
         }
     }
 
-    /// Before a grant under the lease policy: true if the lease is valid, renewing it with a
-    /// sync first if it has lapsed (a waiter whose session held nothing sent no heartbeats, and
-    /// its reads renew nothing). False if even the sync could not renew it: list again.
-    asio::awaitable<bool> lease_fresh() {
+    /// Before a grant under the lease policy: ZOK if the lease is valid, renewing it with a sync
+    /// first if it has lapsed (a waiter whose session held nothing sent no heartbeats, and its
+    /// reads renew nothing). ZOPERATIONTIMEOUT if the sync's reply came too late to renew it (ask
+    /// again); else the sync's error.
+    asio::awaitable<int> lease_fresh() {
         auto policy = s_->policy_for(req_.loss);
-        if (policy.type() != loss_policy::kind::lease || !s_->lease_lapsed(policy.lease_fraction())) co_return true;
+        if (policy.type() != loss_policy::kind::lease || !s_->lease_lapsed(policy.lease_fraction())) co_return ZOK;
         auto r = co_await s_->async_sync(use_awaitable);
-        co_return r.rc == ZOK && !s_->lease_lapsed(policy.lease_fraction());
+        if (r.rc != ZOK) co_return r.rc;
+        co_return s_->lease_lapsed(policy.lease_fraction()) ? ZOPERATIONTIMEOUT : ZOK;
+    }
+    /// lease_fresh until it holds, waiting for the connection in between. False (my_node_
+    /// abandoned, the acquire completed) if it must stop.
+    asio::awaitable<bool> renew_before_grant() {
+        for (int rc; (rc = co_await lease_fresh()) != ZOK;) {
+            if (!is_connection_rc(rc)) {
+                co_await abandon(fail_code(rc));
+                co_return false;
+            }
+            if (!co_await wait_connected()) {
+                co_await abandon(stop_reason());
+                co_return false;
+            }
+        }
+        co_return true;
     }
 
     /// Creates the lock path and its ancestors as CONTAINER nodes.
@@ -256,8 +273,7 @@ private:
             if (r.rc == ZOK) {
                 op.my_node_ = node;
                 op.czxid_ = r.stat.czxid;
-                while (!co_await op.lease_fresh())
-                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                if (!co_await op.renew_before_grant()) co_return;
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
@@ -282,8 +298,7 @@ private:
                 s.drop_watch(wid); // our create was applied; its reply was lost
                 op.my_node_ = node;
                 op.czxid_ = g.stat.czxid;
-                while (!co_await op.lease_fresh())
-                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                if (!co_await op.renew_before_grant()) co_return;
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
@@ -385,7 +400,7 @@ private:
             if (d.what == exclusive_decision::acquired) {
                 // The lease must vouch for the session at the grant: if it has lapsed (a long
                 // wait with nothing held, or a slow reply), a sync renews it, or we list again.
-                if (!co_await op.lease_fresh()) continue;
+                if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
