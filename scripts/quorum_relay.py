@@ -3,9 +3,10 @@
 (zk.sh start --relay).
 
 Server i's configuration names, for every other server j, relay ports of this process instead of
-j's quorum and election ports, so the links on which server i talks to server j (the quorum link
-of follower i to leader j, and the election link) pass through here and can be frozen; the
-client ports stay direct.
+j's quorum and election ports, so the links that server i opens to server j (the quorum link of
+follower i to leader j, and its election connections) pass through here and can be frozen; the
+client ports stay direct. (Not every election message: a server answers an election connection
+from a lower id by connecting back to the address that server advertises, its real port.)
 
 Frozen means what a partition on a live network does: the bytes stop in both directions, nothing
 is closed, new connections are accepted and held. The follower notices only when its read from

@@ -4,8 +4,9 @@
 #   scripts/zk.sh start [--servers N] [--tick MS] [--fsync yes|no] [--dir DIR] [--relay]
 #       Starts a standalone server (N=1, default) or an N-server ensemble on 127.0.0.1.
 #       Prints two lines:  ZK_CONNECT=host:port[,host:port...]  and  ZK_DIR=<state dir>
-#       --relay: every link from server i to server j (quorum and election ports) passes through
-#       a freezable relay (scripts/quorum_relay.py); the client ports stay direct
+#       --relay: server i reaches server j's quorum and election ports through freezable relays
+#       (scripts/quorum_relay.py); the client ports stay direct. (A server answers an election
+#       connection from a lower id by connecting back to its advertised port, past the relay.)
 #   scripts/zk.sh freeze DIR I J [I J ...]  freezes the links of server I to server J
 #                                    (bytes stop both ways, sockets stay open; needs --relay)
 #   scripts/zk.sh thaw DIR [I J]     thaws that link (all links without I J)

@@ -329,6 +329,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.set_data = n_set.load();
     s.watch_events = n_watch.load();
     s.heartbeats = n_heartbeat.load();
+    s.syncs = n_sync.load();
     s.watch_removals = n_unwatch.load();
     return s;
 }

@@ -80,13 +80,16 @@ struct session_statistics {
     std::uint64_t exists = 0;
     std::uint64_t set_data = 0;
     std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
-    std::uint64_t heartbeats = 0;   ///< lease heartbeats (exists "/") sent while a lock was held
+    std::uint64_t heartbeats = 0;   ///< lease heartbeats (sync "/") sent while a lock was held
+    /// Syncs an acquire sent before its grant to renew a lapsed lease (after a long wait with
+    /// nothing held: reads renew nothing; see loss_policy::lease).
+    std::uint64_t syncs = 0;
     /// Watch removals sent for waiters that gave up (timeout, cancel, busy try) before their
     /// watch fired, so that the C client does not keep one watcher per attempt.
     std::uint64_t watch_removals = 0;
     /// The lock recipes' requests (heartbeats not included).
     std::uint64_t requests() const noexcept {
-        return creates + deletes + get_children + get_data + exists + set_data + watch_removals;
+        return creates + deletes + get_children + get_data + exists + set_data + watch_removals + syncs;
     }
 };
 

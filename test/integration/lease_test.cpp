@@ -2,6 +2,7 @@
 // lock on (partition through the proxy), survives a short disconnect, and bounds releases.
 // The frozen-follower case, which needs the ensemble, is in process_test.cpp.
 #include <zklock/mutex.hpp>
+#include <zklock/semaphore.hpp>
 
 #include "common.hpp"
 #include "loss_race.hpp"
@@ -298,5 +299,45 @@ TEST_F(Lease, ALockLostByItsLeaseKeepsItsNodeUntilTheHolderCanHaveStopped) {
             co_await next->async_release(use_awaitable);
             co_await a->async_close(use_awaitable);
         }
+    });
+}
+
+TEST_F(Lease, AWaiterThatWaitedLongerThanTheLeaseIsGrantedAValidLock) {
+    // A session that holds nothing sends no heartbeats, and its reads (the listings and watches
+    // of the wait) renew nothing: after a wait longer than the lease, the lease has lapsed when
+    // the lock comes. The acquire renews it with a sync before the grant; without that, the grant
+    // would be reported lost at once. Mutex and semaphore, each waiter on a session of its own
+    // (a semaphore's waiter holds its path's internal lock while it waits, whose heartbeats keep
+    // its session's lease: only the mutex's waiter needs the sync).
+    const auto T = 2000ms; // lease 0.6 s
+    run_test([&]() -> awaitable<void> {
+        auto o = options();
+        o.session_timeout = T;
+        auto a = co_await connect(o);
+        auto b = co_await connect(o);
+        auto c = co_await connect(o);
+        const auto mpath = lock_path("mutex");
+        const auto spath = semaphore_path("sem");
+        zklock::mutex ma(*a, mpath), mb(*b, mpath);
+        zklock::semaphore sa(*a, spath, 1), sb(*c, spath, 1);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto la = co_await sa.async_acquire(use_awaitable);
+        auto gm = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        auto gs = in_background([&](auto h) { sb.async_acquire_for(10s, h); });
+        co_await sleep_for(1500ms); // b waits 2.5 x its lease
+        const auto syncs = b->statistics().syncs;
+        co_await ga.async_release(use_awaitable);
+        co_await la.async_release(use_awaitable);
+        co_await eventually([&] { return gm->done && gs->done; }, 5000ms);
+        CO_REQUIRE(gm->granted());
+        CO_REQUIRE(gs->granted());
+        EXPECT_FALSE(gm->guard.is_lost()) << gm->guard.loss_reason().message();
+        EXPECT_FALSE(gs->guard.is_lost()) << gs->guard.loss_reason().message();
+        EXPECT_GE(b->statistics().syncs, syncs + 1) << "no sync renewed the lapsed lease";
+        co_await sleep_for(300ms); // still held: the heartbeats now keep the lease
+        EXPECT_FALSE(gm->guard.is_lost()) << gm->guard.loss_reason().message();
+        EXPECT_FALSE(gs->guard.is_lost()) << gs->guard.loss_reason().message();
+        co_await gm->guard.async_release(use_awaitable);
+        co_await gs->guard.async_release(use_awaitable);
     });
 }

@@ -200,18 +200,26 @@ TEST_F(Partition, IsolatedLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted)
         oa.renew_after_expiry = false;
         auto a = co_await connect_session(oa);
         CO_REQUIRE(a->negotiated_timeout() == T);
-        clk::time_point t0{};
+        // The links stay frozen for 12 s, then come back. Whether the followers elect a new leader
+        // meanwhile is ZooKeeper's business, and not up to the relays: a server answers an
+        // election connection from a lower id by connecting back to the address that server
+        // advertises, so election messages can bypass the relays, and the isolated leader, the
+        // highest id, may win again and stall the ensemble until the links come back (seen: 2
+        // of 3 runs under load). Seen too: a follower that had just rejoined took a stale
+        // "leading" notification from its queue and followed the old leader into the frozen link.
+        // What is checked is the order and the margin of the loss and the next grant.
+        std::thread thaw;
         auto r = co_await race_loss_against_grant(*a, *b, path, 0ms, [&] {
-            t0 = clk::now();
             for (int fo : e.followers) {
                 e.freeze(fo, lead);
                 e.freeze(lead, fo);
             }
+            thaw = std::thread([&e] {
+                std::this_thread::sleep_for(12s);
+                e.thaw_all();
+            });
         }, {}, 40000ms);
-        // (40 s: how soon the others elect a new leader is ZooKeeper's business. Seen: a follower
-        // that had just rejoined took a stale "leading" notification of the isolated leader from
-        // its queue, followed it into the frozen link and gave up only after initLimit x tickTime,
-        // 10 s; the grant came 17 s after the freeze. What is checked is the order and margin.)
+        thaw.join();
         CO_REQUIRE(r.lost);
         CO_REQUIRE(r.granted);
         EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
