@@ -54,14 +54,13 @@ auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token) {
 template <class Rep, class Period, class CompletionToken>
 auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, Period> timeout,
                            CompletionToken&& token) {
-    auto deadline = detail::deadline_after(timeout);
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
-        [](auto handler, std::vector<mutex> l, std::chrono::steady_clock::time_point d) {
+        [](auto handler, std::vector<mutex> l, detail::deadline_spec d) {
             if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::invalid_argument), std::vector<guard>{});
-            detail::start_acquire_all(std::move(l), d,
+            detail::start_acquire_all(std::move(l), d.resolve(), // (the clock starts with the operation)
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },
-        token, std::move(locks), deadline);
+        token, std::move(locks), detail::deadline_spec::after(timeout));
 }
 
 } // namespace zklock

@@ -144,19 +144,21 @@ public:
     /// Executor: the handler's associated executor (default: the session's executor).
     template <class CompletionToken>
     auto async_acquire(CompletionToken&& token) {
-        return initiate(std::nullopt, false, std::forward<CompletionToken>(token));
+        return initiate({}, false, std::forward<CompletionToken>(token));
     }
 
-    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
+    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed since the
+    /// operation started: with a deferred token (asio::deferred, use_awaitable awaited later),
+    /// when it is launched, not when this call made it.
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
-        return initiate(detail::deadline_after(timeout), false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.
     template <class CompletionToken>
     auto async_acquire_until(std::chrono::steady_clock::time_point deadline, CompletionToken&& token) {
-        return initiate(deadline, false, std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_spec::at(deadline), false, std::forward<CompletionToken>(token));
     }
 
     /// Takes the lock only if no other contender is queued: errc::lock_busy otherwise
@@ -164,23 +166,20 @@ public:
     /// uncontended acquire.
     template <class CompletionToken>
     auto async_try_acquire(CompletionToken&& token) {
-        return initiate(std::nullopt, true, std::forward<CompletionToken>(token));
+        return initiate({}, true, std::forward<CompletionToken>(token));
     }
 
 private:
-    detail::acquire_request request(std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only) const {
-        return detail::make_request(path_, opts_, deadline, try_only);
-    }
-
     template <class CompletionToken>
-    auto initiate(std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only,
-                  CompletionToken&& token) {
+    auto initiate(detail::deadline_spec deadline, bool try_only, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
-            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req) {
+            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
+               detail::deadline_spec d) {
+                req.deadline = d.resolve(); // the clock starts with the operation
                 detail::start_acquire(s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, request(deadline, try_only));
+            token, session_, detail::make_request(path_, opts_, std::nullopt, try_only), deadline);
     }
 
     std::shared_ptr<detail::session_impl> session_;

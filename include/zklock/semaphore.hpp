@@ -54,22 +54,21 @@ public:
     /// Per-operation cancellation: terminal, partial, total.
     template <class CompletionToken>
     auto async_acquire(CompletionToken&& token) {
-        return initiate(std::nullopt, std::forward<CompletionToken>(token));
+        return initiate({}, std::forward<CompletionToken>(token));
     }
     /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
-        return initiate(detail::deadline_after(timeout),
-                        std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_spec::after(timeout), std::forward<CompletionToken>(token));
     }
 
 private:
     template <class CompletionToken>
-    auto initiate(std::optional<std::chrono::steady_clock::time_point> deadline, CompletionToken&& token) {
+    auto initiate(detail::deadline_spec deadline, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, std::string p, int n, std::string d,
-               std::optional<std::chrono::steady_clock::time_point> dl, acl a) {
-                detail::start_lease(s, std::move(p), n, std::move(d), dl,
+               detail::deadline_spec dl, acl a) {
+                detail::start_lease(s, std::move(p), n, std::move(d), dl.resolve(), // (the clock starts now)
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)), std::move(a));
             },
             token, session_, path_, max_, opts_.node_data, deadline, opts_.node_acl);

@@ -51,31 +51,31 @@ public:
     /// The write (exclusive) lock. Completion signature: void(error_code, guard). Errors as mutex.
     template <class CompletionToken>
     auto async_acquire(CompletionToken&& token) {
-        return initiate(false, std::nullopt, false, std::forward<CompletionToken>(token));
+        return initiate(false, {}, false, std::forward<CompletionToken>(token));
     }
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
-        return initiate(false, deadline(timeout), false, std::forward<CompletionToken>(token));
+        return initiate(false, detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
     }
     /// errc::lock_busy unless the write lock is free now.
     template <class CompletionToken>
     auto async_try_acquire(CompletionToken&& token) {
-        return initiate(false, std::nullopt, true, std::forward<CompletionToken>(token));
+        return initiate(false, {}, true, std::forward<CompletionToken>(token));
     }
 
     /// The read (shared) lock. Completion signature: void(error_code, guard).
     template <class CompletionToken>
     auto async_acquire_shared(CompletionToken&& token) {
-        return initiate(true, std::nullopt, false, std::forward<CompletionToken>(token));
+        return initiate(true, {}, false, std::forward<CompletionToken>(token));
     }
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_shared_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
-        return initiate(true, deadline(timeout), false, std::forward<CompletionToken>(token));
+        return initiate(true, detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
     }
     /// errc::lock_busy if a writer holds or waits below.
     template <class CompletionToken>
     auto async_try_acquire_shared(CompletionToken&& token) {
-        return initiate(true, std::nullopt, true, std::forward<CompletionToken>(token));
+        return initiate(true, {}, true, std::forward<CompletionToken>(token));
     }
 
     /// Downgrade: takes the read lock while holding `write` (a write guard of this path), then
@@ -95,7 +95,7 @@ public:
                 detail::start_downgrade(s, std::move(req), std::move(w),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, request(true, std::nullopt, false), std::move(write));
+            token, session_, request(true, false), std::move(write));
     }
 
     /// Upgrading a read lock to a write lock would deadlock (the write node would wait for our
@@ -112,27 +112,23 @@ public:
     }
 
 private:
-    template <class Rep, class Period>
-    static std::chrono::steady_clock::time_point deadline(std::chrono::duration<Rep, Period> d) {
-        return detail::deadline_after(d);
-    }
-    detail::acquire_request request(bool reader, std::optional<std::chrono::steady_clock::time_point> deadline,
-                                    bool try_only) const {
-        auto r = detail::make_request(path_, opts_, deadline, try_only);
+    detail::acquire_request request(bool reader, bool try_only) const {
+        auto r = detail::make_request(path_, opts_, std::nullopt, try_only);
         r.strategy = lock_strategy::predecessor; // the read/write rules need the predecessor watch
         r.rw = true;
         r.reader = reader;
         return r;
     }
     template <class CompletionToken>
-    auto initiate(bool reader, std::optional<std::chrono::steady_clock::time_point> deadline, bool try_only,
-                  CompletionToken&& token) {
+    auto initiate(bool reader, detail::deadline_spec deadline, bool try_only, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
-            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req) {
+            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
+               detail::deadline_spec d) {
+                req.deadline = d.resolve(); // the clock starts with the operation
                 detail::start_acquire(s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, request(reader, deadline, try_only));
+            token, session_, request(reader, try_only), deadline);
     }
 
     std::shared_ptr<detail::session_impl> session_;

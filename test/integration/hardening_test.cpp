@@ -1,6 +1,8 @@
 // Fixes from the independent review (issue "Hardening"): each test fails without its fix.
 #include <zklock/mutex.hpp>
+#include <zklock/multi_lock.hpp>
 #include <zklock/semaphore.hpp>
+#include <zklock/shared_mutex.hpp>
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
@@ -475,5 +477,53 @@ TEST_F(Hardening, ANodeWithOurGuidOwnedByAnotherSessionIsNotAdopted) {
         co_await g.async_release(use_awaitable);
         co_await expect_no_leftovers(*a, path);
         EXPECT_EQ(other.remove(path), ZOK);
+    });
+}
+
+TEST_F(Hardening, ATimedAcquireCountsItsTimeoutFromWhenTheOperationStarts) {
+    // (Issue 24, item 6.) With a deferred token the operation starts when it is launched, not
+    // when the call made it: a 300 ms acquire launched 500 ms after the call must still wait
+    // 300 ms. It used to time out at once: its deadline was computed in the call. Every timed
+    // acquire: mutex, shared_mutex (read and write), semaphore, multi-lock.
+    using clk = std::chrono::steady_clock;
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        auto b = co_await connect();
+        const auto mpath = lock_path("mutex"), rwpath = lock_path("rw"), mlpath = lock_path("multi");
+        const auto spath = semaphore_path("sem");
+        zklock::mutex ma(*a, mpath), mb(*b, mpath), mla(*a, mlpath), mlb(*b, mlpath);
+        zklock::shared_mutex rwa(*a, rwpath), rwb(*b, rwpath);
+        zklock::semaphore sa(*a, spath, 1), sb(*b, spath, 1);
+        auto g1 = co_await ma.async_acquire(use_awaitable);
+        auto g2 = co_await rwa.async_acquire(use_awaitable); // a writer: readers and writers wait
+        auto g3 = co_await sa.async_acquire(use_awaitable);
+        auto g4 = co_await mla.async_acquire(use_awaitable);
+        auto check = [&](std::string what, auto op) -> awaitable<void> {
+            co_await sleep_for(500ms); // longer than the timeout, before the launch
+            const auto t0 = clk::now();
+            auto [ec, g] = co_await std::move(op)(asio::as_tuple(use_awaitable));
+            const auto waited = clk::now() - t0;
+            EXPECT_EQ(ec, errc::acquire_timeout) << what << ": " << ec.message();
+            EXPECT_GE(waited, 250ms) << what << ": timed out "
+                                     << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+                                     << " ms after the launch";
+        };
+        co_await check("mutex", mb.async_acquire_for(300ms, asio::deferred));
+        co_await check("shared_mutex read", rwb.async_acquire_shared_for(300ms, asio::deferred));
+        co_await check("shared_mutex write", rwb.async_acquire_for(300ms, asio::deferred));
+        co_await check("semaphore", sb.async_acquire_for(300ms, asio::deferred));
+        std::vector<zklock::mutex> one{mlb}; // (named: GCC 12 cannot keep an initializer list in a coroutine frame)
+        co_await check("multi-lock", zklock::async_acquire_all_for(std::move(one), 300ms, asio::deferred));
+        // until: an absolute deadline stays absolute
+        const auto t0 = clk::now();
+        auto op = mb.async_acquire_until(t0 + 300ms, asio::deferred);
+        co_await sleep_for(500ms);
+        auto [ec, g] = co_await std::move(op)(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::acquire_timeout);
+        EXPECT_LT(clk::now() - t0, 700ms) << "async_acquire_until moved its deadline";
+        co_await g1.async_release(use_awaitable);
+        co_await g2.async_release(use_awaitable);
+        co_await g3.async_release(use_awaitable);
+        co_await g4.async_release(use_awaitable);
     });
 }

@@ -1,5 +1,6 @@
-// Partitions inside the ensemble: a quorum link cut while every client link stays up (the
-// ensemble of scripts/test.sh runs with zk.sh's freezable quorum relays). Only replies that went
+// Partitions inside the ensemble: a quorum link cut while every client link stays up (on the
+// second ensemble of scripts/test.sh, $ZK_RELAY_ENSEMBLE_DIR, started with zk.sh's freezable
+// relays; the other ensemble tests use one without relays). Only replies that went
 // through the leader may renew the lease: a follower cut off from the leader goes on answering
 // reads for syncLimit x tickTime, and the leader expires the session long before that.
 #include <zklock/mutex.hpp>
@@ -35,14 +36,14 @@ struct relayed_ensemble {
 
     /// False (with a test failure) if the suite's ensemble has no relays or no leader now.
     bool find_roles() {
-        dir = env_or_empty("ZK_ENSEMBLE_DIR");
+        dir = env_or_empty("ZK_RELAY_ENSEMBLE_DIR");
         scripts = env_or_empty("ZKLOCK_SCRIPTS");
         if (dir.empty() || scripts.empty()) {
-            ADD_FAILURE() << "ZK_ENSEMBLE_DIR / ZKLOCK_SCRIPTS not set: run the suite with scripts/test.sh";
+            ADD_FAILURE() << "ZK_RELAY_ENSEMBLE_DIR / ZKLOCK_SCRIPTS not set: run the suite with scripts/test.sh";
             return false;
         }
         if (!std::ifstream(dir + "/relays")) {
-            ADD_FAILURE() << dir << " has no quorum relays: scripts/test.sh starts the ensemble with --relay";
+            ADD_FAILURE() << dir << " has no quorum relays: scripts/test.sh starts this ensemble with --relay";
             return false;
         }
         // (an earlier test may have restarted a server: wait until all three serve)

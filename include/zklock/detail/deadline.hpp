@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 
 namespace zklock::detail {
 
@@ -17,5 +18,49 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::duration<Rep, 
     if (std::chrono::duration<double>(d) >= room / 2) return clock::time_point::max();
     return now + std::chrono::duration_cast<clock::duration>(d);
 }
+
+/// When an operation gives up: never, at a time, or a timeout after the operation *starts*. An
+/// initiating function with a deferred token (asio::deferred, a use_awaitable awaited later)
+/// starts the operation only when it is launched, so a timeout is counted from there
+/// (resolve(), called by the initiation), not from the call that made it.
+class deadline_spec {
+public:
+    using clock = std::chrono::steady_clock;
+    deadline_spec() noexcept = default; ///< no deadline
+    static deadline_spec at(clock::time_point t) noexcept {
+        deadline_spec s;
+        s.kind_ = kind::absolute;
+        s.at_ = t;
+        return s;
+    }
+    /// Saturated like deadline_after: d <= 0 times out at once, a d too large means no deadline.
+    template <class Rep, class Period>
+    static deadline_spec after(std::chrono::duration<Rep, Period> d) noexcept {
+        deadline_spec s;
+        if (d <= d.zero()) {
+            s.kind_ = kind::relative;
+            return s;
+        }
+        if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(clock::duration::max()) / 4) return s;
+        s.kind_ = kind::relative;
+        s.in_ = std::chrono::duration_cast<clock::duration>(d);
+        return s;
+    }
+    /// The deadline, for an operation that starts now.
+    std::optional<clock::time_point> resolve() const noexcept {
+        switch (kind_) {
+        case kind::none: return std::nullopt;
+        case kind::absolute: return at_;
+        case kind::relative: return deadline_after(in_);
+        }
+        return std::nullopt;
+    }
+
+private:
+    enum class kind { none, absolute, relative };
+    kind kind_ = kind::none;
+    clock::time_point at_{};
+    clock::duration in_{};
+};
 
 } // namespace zklock::detail
