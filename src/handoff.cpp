@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 namespace zklock::detail {
@@ -310,6 +311,38 @@ void handoff_queue::forget_if_idle() {
     if (it != t->queues.end() && it->second.get() == this) t->queues.erase(it); // may destroy *this
 }
 
+/// Which requests may share a queue (and so its node): the same node and the same guard. Every
+/// option that changes the node (path, dialect, strategy, data, ACL) or what a grant follows (the
+/// loss policy, revocability, the bound) is in the key; mutex objects that differ in any of them
+/// get queues of their own, whose nodes contend in ZooKeeper like any two processes' (issue 24,
+/// item 4: the second used to get a grant of the first one's node, with the first one's settings).
+std::string queue_key(const acquire_request& req) {
+    std::string k;
+    auto field = [&k](const std::string& v) {
+        k += std::to_string(v.size());
+        k += ':';
+        k += v;
+    };
+    field(req.path);
+    field(std::to_string(static_cast<int>(req.dialect)) + ',' + std::to_string(static_cast<int>(req.strategy)) + ',' +
+          std::to_string(req.local_handoff) + ',' + (req.revocable ? "r" : "-"));
+    field(req.node_data);
+    std::string a;
+    if (req.node_acl)
+        for (const auto& e : req.node_acl->entries())
+            a += std::to_string(e.perms) + '/' + std::to_string(e.scheme.size()) + ':' + e.scheme + '/' +
+                 std::to_string(e.id.size()) + ':' + e.id + ';';
+    field(a);
+    std::string l = "session";
+    if (req.loss) {
+        char f[32];
+        std::snprintf(f, sizeof f, "%.17g", req.loss->lease_fraction());
+        l = std::string(to_string(req.loss->type())) + '(' + f + ')';
+    }
+    field(l);
+    return k;
+}
+
 } // namespace
 
 void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
@@ -329,8 +362,7 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
         });
     });
     asio::post(s->strand(), [s, req = std::move(req), p = std::move(p), t]() mutable {
-        auto key = req.path + '\n' + std::to_string(static_cast<int>(req.dialect)) + '\n' +
-                   std::to_string(static_cast<int>(req.strategy)) + '\n' + std::to_string(req.local_handoff);
+        auto key = queue_key(req);
         auto table = table_of(*s);
         auto& q = table->queues[key];
         if (!q) q = std::make_shared<handoff_queue>(s, key, req);

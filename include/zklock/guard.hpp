@@ -47,7 +47,10 @@ asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
 /// plus the grant's index under that node. Pass it to the resource you protect and have that
 /// resource refuse tokens smaller than the largest it has seen: it is what keeps a paused or
 /// partitioned former holder from doing damage after its loss. (Tokens of different locks are
-/// comparable too: czxids are ordered across the whole ensemble.)
+/// comparable too: czxids are ordered across the whole ensemble.) A reentrant_mutex's nested
+/// acquire by the owner that holds the lock is not a new grant: its guard carries the same token
+/// as the owner's first one, so the resource must refuse only *smaller* tokens (compare with <,
+/// not <=), or it would refuse the nested holder's own writes.
 ///
 /// Outstanding work: while a session holds a lock under the lease policy (the default), its
 /// heartbeat and lease timers keep the session's io_context busy, so io_context::run() does
@@ -87,7 +90,8 @@ public:
     /// The node's sequence number (the parent's cversion at creation; may be negative after overflow).
     std::int32_t sequence() const noexcept;
     /// Strictly increasing across the successive grants of a lock: node_czxid() * 4096 +
-    /// local_grant(). (Valid while the ensemble's epoch, the czxid's high 32 bits, is below 2^19.)
+    /// local_grant(). The guards of one reentrant owner's nested acquires share one grant and
+    /// one token. (Valid while the ensemble's epoch, the czxid's high 32 bits, is below 2^19.)
     std::int64_t fencing_token() const noexcept;
     /// The lock node's czxid (the zxid of the transaction that created it).
     std::int64_t node_czxid() const noexcept;

@@ -31,7 +31,10 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
 /// other exactly as with zklock::mutex (and with Curator and kazoo). The plain mutex stays the
 /// default: reentrancy hides the nesting that usually deserves a second look.
 ///
-/// All guards of one owner share the node, the fencing token and the loss signal.
+/// All guards of one owner share the node, the fencing token and the loss signal: a nested
+/// acquire is not a new grant, so it gets the same token, never a larger one (a larger one would
+/// tell a fencing store that the outer guard is stale while it is still the owner's). The next
+/// owner's grant gets a strictly larger token. See guard::fencing_token.
 class reentrant_mutex {
 public:
     reentrant_mutex(session& s, std::string path, mutex_options opts = {})

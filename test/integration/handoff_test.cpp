@@ -365,3 +365,51 @@ TEST_F(Handoff, ARevocationEndsTheHandOffsOfANonRevocableLockWithoutTellingTheHo
     // asked for revocable.)
     run(io, revoke_a_handoff_queue(lock_path(), false));
 }
+
+TEST_F(Handoff, MutexesThatDifferInAnOptionDoNotShareANode) {
+    // (Issue 24, item 4.) Two mutex objects on one path in one process share a hand-off queue,
+    // and so its node, only if nothing about the node or the grant differs. Otherwise the second
+    // waits for the first like another process would, and gets a node of its own, made with its
+    // own settings. (It used to be handed the first one's node at once, with the first one's ACL,
+    // data and loss policy.)
+    run_test([&]() -> awaitable<void> {
+        auto s = co_await connect();
+        std::vector<std::pair<std::string, zklock::mutex_options>> variants;
+        auto v = handoff(4);
+        v.node_acl = zklock::acl::custom({{zklock::perm::all & ~zklock::perm::admin, "world", "anyone"}});
+        variants.emplace_back("acl", v);
+        v = handoff(4);
+        v.node_data = "other holder";
+        variants.emplace_back("node data", v);
+        v = handoff(4);
+        v.loss = zklock::loss_policy::on_expiry();
+        variants.emplace_back("loss policy", v);
+        v = handoff(4);
+        v.revocable = true;
+        variants.emplace_back("revocable", v);
+        v = handoff(8);
+        variants.emplace_back("bound", v);
+        for (auto& [what, opts] : variants) {
+            auto path = lock_path();
+            zklock::mutex first(*s, path, handoff(4)), second(*s, path, opts), same(*s, path, handoff(4));
+            auto g1 = co_await first.async_acquire(use_awaitable);
+            const auto node1 = g1.node_path();
+            auto w = in_background([&](auto h) { second.async_acquire_for(10s, h); });
+            co_await sleep_for(300ms);
+            EXPECT_FALSE(w->done) << what << ": granted while the first one's node is held";
+            // control: a mutex with the same options is handed the node at once
+            auto w2 = in_background([&](auto h) { same.async_acquire_for(10s, h); });
+            co_await g1.async_release(use_awaitable);
+            co_await eventually([&] { return w->done || w2->done; }, 3000ms);
+            EXPECT_FALSE(w->done && w->guard.node_path() == node1) << what << ": handed the first one's node";
+            if (w->done) w->guard.release_in_background();
+            CO_REQUIRE(w2->granted());
+            EXPECT_EQ(w2->guard.node_path(), node1) << what << ": the same options must share the node";
+            co_await w2->guard.async_release(use_awaitable);
+            co_await eventually([&] { return w->done; }, 5000ms);
+            CO_REQUIRE(w->granted());
+            EXPECT_NE(w->guard.node_path(), node1) << what;
+            co_await w->guard.async_release(use_awaitable);
+        }
+    });
+}

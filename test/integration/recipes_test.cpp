@@ -188,6 +188,43 @@ TEST_F(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
     });
 }
 
+TEST_F(Reentrant, AFencingStoreAcceptsTheNestedHoldersWritesAndRefusesTheFormerOwners) {
+    // (Issue 24, item 5.) A nested acquire is not a new grant: same token. A store that refuses
+    // tokens smaller than the largest it has seen (as guard::fencing_token says) accepts the outer
+    // and the nested guard's writes, then the next owner's, and refuses the former owner's after.
+    struct fencing_store {
+        std::int64_t largest = 0;
+        int value = 0;
+        bool write(std::int64_t token, int v) {
+            if (token < largest) return false;
+            largest = token;
+            value = v;
+            return true;
+        }
+    };
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("fenced");
+        auto a = co_await connect();
+        zklock::reentrant_mutex ra(*a, path);
+        fencing_store store;
+        auto outer = co_await ra.async_acquire(1, use_awaitable);
+        auto nested = co_await ra.async_acquire(1, use_awaitable);
+        EXPECT_EQ(nested.fencing_token(), outer.fencing_token()) << "a nested acquire is the same grant";
+        EXPECT_TRUE(store.write(outer.fencing_token(), 1));
+        EXPECT_TRUE(store.write(nested.fencing_token(), 2)) << "the nested holder's write was refused";
+        EXPECT_TRUE(store.write(outer.fencing_token(), 3)) << "the outer guard's write after the nested one";
+        const auto old_token = outer.fencing_token();
+        co_await nested.async_release(use_awaitable);
+        co_await outer.async_release(use_awaitable);
+        auto next = co_await ra.async_acquire(2, use_awaitable); // the next owner: a new grant
+        EXPECT_GT(next.fencing_token(), old_token);
+        EXPECT_TRUE(store.write(next.fencing_token(), 4));
+        EXPECT_FALSE(store.write(old_token, 5)) << "the former owner's stale write was accepted";
+        EXPECT_EQ(store.value, 4);
+        co_await next.async_release(use_awaitable);
+    });
+}
+
 TEST_F(Reentrant, AcquiresOfOneOwnerWaitingTogetherAreCancelledEachOnItsOwn) {
     run_test([&]() -> awaitable<void> {
         auto path = lock_path("reentrant");
