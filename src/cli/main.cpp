@@ -42,6 +42,7 @@ enum exit_code : int {
     ex_usage = 64,       ///< bad arguments: nothing was sent to ZooKeeper
     ex_unavailable = 69, ///< no ZooKeeper server could be reached
     ex_software = 70,    ///< an internal error
+    ex_expired = 74,     ///< the session expired while waiting for the lock: the request is gone
     ex_busy = 75,        ///< --nonblock: the lock is held; --timeout: it passed first
     ex_lost = 76,        ///< the lock was lost while the command ran; the command was terminated
     ex_cannot_run = 126, ///< the command could not be executed
@@ -51,7 +52,8 @@ enum exit_code : int {
 constexpr const char* exit_codes_help = R"(Exit status of run: the command's own (128+N if signal N ended it), or
   64 bad arguments (nothing was sent)     69 no ZooKeeper server reachable
   75 lock busy (--nonblock) or --timeout passed first
-  76 lock lost while the command ran (it was sent SIGTERM, then SIGKILL)
+  74 the session expired while waiting     76 lock lost while the command ran (it was sent
+     SIGTERM, then SIGKILL), or before it started (then it was not run)
   126 command not executable              127 command not found
   1 the server refused (e.g. not authorised)   70 internal error
 Other commands: 0 on success, 1 refused by the server, 64, 69 or 70 as above.)";
@@ -291,7 +293,29 @@ int run_command(const run_args& a) {
     }
     if (aec == errc::lock_busy) return fail(ex_busy, "lock " + a.path + " is held by someone else");
     if (aec == errc::acquire_timeout) return fail(ex_busy, "timed out waiting for lock " + a.path);
+    if (aec == errc::session_expired)
+        return fail(ex_expired, "the ZooKeeper session expired while waiting for lock " + a.path);
     if (aec) return server_error("cannot acquire " + a.path, aec);
+
+    // ---- the lock may be lost before the command starts (its node deleted, the lease lapsed):
+    // then the command must not run at all. The loss watch is armed now, and looked at last
+    // thing before the spawn. (ZKLOCK_TEST_SPAWN_DELAY_MS, for the tests only, widens the gap.)
+    bool lost_before_spawn = false;
+    g.async_wait_lost([&](error_code ec) { lost_before_spawn = lost_before_spawn || ec != errc::lock_released; });
+    if (const char* d = std::getenv("ZKLOCK_TEST_SPAWN_DELAY_MS"); d && std::atoi(d) > 0) {
+        asio::steady_timer delay(io, std::chrono::milliseconds(std::atoi(d)));
+        bool waited = false;
+        delay.async_wait([&](error_code) { waited = true; });
+        while (!waited && io.run_one()) {
+        }
+    }
+    io.poll(); // (events that have arrived: a watch, a lease check)
+    if (lost_before_spawn || g.is_lost()) {
+        const auto why = g.loss_reason();
+        release_and_wait(io, g);
+        return fail(ex_lost, "lock " + a.path + " lost before the command started (" + why.message() +
+                                 "); the command was not run");
+    }
 
     // ---- run the command, holding the lock
     std::vector<std::string> env{"ZKLOCK_FENCING_TOKEN=" + std::to_string(g.fencing_token()),

@@ -25,7 +25,7 @@ from kazoo.exceptions import NoNodeError
 ZKLOCK = os.environ.get("ZKLOCK_BIN", "build/zklock")
 ZK = os.environ.get("ZK_CONNECT", "")
 
-EX_USAGE, EX_UNAVAILABLE, EX_BUSY, EX_LOST = 64, 69, 75, 76
+EX_USAGE, EX_UNAVAILABLE, EX_EXPIRED, EX_BUSY, EX_LOST = 64, 69, 74, 75, 76
 
 
 class Proxy:
@@ -299,6 +299,49 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(holder.wait(timeout=15), EX_LOST)
         self.assertIn("lost", holder.stderr.read())
+        self.assert_no_leftovers()
+
+    def test_a_lock_lost_before_the_command_starts_is_not_run(self):
+        # (Issue 24, item 9.) Lost between the grant and the spawn: exit with the loss code and do
+        # not run the command. ZKLOCK_TEST_SPAWN_DELAY_MS widens that gap for the test.
+        marker = os.path.join(self.tmp, "ran")
+        holder = self.spawn("run", self.path, "--", "touch", marker,
+                            env=dict(os.environ, ZKLOCK_TEST_SPAWN_DELAY_MS="2000"))
+        self.wait_children(1)
+        node = self.path + "/" + self.children()[0]
+        r = zklock("break", node)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rc = holder.wait(timeout=20)
+        err = holder.stderr.read()
+        self.assertEqual(rc, EX_LOST, err)
+        self.assertIn("not run", err)
+        self.assertFalse(os.path.exists(marker), "the command ran although the lock was lost")
+        self.assert_no_leftovers()
+
+    def test_a_session_that_expires_while_waiting_exits_74(self):
+        # (Issue 24, item 9.) It used to exit 1, like a command that failed.
+        ready = os.path.join(self.tmp, "ready")
+        holder = self.spawn("run", self.path, "--", "sh", "-c",
+                            "echo ready > %s; while :; do sleep 0.05; done" % ready)
+        self.wait_file(ready)
+        proxy = Proxy(int(ZK.split(",")[0].split(":")[1]))
+        try:
+            marker = os.path.join(self.tmp, "ran")
+            waiter = self.spawn("run", "-c", "127.0.0.1:%d" % proxy.port, "--session-timeout", "2s",
+                                self.path, "--", "touch", marker)
+            self.wait_children(2)
+            proxy.blackhole = True
+            time.sleep(4.0)  # the server expires the waiter's session (2 s)
+            proxy.blackhole = False
+            rc = waiter.wait(timeout=30)
+            err = waiter.stderr.read()
+            self.assertEqual(rc, EX_EXPIRED, err)
+            self.assertIn("expired", err)
+            self.assertFalse(os.path.exists(marker))
+        finally:
+            proxy.close()
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=20)
         self.assert_no_leftovers()
 
     def test_a_partition_loses_the_lock_and_stops_the_command_before_the_session_expires(self):
