@@ -105,7 +105,7 @@ std::string to_prometheus(const metrics_snapshot& m, const std::string& prefix) 
     w.sample("reconnects_total", "", m.reconnects);
     w.family("session_expiries_total", "counter", "Sessions expired by the server.");
     w.sample("session_expiries_total", "", m.expiries);
-    w.family("background_delete_retries_total", "counter", "Guaranteed deletes retried after a connection loss.");
+    w.family("background_delete_retries_total", "counter", "Guaranteed deletes retried (connection loss or another error: they never give up while the session lives).");
     w.sample("background_delete_retries_total", "", m.background_delete_retries);
     w.family("background_deletes_pending", "gauge", "Guaranteed deletes not done yet.");
     w.sample("background_deletes_pending", "", m.background_deletes_pending);

@@ -633,6 +633,9 @@ void session_impl::fail_auth() {
     notify(session_event::expired);
     fire_lapse_waiters(true);
     watches_.clear();
+    // No delete can succeed on this handle any more: the session's nodes go when the server
+    // expires it (its client is gone). Retrying them would only knock on a closed door.
+    finish_all_cleanups();
     std::shared_ptr<zk_handle> old;
     {
         std::lock_guard lk(handle_mu_);
@@ -1046,6 +1049,7 @@ void session_impl::run_cleanups() {
 }
 
 void session_impl::finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec) {
+    if (it->backoff) it->backoff->cancel();
     for (auto& w : it->waiters) w.complete(ec);
     cleanups_.erase(it);
     cleanup_gauges();
@@ -1060,6 +1064,36 @@ bool session_impl::cleanup_alive(std::uint64_t gen) const noexcept {
     return generation() == gen && state() != session_state::closed && state() != session_state::expired;
 }
 
+template <class F>
+void session_impl::cleanup_request(F&& send, zk_handler h) {
+    if (fault_injection::take(faults.cleanup_errors)) { // injected: the request fails unsent
+        auto* op = new c_op;
+        op->h.emplace(std::move(h));
+        op->res.rc = faults.cleanup_error_rc.load(std::memory_order_relaxed);
+        return post_result(strand_, op);
+    }
+    std::forward<F>(send)(std::move(h));
+}
+
+void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, int rc) {
+    it->running = false;
+    ++it->failures;
+    n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
+    if (state() != session_state::connected && (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT))
+        return; // run_cleanups retries it on the reconnect
+    // Connected, or an error the connection does not explain (ZMARSHALLINGERROR, ZNOAUTH, ...):
+    // again after 50 ms, doubling up to 5 s, until the node is gone or the session ends.
+    const auto wait = std::chrono::milliseconds(50) * (1 << std::min(it->failures - 1, 7));
+    it->running = true; // (not run_cleanups' to start meanwhile)
+    it->backoff = std::make_shared<asio::steady_timer>(strand_, std::min<std::chrono::milliseconds>(wait, std::chrono::seconds(5)));
+    it->backoff->async_wait([w = weak_from_this(), gen = generation(), it](error_code ec) {
+        auto s = w.lock();
+        if (ec || !s || !s->cleanup_alive(gen)) return;
+        it->running = false;
+        if (s->state() == session_state::connected) s->run_cleanup(it); // else on the reconnect
+    });
+}
+
 void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
     // The job is named by its iterator: it stays valid until finish_cleanup erases it, which
     // happens on the strand after the job's own reply, or in finish_all_cleanups when the
@@ -1070,54 +1104,43 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
     if (!it->node.empty() && it->owner_czxid != 0) {
         // A fixed name: check that the node is still ours (an admin may have broken it and
         // someone else created it again), then delete exactly that version of it.
-        exists(it->node, zk_handler([w, gen, it](zk_result r) {
+        cleanup_request([&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, it](zk_result r) {
             auto s = w.lock();
             if (!s || !s->cleanup_alive(gen)) return;
-            if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
-                it->running = false;
-                s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-                return;
-            }
-            if (r.rc != ZOK || r.stat.czxid != it->owner_czxid) return s->finish_cleanup(it, {}); // gone, or not ours
-            s->remove(it->node, r.stat.version, zk_handler([w, gen, it](zk_result r2) {
+            if (r.rc == ZNONODE || (r.rc == ZOK && r.stat.czxid != it->owner_czxid)) return s->finish_cleanup(it, {}); // gone, or not ours
+            if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED) return s->finish_cleanup(it, {});
+            if (r.rc != ZOK) return s->retry_cleanup(it, r.rc);
+            s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
+                               zk_handler([w, gen, it](zk_result r2) {
                 auto s = w.lock();
                 if (!s || !s->cleanup_alive(gen)) return;
-                if (r2.rc == ZCONNECTIONLOSS || r2.rc == ZOPERATIONTIMEOUT) {
-                    it->running = false;
-                    s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-                    return;
-                }
                 if (r2.rc == ZBADVERSION) return s->run_cleanup(it); // its data changed: look again
-                s->finish_cleanup(it, {});
+                if (r2.rc == ZOK || r2.rc == ZNONODE) return s->finish_cleanup(it, {});
+                if (r2.rc == ZCLOSING || r2.rc == ZINVALIDSTATE || r2.rc == ZSESSIONEXPIRED)
+                    return s->finish_cleanup(it, {}); // the handle is gone: so is the session's node
+                s->retry_cleanup(it, r2.rc);
             }));
         }));
         return;
     }
     if (!it->node.empty()) {
-        remove(it->node, -1, zk_handler([w, gen, it](zk_result r) {
+        cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); }, zk_handler([w, gen, it](zk_result r) {
             auto s = w.lock();
             if (!s || !s->cleanup_alive(gen)) return;
-            if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
-                it->running = false; // run_cleanups retries it on reconnect
-                s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-                return;
-            }
             if (r.rc == ZOK || r.rc == ZNONODE || r.rc == ZCLOSING || r.rc == ZINVALIDSTATE ||
                 r.rc == ZSESSIONEXPIRED)
-                s->finish_cleanup(it, {});
-            else
-                s->finish_cleanup(it, error_code(r.rc, zookeeper_category()));
+                return s->finish_cleanup(it, {});
+            // Anything else, the node may still be there: never give up while the session lives
+            // (connection loss waits for the reconnect; other errors retry with a back-off).
+            s->retry_cleanup(it, r.rc);
         }));
         return;
     }
-    get_children(it->parent, zk_handler([w, gen, it](zk_result r) {
+    cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); }, zk_handler([w, gen, it](zk_result r) {
         auto s = w.lock();
         if (!s || !s->cleanup_alive(gen)) return;
-        if (r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) {
-            it->running = false;
-            s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-            return;
-        }
+        if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED) return s->finish_cleanup(it, {});
+        if (r.rc != ZOK && r.rc != ZNONODE) return s->retry_cleanup(it, r.rc);
         std::optional<std::string> found;
         if (r.rc == ZOK) found = find_by_guid(r.children, it->guid);
         if (!found) return s->finish_cleanup(it, {}); // never created, or the parent is gone

@@ -49,7 +49,7 @@ struct metrics_snapshot {
     std::map<std::string, lock_metrics> by_path;
     std::uint64_t reconnects = 0;                ///< connection re-established, same session
     std::uint64_t expiries = 0;                  ///< sessions the server expired
-    std::uint64_t background_delete_retries = 0; ///< guaranteed deletes retried after a connection loss
+    std::uint64_t background_delete_retries = 0; ///< guaranteed deletes retried (after a connection loss, or an error: they never give up while the session lives)
     std::uint64_t background_deletes_pending = 0;
     std::chrono::milliseconds oldest_background_delete_age{0};
     session_statistics requests;

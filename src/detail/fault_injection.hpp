@@ -12,6 +12,10 @@ struct fault_injection {
     /// The next N successful creates of create_and_list report ZCONNECTIONLOSS instead, as if
     /// the reply had been lost after the server applied the create.
     std::atomic<int> lose_create_replies{0};
+    /// The next N requests of the guaranteed deletes (delete_in_background) are not sent and
+    /// complete with cleanup_error_rc instead (ZMARSHALLINGERROR, ZOPERATIONTIMEOUT, ...).
+    std::atomic<int> cleanup_errors{0};
+    std::atomic<int> cleanup_error_rc{-5}; // ZMARSHALLINGERROR
     /// The lease timer fires this many milliseconds after the deadline it is armed for, as on a
     /// busy strand or after the machine was suspended: a lapse must be found all the same.
     std::atomic<int> lease_timer_late_ms{0};

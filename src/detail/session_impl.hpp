@@ -273,6 +273,8 @@ private:
         std::vector<pending<void(error_code)>> waiters;
         bool running = false;
         std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
+        int failures = 0;                            // in a row: the back-off's exponent
+        std::shared_ptr<asio::steady_timer> backoff; // a retry that waits
     };
     /// The metrics' view of cleanups_ (strand): how many, since when (the list is in age order).
     void cleanup_gauges() noexcept {
@@ -297,6 +299,12 @@ private:
     void close_handle_in_background(std::shared_ptr<zk_handle> h);
     void run_cleanups();
     void run_cleanup(std::list<cleanup_job>::iterator it);
+    /// A request of the job failed with `rc`, and the node may still be there: try again, never
+    /// give up while the session lives (reconnect, or a capped back-off while connected).
+    void retry_cleanup(std::list<cleanup_job>::iterator it, int rc);
+    /// Sends a guaranteed delete's request, or fakes its failure (faults.cleanup_errors).
+    template <class F>
+    void cleanup_request(F&& send, zk_handler h);
     void finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec);
     void finish_all_cleanups();
     bool cleanup_alive(std::uint64_t gen) const noexcept;

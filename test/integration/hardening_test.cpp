@@ -527,3 +527,27 @@ TEST_F(Hardening, ATimedAcquireCountsItsTimeoutFromWhenTheOperationStarts) {
         co_await g4.async_release(use_awaitable);
     });
 }
+
+TEST_F(Hardening, AGuaranteedDeleteNeverGivesUpWhileTheSessionLives) {
+    // (Issue 24, item 3.) A background delete whose request fails, with the session alive and
+    // connected, tries again (a capped back-off) until the node is gone, and counts each retry.
+    // It used to stop on an unexpected code (the node stayed until the session ended) and, on a
+    // connection loss seen while still connected, to wait for a reconnect that did not come.
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        for (int rc : {ZMARSHALLINGERROR, ZOPERATIONTIMEOUT, ZCONNECTIONLOSS, ZNOAUTH}) {
+            auto path = lock_path("rc" + std::to_string(-rc));
+            zklock::mutex m(*a, path);
+            auto g = co_await m.async_acquire(use_awaitable);
+            const auto before = a->metrics().background_delete_retries;
+            a->impl()->faults.cleanup_error_rc = rc;
+            a->impl()->faults.cleanup_errors = 3;
+            g.release_in_background(); // the guaranteed delete: its first 3 requests fail
+            co_await expect_no_leftovers(*a, path);
+            EXPECT_EQ(a->state(), session_state::connected);
+            EXPECT_GE(a->metrics().background_delete_retries - before, 3u) << "rc " << rc;
+            co_await eventually([&] { return a->impl()->background_deletes() == 0; }, 2000ms);
+            EXPECT_EQ(a->impl()->background_deletes(), 0u) << "rc " << rc;
+        }
+    });
+}
