@@ -35,7 +35,12 @@ const std::string& default_node_data() {
 class acquire_op final : public session_listener, public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(std::shared_ptr<session_impl> s, acquire_request r, pending<void(error_code, guard)> h)
-        : s_(std::move(s)), req_(std::move(r)), handler_(std::move(h)), wake_(s_->strand()) {}
+        : s_(std::move(s)), req_(std::move(r)), handler_(std::move(h)), wake_(s_->strand()),
+          deadline_timer_(s_->strand()), grace_timer_(s_->strand()) {}
+
+    /// How long after its deadline (or its cancellation) an acquire whose request the server does
+    /// not answer completes anyway. Its node, if the late reply shows one, goes in the background.
+    static constexpr std::chrono::milliseconds grace{40};
 
     static void start(std::shared_ptr<acquire_op> op) {
         op->handler_.on_cancel([w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type) {
@@ -44,6 +49,12 @@ public:
             });
         });
         auto& strand = op->s_->strand();
+        if (op->req_.deadline && *op->req_.deadline != clock::time_point::max()) {
+            op->deadline_timer_.expires_at(*op->req_.deadline);
+            op->deadline_timer_.async_wait([w = op->weak_from_this()](error_code ec) {
+                if (auto o = w.lock(); o && !ec) o->stop_soon();
+            });
+        }
         // An exception (out of memory, a bug) must not escape into the user's io_context::run()
         // nor drop the user's handler: it completes it with errc::internal_error.
         asio::co_spawn(strand, run(op), [op](std::exception_ptr e) {
@@ -72,7 +83,6 @@ public:
     }
 
     void on_exception() {
-        if (!handler_) return; // completed already
         if (!my_node_.empty() && !session_gone()) s_->delete_in_background(my_node_);
         else if (!guid_.empty() && !session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
         finish(errc::internal_error);
@@ -81,7 +91,24 @@ public:
 private:
     void cancel() {
         cancelled_ = true;
+        stop_soon();
+    }
+    /// The deadline passed, or a cancel came: the coroutine stops at its next step (a parked wait
+    /// wakes at once). A request the server does not answer could hold it for up to 2/3 T, so
+    /// after `grace` the user's handler completes anyway; the coroutine goes on in the background
+    /// and deletes whatever node the late reply shows (finish and grant know: handler_ is empty).
+    void stop_soon() {
         wake_.cancel();
+        if (!handler_ || grace_armed_) return;
+        grace_armed_ = true;
+        grace_timer_.expires_after(grace);
+        grace_timer_.async_wait([w = weak_from_this()](error_code ec) {
+            auto o = w.lock();
+            if (!o || ec || !o->handler_) return;
+            o->handler_.complete(o->fatal_ ? o->fatal_ : o->cancelled_ ? error_code(asio::error::operation_aborted)
+                                                                      : error_code(errc::acquire_timeout),
+                                 guard{});
+        });
     }
     bool timed_out() const { return req_.deadline && clock::now() >= *req_.deadline; }
     bool should_stop() const { return cancelled_ || fatal_ || timed_out(); }
@@ -234,10 +261,16 @@ private:
                      " (the session's credentials and the ACL of the lock path and its parents)");
         s_->remove_listener(listener_id_);
         wake_.cancel();
-        handler_.complete(ec, std::move(g));
+        deadline_timer_.cancel();
+        grace_timer_.cancel();
+        if (handler_) handler_.complete(ec, std::move(g)); // (else: completed after the grace)
     }
 
     void grant() {
+        if (!handler_) { // the user was told "timed out" or "cancelled" already: the node goes
+            s_->delete_in_background(my_node_, std::nullopt, req_.strategy == lock_strategy::unique_node ? czxid_ : 0);
+            return finish({});
+        }
         auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
         auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->revocable = req_.revocable;
@@ -437,6 +470,9 @@ private:
     acquire_request req_;
     pending<void(error_code, guard)> handler_;
     asio::steady_timer wake_;
+    asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
+    asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
+    bool grace_armed_ = false;
     std::uint64_t listener_id_ = 0;
     std::uint64_t gen_ = 0;
     std::string guid_;

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -119,10 +120,18 @@ awaitable<void> eventually(Pred pred, std::chrono::milliseconds limit = 3000ms) 
     while (!pred() && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
 }
 
-/// Children of `path` (empty if it does not exist).
+/// Children of `path` (empty if it does not exist). A listing whose connection dropped says
+/// nothing about the nodes, so it is asked again (for up to 10 s, each time said on stderr): the
+/// checking session may be one whose connection a test just dropped.
 inline awaitable<std::vector<std::string>> children_of(zklock::session& s, const std::string& path) {
     auto& impl = *s.impl();
+    const auto deadline = std::chrono::steady_clock::now() + 10000ms;
     auto r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
+    while ((r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) && std::chrono::steady_clock::now() < deadline) {
+        std::fprintf(stderr, "listing %s: connection lost (%d), asking again\n", path.c_str(), r.rc);
+        co_await sleep_for(100ms);
+        r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
+    }
     if (r.rc == ZNONODE) co_return std::vector<std::string>{};
     EXPECT_EQ(r.rc, ZOK) << "listing " << path;
     co_return r.children;
