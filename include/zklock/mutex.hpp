@@ -139,8 +139,11 @@ public:
     /// a zk_errc from the server, asio::error::operation_aborted (cancelled or session closed).
     /// Connection loss while waiting is ridden out: the acquire resumes after reconnecting.
     /// Per-operation cancellation: terminal, partial, total. After cancellation no node of
-    /// this acquire is left behind: it is deleted before completion when the server is
-    /// reachable, and in the background (retried until it succeeds or the session ends) when not.
+    /// this acquire is left behind: it is deleted before completion when the server answers,
+    /// and in the background (retried until it succeeds or the session ends) when not. A cancel,
+    /// or a deadline (async_acquire_for/until), completes the operation within 40 ms even when
+    /// the server sits on a request (a reply that never comes would otherwise hold it for the C
+    /// client's request timeout, 2/3 T); a node that the late reply shows is deleted then.
     /// Executor: the handler's associated executor (default: the session's executor).
     template <class CompletionToken>
     auto async_acquire(CompletionToken&& token) {
