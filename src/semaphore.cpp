@@ -42,7 +42,7 @@ public:
     lease_op(std::shared_ptr<session_impl> s, std::string path, int n, std::string data,
              std::optional<clock::time_point> deadline, pending<void(error_code, guard)> h)
         : s_(std::move(s)), path_(std::move(path)), n_(n), data_(std::move(data)), deadline_(deadline),
-          handler_(std::move(h)), wake_(s_->strand()) {}
+          handler_(std::move(h)), wake_(s_->strand()), deadline_timer_(s_->strand()), grace_timer_(s_->strand()) {}
 
     std::shared_ptr<const acl> node_acl_; // null: open
 
@@ -52,18 +52,26 @@ public:
                 if (auto o = w.lock()) {
                     o->cancelled_ = true;
                     o->inner_.emit(t);
-                    o->wake_.cancel();
+                    o->stop_soon();
                 }
             });
         });
         auto& strand = op->s_->strand();
+        if (op->deadline_ && *op->deadline_ != clock::time_point::max()) {
+            op->deadline_timer_.expires_at(*op->deadline_);
+            op->deadline_timer_.async_wait([w = op->weak_from_this()](error_code ec) {
+                if (auto o = w.lock(); o && !ec) o->stop_soon();
+            });
+        }
         // An exception must not escape into the user's io_context::run() nor drop the handler.
         asio::co_spawn(strand, run(op), [op](std::exception_ptr e) {
-            if (!e || !op->handler_) return;
+            if (!e) return;
             if (!op->lease_node_.empty()) op->s_->delete_in_background(op->lease_node_);
             op->internal_.release_in_background();
             op->s_->remove_listener(op->listener_id_);
-            op->handler_.complete(errc::internal_error, guard{});
+            op->deadline_timer_.cancel();
+            op->grace_timer_.cancel();
+            if (op->handler_) op->handler_.complete(errc::internal_error, guard{});
         });
     }
 
@@ -75,6 +83,21 @@ public:
     }
 
 private:
+    /// The deadline passed, or a cancel came: as in the mutex's acquire, the user's handler
+    /// completes at most `grace` later even if the server sits on a request; the coroutine goes
+    /// on in the background and lets go of whatever it gets (finish knows: handler_ is empty).
+    static constexpr std::chrono::milliseconds grace{40};
+    void stop_soon() {
+        wake_.cancel();
+        if (!handler_ || grace_armed_) return;
+        grace_armed_ = true;
+        grace_timer_.expires_after(grace);
+        grace_timer_.async_wait([w = weak_from_this()](error_code ec) {
+            auto o = w.lock();
+            if (!o || ec || !o->handler_) return;
+            o->handler_.complete(o->reason(), guard{});
+        });
+    }
     bool stop() const { return cancelled_ || fatal_ || (deadline_ && clock::now() >= *deadline_); }
     error_code reason() const {
         if (fatal_) return fatal_;
@@ -96,7 +119,10 @@ private:
         }
         internal_.release_in_background(); // (not awaited: a partition must not hold up the caller)
         s_->remove_listener(listener_id_);
-        handler_.complete(ec, std::move(lease));
+        deadline_timer_.cancel();
+        grace_timer_.cancel();
+        if (handler_) handler_.complete(ec, std::move(lease));
+        else if (lease.owns_lock()) lease.release_in_background(); // the user was told it timed out: let go
     }
 
     static asio::awaitable<void> run(std::shared_ptr<lease_op> self) {
@@ -243,6 +269,9 @@ private:
     std::optional<clock::time_point> deadline_;
     pending<void(error_code, guard)> handler_;
     asio::steady_timer wake_;
+    asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
+    asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
+    bool grace_armed_ = false;
     asio::cancellation_signal inner_;
     guard internal_;
     std::string lease_node_;

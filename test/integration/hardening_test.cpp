@@ -557,37 +557,48 @@ TEST_F(Hardening, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnIts
     // swallows every reply): async_acquire_for(300 ms) must still complete within 300 + 50 ms,
     // and a cancel within 50 ms; the node the server made is deleted in the background once
     // the connection is back. They used to wait for the C client's request timeout (2/3 T).
+    // Mutex and semaphore.
     using clk = std::chrono::steady_clock;
     run_test([&]() -> awaitable<void> {
-        for (bool cancel : {false, true}) {
+        for (int variant = 0; variant < 4; ++variant) {
+            const bool cancel = variant % 2 == 1, sem = variant >= 2;
             tcp_proxy proxy(first_port(zk_connect()));
-            auto path = lock_path(cancel ? "cancel" : "deadline");
+            auto path = sem ? semaphore_path(cancel ? "sem-cancel" : "sem-deadline") : lock_path(cancel ? "cancel" : "deadline");
             auto o = through(proxy);
             o.session_timeout = 6000ms; // the C client's request timeout: 4 s
             auto a = co_await connect(o);
             zklock::mutex m(*a, path);
+            zklock::semaphore sm(*a, path, 2);
             proxy.mute_replies(true);
             const auto t0 = clk::now();
             zklock::error_code ec;
             if (!cancel) {
-                auto [e, g] = co_await m.async_acquire_for(300ms, asio::as_tuple(use_awaitable));
+                auto [e, g] = sem ? co_await sm.async_acquire_for(300ms, asio::as_tuple(use_awaitable))
+                                  : co_await m.async_acquire_for(300ms, asio::as_tuple(use_awaitable));
                 ec = e;
             } else {
                 asio::cancellation_signal sig;
                 asio::steady_timer t(co_await asio::this_coro::executor, 300ms);
                 t.async_wait([&](zklock::error_code) { sig.emit(asio::cancellation_type::terminal); });
-                auto [e, g] = co_await m.async_acquire(asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(use_awaitable)));
+                auto token = asio::bind_cancellation_slot(sig.slot(), asio::as_tuple(use_awaitable));
+                auto [e, g] = sem ? co_await sm.async_acquire(token) : co_await m.async_acquire(token);
                 ec = e;
             }
             const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0);
-            std::printf("  %s: completed after %lld ms with %s\n", cancel ? "cancel at 300 ms" : "acquire_for(300ms)",
-                        static_cast<long long>(took.count()), ec.message().c_str());
+            std::printf("  %s %s: completed after %lld ms with %s\n", sem ? "semaphore" : "mutex",
+                        cancel ? "cancel at 300 ms" : "acquire_for(300ms)", static_cast<long long>(took.count()),
+                        ec.message().c_str());
             EXPECT_EQ(ec, cancel ? zklock::error_code(asio::error::operation_aborted) : zklock::error_code(errc::acquire_timeout))
                 << ec.message();
             EXPECT_LT(took, 350ms);
             EXPECT_GE(took, 290ms);
             proxy.mute_replies(false); // the connection drops; the late create is found and deleted
-            co_await expect_no_leftovers(*a, path);
+            if (sem) {
+                co_await expect_no_leftovers(*a, path + "/leases");
+                co_await expect_no_leftovers(*a, path + "/locks");
+            } else {
+                co_await expect_no_leftovers(*a, path);
+            }
             co_await a->async_close(use_awaitable);
         }
     });
