@@ -398,6 +398,7 @@ void session_impl::on_watch(std::uint64_t id, int type) {
 }
 
 void session_impl::start_handle() {
+    refused_ = false;
     auto gen = generation_.fetch_add(1) + 1;
     lease_->reset(); // a new session: nothing of the old one vouches for it
     auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_);
@@ -633,10 +634,12 @@ void session_impl::fail_auth() {
     notify(session_event::expired);
     fire_lapse_waiters(true);
     watches_.clear();
-    // (The pending deletes stay: their requests on the closed handle complete with ZCLOSING,
-    // which ends them. Erasing them here left their in-flight replies with dangling iterators:
-    // cleanup_alive() cannot tell, the generation does not change. Seen as a crash in
-    // Acl.CredentialsRefusedOnAReconnect...; issue 24 item 8 stays open.)
+    // No delete can succeed on a refused session: its nodes go when the server expires it (its
+    // client is gone). Retrying them would knock on a closed door for as long as the object
+    // lives. (finish_all_cleanups moves the cleanup epoch: replies still in flight see it.) Nor
+    // are new ones taken (refused_): what ends now because of the refusal would queue them.
+    refused_ = true;
+    finish_all_cleanups();
     std::shared_ptr<zk_handle> old;
     {
         std::lock_guard lk(handle_mu_);
@@ -1021,7 +1024,7 @@ void session_impl::set_data(const std::string& path, const std::string& data, in
 // ---------------------------------------------------------------- guaranteed deletes
 void session_impl::delete_in_background(std::string node, std::optional<pending<void(error_code)>> done,
                                         std::int64_t owner_czxid) {
-    if (state() == session_state::closed || state() == session_state::expired) {
+    if (state() == session_state::closed || state() == session_state::expired || refused_) {
         if (done) done->complete({}); // the server deletes the session's ephemeral nodes
         return;
     }
@@ -1035,7 +1038,7 @@ void session_impl::delete_in_background(std::string node, std::optional<pending<
 }
 
 void session_impl::delete_by_guid_in_background(std::string parent, std::string guid) {
-    if (state() == session_state::closed || state() == session_state::expired) return;
+    if (state() == session_state::closed || state() == session_state::expired || refused_) return;
     cleanup_job job;
     job.parent = std::move(parent);
     job.guid = std::move(guid);
@@ -1057,12 +1060,14 @@ void session_impl::finish_cleanup(std::list<cleanup_job>::iterator it, error_cod
 }
 
 void session_impl::finish_all_cleanups() {
+    ++cleanup_epoch_; // replies to the jobs' requests still in flight must not touch them
     while (!cleanups_.empty()) finish_cleanup(cleanups_.begin(), {});
 }
 
-bool session_impl::cleanup_alive(std::uint64_t gen) const noexcept {
-    // finish_all_cleanups() ran if the session ended or was renewed since the job started
-    return generation() == gen && state() != session_state::closed && state() != session_state::expired;
+bool session_impl::cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const noexcept {
+    // finish_all_cleanups() ran if the session ended, was renewed, or its credentials were
+    // refused since the job started: then the job is gone
+    return generation() == gen && cleanup_epoch_ == epoch && state() != session_state::closed && state() != session_state::expired;
 }
 
 template <class F>
@@ -1087,9 +1092,9 @@ void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, int rc) {
     const auto wait = std::chrono::milliseconds(50) * (1 << std::min(it->failures - 1, 7));
     it->running = true; // (not run_cleanups' to start meanwhile)
     it->backoff = std::make_shared<asio::steady_timer>(strand_, std::min<std::chrono::milliseconds>(wait, std::chrono::seconds(5)));
-    it->backoff->async_wait([w = weak_from_this(), gen = generation(), it](error_code ec) {
+    it->backoff->async_wait([w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](error_code ec) {
         auto s = w.lock();
-        if (ec || !s || !s->cleanup_alive(gen)) return;
+        if (ec || !s || !s->cleanup_alive(gen, ep)) return;
         it->running = false;
         if (s->state() == session_state::connected) s->run_cleanup(it); // else on the reconnect
     });
@@ -1101,20 +1106,21 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
     // session ends or is renewed (then cleanup_alive() is false when the reply arrives).
     it->running = true;
     auto gen = generation();
+    auto ep = cleanup_epoch_;
     auto w = weak_from_this();
     if (!it->node.empty() && it->owner_czxid != 0) {
         // A fixed name: check that the node is still ours (an admin may have broken it and
         // someone else created it again), then delete exactly that version of it.
-        cleanup_request([&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, it](zk_result r) {
+        cleanup_request([&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
             auto s = w.lock();
-            if (!s || !s->cleanup_alive(gen)) return;
+            if (!s || !s->cleanup_alive(gen, ep)) return;
             if (r.rc == ZNONODE || (r.rc == ZOK && r.stat.czxid != it->owner_czxid)) return s->finish_cleanup(it, {}); // gone, or not ours
             if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED) return s->finish_cleanup(it, {});
             if (r.rc != ZOK) return s->retry_cleanup(it, r.rc);
             s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
-                               zk_handler([w, gen, it](zk_result r2) {
+                               zk_handler([w, gen, ep, it](zk_result r2) {
                 auto s = w.lock();
-                if (!s || !s->cleanup_alive(gen)) return;
+                if (!s || !s->cleanup_alive(gen, ep)) return;
                 if (r2.rc == ZBADVERSION) return s->run_cleanup(it); // its data changed: look again
                 if (r2.rc == ZOK || r2.rc == ZNONODE) return s->finish_cleanup(it, {});
                 if (r2.rc == ZCLOSING || r2.rc == ZINVALIDSTATE || r2.rc == ZSESSIONEXPIRED)
@@ -1125,9 +1131,9 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
         return;
     }
     if (!it->node.empty()) {
-        cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); }, zk_handler([w, gen, it](zk_result r) {
+        cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
             auto s = w.lock();
-            if (!s || !s->cleanup_alive(gen)) return;
+            if (!s || !s->cleanup_alive(gen, ep)) return;
             if (r.rc == ZOK || r.rc == ZNONODE || r.rc == ZCLOSING || r.rc == ZINVALIDSTATE ||
                 r.rc == ZSESSIONEXPIRED)
                 return s->finish_cleanup(it, {});
@@ -1137,9 +1143,9 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
         }));
         return;
     }
-    cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); }, zk_handler([w, gen, it](zk_result r) {
+    cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
         auto s = w.lock();
-        if (!s || !s->cleanup_alive(gen)) return;
+        if (!s || !s->cleanup_alive(gen, ep)) return;
         if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED) return s->finish_cleanup(it, {});
         if (r.rc != ZOK && r.rc != ZNONODE) return s->retry_cleanup(it, r.rc);
         std::optional<std::string> found;

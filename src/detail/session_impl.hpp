@@ -307,7 +307,9 @@ private:
     void cleanup_request(F&& send, zk_handler h);
     void finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec);
     void finish_all_cleanups();
-    bool cleanup_alive(std::uint64_t gen) const noexcept;
+    bool cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const noexcept;
+    std::uint64_t cleanup_epoch_ = 0; // strand: moved by finish_all_cleanups (see cleanup_alive)
+    bool refused_ = false;            // strand: the credentials were refused; no new handle yet
     template <class F>
     void submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter);
 
