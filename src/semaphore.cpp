@@ -103,6 +103,14 @@ private:
         if (fatal_) return fatal_;
         return cancelled_ ? error_code(asio::error::operation_aborted) : error_code(errc::acquire_timeout);
     }
+    /// The error for a failed request: the session's end takes precedence over its symptoms
+    /// (as in the mutex: the end can reach a request before its event reaches us).
+    error_code fail_code(int rc) const {
+        if (fatal_) return fatal_;
+        if (rc == ZCLOSING || s_->state() == session_state::closed) return asio::error::operation_aborted;
+        if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) return errc::session_expired;
+        return error_code(rc, zookeeper_category());
+    }
 
     asio::awaitable<zk_result> create_leases_node() {
         auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER, use_awaitable, node_acl_);
@@ -160,10 +168,10 @@ private:
         auto d = co_await s.async_get_data(leases, 0, use_awaitable);
         if (d.rc == ZNONODE) {
             auto c = co_await op.create_leases_node();
-            if (c.rc != ZOK && c.rc != ZNODEEXISTS) co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
+            if (c.rc != ZOK && c.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(c.rc));
             d = co_await s.async_get_data(leases, 0, use_awaitable);
         }
-        if (d.rc != ZOK) co_return co_await op.finish(error_code(d.rc, zookeeper_category()));
+        if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
         if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::invalid_argument);
         const auto guid = make_guid();
         if (fault_injection::take(s.faults.reap_leases_before_create))
@@ -182,9 +190,9 @@ private:
         }
         if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
             s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
-            co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
+            co_return co_await op.finish(op.fail_code(c.rc));
         }
-        if (c.rc != ZOK) co_return co_await op.finish(error_code(c.rc, zookeeper_category()));
+        if (c.rc != ZOK) co_return co_await op.finish(op.fail_code(c.rc));
         op.lease_node_ = c.path;
         const std::string mine(last_segment(c.path));
 
@@ -214,7 +222,7 @@ private:
                     }
                     continue;
                 }
-                co_return co_await op.finish(op.fatal_ ? op.fatal_ : error_code(l.rc, zookeeper_category()));
+                co_return co_await op.finish(op.fail_code(l.rc));
             }
             std::size_t count = 0;
             bool present = false;

@@ -219,6 +219,15 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
     inflight_.insert(op);
     int rc = call(zh_, op);
     if (rc != ZOK) inflight_.erase(op);
+    if (rc == ZINVALIDSTATE) {
+        // The handle is dead (the C client refuses every call once its state is unrecoverable),
+        // but the session event that says why may still be on its way to the strand: say why
+        // here, so a request that loses this race still ends for the right reason (auth_failed,
+        // not a bare "invalid zhandle state").
+        const int state = zoo_state(zh_);
+        if (state == ZOO_AUTH_FAILED_STATE) rc = ZAUTHFAILED;
+        else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
+    }
     return rc;
 }
 
@@ -524,6 +533,16 @@ void session_impl::arm_connect_timer() {
 
 void session_impl::on_session_event(std::uint64_t gen, int zstate) {
     if (gen != generation() || state() == session_state::closed) return;
+    if (zstate == ZOO_AUTH_FAILED_STATE || zstate == ZOO_EXPIRED_SESSION_STATE) {
+        if (int ms = faults.delay_end_event_ms.exchange(0, std::memory_order_relaxed); ms > 0) {
+            // Injected fault: the news of the end arrives late (see fault_injection).
+            auto t = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(ms));
+            t->async_wait([t, w = weak_from_this(), gen, zstate](error_code) {
+                if (auto s = w.lock()) s->on_session_event(gen, zstate);
+            });
+            return;
+        }
+    }
     if (zstate == ZOO_CONNECTED_STATE) {
         auto prev = state();
         if (handle_) {
@@ -1115,7 +1134,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
             auto s = w.lock();
             if (!s || !s->cleanup_alive(gen, ep)) return;
             if (r.rc == ZNONODE || (r.rc == ZOK && r.stat.czxid != it->owner_czxid)) return s->finish_cleanup(it, {}); // gone, or not ours
-            if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED) return s->finish_cleanup(it, {});
+            if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED || r.rc == ZAUTHFAILED) return s->finish_cleanup(it, {});
             if (r.rc != ZOK) return s->retry_cleanup(it, r.rc);
             s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
                                zk_handler([w, gen, ep, it](zk_result r2) {
@@ -1123,7 +1142,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
                 if (!s || !s->cleanup_alive(gen, ep)) return;
                 if (r2.rc == ZBADVERSION) return s->run_cleanup(it); // its data changed: look again
                 if (r2.rc == ZOK || r2.rc == ZNONODE) return s->finish_cleanup(it, {});
-                if (r2.rc == ZCLOSING || r2.rc == ZINVALIDSTATE || r2.rc == ZSESSIONEXPIRED)
+                if (r2.rc == ZCLOSING || r2.rc == ZINVALIDSTATE || r2.rc == ZSESSIONEXPIRED || r2.rc == ZAUTHFAILED)
                     return s->finish_cleanup(it, {}); // the handle is gone: so is the session's node
                 s->retry_cleanup(it, r2.rc);
             }));
@@ -1135,7 +1154,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
             auto s = w.lock();
             if (!s || !s->cleanup_alive(gen, ep)) return;
             if (r.rc == ZOK || r.rc == ZNONODE || r.rc == ZCLOSING || r.rc == ZINVALIDSTATE ||
-                r.rc == ZSESSIONEXPIRED)
+                r.rc == ZSESSIONEXPIRED || r.rc == ZAUTHFAILED) // (a dead handle: the node goes with its session)
                 return s->finish_cleanup(it, {});
             // Anything else, the node may still be there: never give up while the session lives
             // (connection loss waits for the reconnect; other errors retry with a back-off).
@@ -1146,7 +1165,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
     cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
         auto s = w.lock();
         if (!s || !s->cleanup_alive(gen, ep)) return;
-        if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED) return s->finish_cleanup(it, {});
+        if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED || r.rc == ZAUTHFAILED) return s->finish_cleanup(it, {});
         if (r.rc != ZOK && r.rc != ZNONODE) return s->retry_cleanup(it, r.rc);
         std::optional<std::string> found;
         if (r.rc == ZOK) found = find_by_guid(r.children, it->guid);

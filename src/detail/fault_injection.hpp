@@ -37,6 +37,10 @@ struct fault_injection {
     /// The next N times an acquire creates the parents of its lock path, the topmost one is
     /// deleted again right after its create, as the container reaper may.
     std::atomic<int> reap_ancestor{0};
+    /// The next time the C client reports the handle dead (credentials refused, session
+    /// expired), the session handles that news this many milliseconds late, as a busy strand
+    /// may: requests the dead handle refuses meanwhile must still end for the right reason.
+    std::atomic<int> delay_end_event_ms{0};
 
     /// Uses up one of `n`: true if one was left.
     static bool take(std::atomic<int>& n) noexcept {

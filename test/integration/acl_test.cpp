@@ -12,6 +12,8 @@
 #include <boost/asio/detached.hpp>
 
 #include <cstdio>
+#include <list>
+#include <map>
 #include <mutex>
 
 using namespace zt;
@@ -255,6 +257,70 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         co_await expect_no_leftovers(*b, sem + "/locks");
         co_await expect_no_leftovers(*b, queued);
         co_await expect_no_leftovers(*b, stuck); // (a's session expired by now: the server deleted it)
+    }, 90s);
+}
+
+TEST_F(Acl, AnAcquireTheDeadHandleRefusesEndsWithAuthFailedBeforeTheSessionHearsOfIt) {
+    // The C client marks its handle dead (credentials refused) on its own thread; the session
+    // hears of it from an event that reaches its strand later. An acquire started in between has
+    // its requests refused at once ("invalid zhandle state"), and must still end with
+    // auth_failed, the reason, not session_expired or the bare code. On its own that gap is a few
+    // milliseconds wide (a waiting semaphore fell into it in 1 of ~25 runs of the test above);
+    // the fault hook widens it to 1.5 s, and acquires are started every 20 ms across it.
+    private_server zk;
+    ASSERT_FALSE(zk.connect().empty());
+    run_test([&]() -> awaitable<void> {
+        auto o = with_auth(options(zk.connect()), "svc", "s3cret");
+        o.session_timeout = 10000ms;
+        o.loss = zklock::loss_policy::on_expiry();
+        auto a = co_await connect(o);
+        auto b = co_await connect(options(zk.connect())); // no credentials: checks the paths after
+        const auto base = unique_path("dead-handle");
+        a->impl()->faults.delay_end_event_ms = 1500;
+        CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                   "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
+
+        std::list<zklock::mutex> mutexes;
+        std::list<zklock::semaphore> semaphores;
+        std::map<std::string, int> unexpected; // message -> count
+        int started = 0, completed = 0, granted = 0, refused_before_heard = 0, refused_after = 0, timed_out = 0;
+        auto record = [&](zklock::error_code ec, zklock::guard g) {
+            ++completed;
+            if (!ec) {
+                ++granted; // cannot happen: the server refuses the credentials before any request
+                g.release_in_background();
+            } else if (ec == zk_errc::auth_failed) {
+                ++(a->state() == zklock::session_state::disconnected ? refused_after : refused_before_heard);
+            } else if (ec == errc::acquire_timeout || ec == errc::not_connected) {
+                ++timed_out; // still disconnected (acquire_timeout), or the end already heard of
+            } else {
+                ++unexpected[ec.message()];
+            }
+        };
+        const auto deadline = std::chrono::steady_clock::now() + 20s;
+        while (a->state() != zklock::session_state::disconnected && std::chrono::steady_clock::now() < deadline) {
+            auto& m = mutexes.emplace_back(*a, base + "/m" + std::to_string(started));
+            auto& sm = semaphores.emplace_back(*a, base + "/s", 2);
+            m.async_acquire_for(300ms, record);
+            sm.async_acquire_for(300ms, record);
+            started += 2;
+            co_await sleep_for(20ms);
+        }
+        CO_REQUIRE(a->state() == zklock::session_state::disconnected);
+        co_await eventually([&] { return completed == started; }, 5000ms);
+        EXPECT_EQ(completed, started);
+        EXPECT_EQ(granted, 0);
+        for (auto& [message, n] : unexpected) ADD_FAILURE() << n << " acquire(s) ended with: " << message;
+        // the window was exercised: acquires refused while the session still thought itself alive
+        EXPECT_GT(refused_before_heard, 0) << "timed out " << timed_out << ", refused after " << refused_after;
+        std::printf("acquires %d: refused before the session heard %d, after %d; timed out or not connected %d\n",
+                    started, refused_before_heard, refused_after, timed_out);
+        // b's connection went down with the restart: the checks wait for it to be back (under
+        // load its reconnect to the restarted server took long enough to time a listing out)
+        co_await wait_state(*b, zklock::session_state::connected, 30s);
+        co_await expect_no_leftovers(*b, base + "/s/locks");
+        co_await expect_no_leftovers(*b, base + "/s/leases");
+        for (int i = 0; i < started; i += 2) co_await expect_no_leftovers(*b, base + "/m" + std::to_string(i));
     }, 90s);
 }
 

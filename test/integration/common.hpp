@@ -122,7 +122,8 @@ awaitable<void> eventually(Pred pred, std::chrono::milliseconds limit = 3000ms) 
 
 /// Children of `path` (empty if it does not exist). A listing whose connection dropped says
 /// nothing about the nodes, so it is asked again (for up to 10 s, each time said on stderr): the
-/// checking session may be one whose connection a test just dropped.
+/// checking session may be one whose connection a test just dropped, or one connected to a server
+/// a test restarted, whose reconnect can time out under load (the C client's ZOPERATIONTIMEOUT).
 inline awaitable<std::vector<std::string>> children_of(zklock::session& s, const std::string& path) {
     auto& impl = *s.impl();
     const auto deadline = std::chrono::steady_clock::now() + 10000ms;
