@@ -72,7 +72,7 @@ struct connection_args {
 
 void add_connection_options(CLI::App& cmd, connection_args& c, bool with_dialect = true) {
     cmd.add_option("-c,--connect", c.connect, "ZooKeeper connect string host:port[,host:port...][/chroot] (default: $ZK_CONNECT)");
-    cmd.add_option("--session-timeout", c.session_timeout, "session timeout T (the lock is lost within about T/3 of a partition)")
+    cmd.add_option("--session-timeout", c.session_timeout, "session timeout T (the lock is lost within about 0.3 T of a partition)")
         ->capture_default_str();
     cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server")->capture_default_str();
     if (with_dialect)
