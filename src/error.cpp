@@ -23,6 +23,7 @@ public:
         case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535";
         case errc::invalid_argument: return "invalid argument: a timeout or option is out of range";
         case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.325] (above the heartbeat, T/10; at most what the lease's derivation covers: a follower that stalls, resumes and stalls again leaves (0.65 - 2f) T)";
+        case errc::not_a_lock_node: return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", \"__READ__\", \"__WRIT__\", \"__rlock__\"), so break refuses to delete it";
         case errc::connect_timeout: return "connect timeout: no ZooKeeper server answered within the connect timeout";
         case errc::not_connected: return "not connected: call async_connect and wait for it to complete first";
         case errc::session_expired: return "ZooKeeper session expired: every lock held by it is lost";

@@ -220,11 +220,43 @@ private:
                     auto self = q.lock();
                     if (!self || why == errc::lock_released || self->node_.state() != w.lock()) return;
                     if (auto lent = self->lent_.lock()) lent->lose(why);
+                    self->after_node_lost(w, why);
                 })),
             s->executor()));
         grants_ = 0;
         phase_ = phase::held;
         grant_next(*s);
+    }
+
+    /// The node is lost while the session lives on. The local waiters must not wait for the
+    /// release of the grant that is out, which may never come (issue 24 item 2): once the old node
+    /// is gone they are served by a fresh one. It is gone now if someone deleted it; a node lost by
+    /// the loss policy is deleted at the lent grant's release or at the session's handover time
+    /// (held_lock::lose_by_policy), whichever comes first: the queue moves on at the same time.
+    /// (The session's end is on_session_event's business.)
+    void after_node_lost(const std::weak_ptr<held_lock>& lost, error_code why) {
+        auto s = s_.lock();
+        auto n = lost.lock();
+        if (!s || !n) return;
+        if (why != errc::lock_node_deleted && why != errc::lease_expired && why != errc::lock_lost_suspended) return;
+        const auto in = n->delete_deferred ? std::chrono::nanoseconds(s->lease_handover_at() - lease_clock::now())
+                                           : std::chrono::nanoseconds(0);
+        // (posted: this runs inside the node's loss, which release_node must not re-enter)
+        move_on_timer_.emplace(s->strand(), std::max(in, std::chrono::nanoseconds(0)));
+        move_on_timer_->async_wait([q = weak_from_this(), lost](error_code ec) {
+            if (auto self = q.lock(); self && !ec) self->move_on(lost);
+        });
+    }
+
+    /// Lets go of the lost node `lost` (unless the queue has done so already) and serves the
+    /// waiters with a fresh node. The lent grant's release, whenever it comes, passes nothing on.
+    void move_on(const std::weak_ptr<held_lock>& lost) {
+        if (phase_ != phase::held || node_.state() != lost.lock()) return; // released meanwhile
+        lent_.reset();
+        release_node(std::nullopt); // (a node lost by policy: its deferred delete goes now)
+        auto s = s_.lock();
+        if (s && !waiters_.empty() && s->state() != session_state::closed) return acquire_node(*s);
+        forget_if_idle();
     }
 
     void grant_next(session_impl& s) {
@@ -283,6 +315,7 @@ private:
     guard node_; // with phase held: the queue's node (its own state: watch, loss)
     held_lock* node() const { return node_.state().get(); }
     std::weak_ptr<held_lock> lent_;   // the grant out now, if any
+    std::optional<asio::steady_timer> move_on_timer_; // after a loss by policy: see after_node_lost
     std::uint32_t grants_ = 0;
     bool listening_ = false;
     std::uint64_t listener_id_ = 0;

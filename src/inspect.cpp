@@ -22,36 +22,43 @@ error_code rc_error(int rc) { return rc == ZOK ? error_code{} : error_code(rc, z
 
 lock_family family_of(const inspect_options& o) { return o.read_write ? lock_family::rw : lock_family::mutex; }
 
-/// Lists and reads every contender (the getData requests go out in one flight).
-asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& s, std::string path, inspect_options o) {
-    auto l = co_await s.async_get_children(path, use_awaitable);
-    std::vector<contender_info> out;
-    if (l.rc == ZNONODE) co_return std::make_pair(ZOK, std::move(out));
-    if (l.rc != ZOK) co_return std::make_pair(l.rc, std::move(out));
-    auto sorted = sorted_contenders(l.children, o.dialect, family_of(o));
-    // pipelined reads: ZooKeeper answers one session's requests in order
-    auto remaining = std::make_shared<std::size_t>(sorted.size());
-    auto results = std::make_shared<std::vector<zk_result>>(sorted.size());
-    asio::steady_timer done(s.strand(), std::chrono::steady_clock::time_point::max());
-    for (std::size_t i = 0; i < sorted.size(); ++i)
-        s.get_data(path + "/" + std::string(sorted[i].name), 0, zk_handler([results, remaining, i, &done](zk_result r) {
-            (*results)[i] = std::move(r);
-            if (--*remaining == 0) done.cancel();
-        }));
-    if (!sorted.empty()) co_await done.async_wait(asio::as_tuple(use_awaitable));
+/// The lock nodes among `children`: the contenders in queue order, then the foreign ones.
+std::vector<contender_info> lock_nodes(const std::vector<std::string>& children, inspect_options o, parent_cversion cv) {
+    std::vector<contender_info> nodes;
+    for (const auto& c : sorted_contenders(children, o.dialect, family_of(o), cv)) {
+        contender_info i;
+        i.name = std::string(c.name);
+        i.sequence = c.seq;
+        i.writer = c.writer;
+        nodes.push_back(std::move(i));
+    }
+    for (const auto& name : children) {
+        if (classify_child(name, family_of(o), o.dialect, cv) != child_kind::foreign) continue;
+        contender_info i;
+        i.name = name;
+        if (auto p = parse_contender(name, family_of(o), o.dialect)) i.sequence = p->seq;
+        i.foreign = true;
+        nodes.push_back(std::move(i));
+    }
+    return nodes;
+}
+
+/// Fills in what each node's getData returned; drops the nodes gone meanwhile. ZOK or the first error.
+int fill_in(std::vector<contender_info>& nodes, std::vector<zk_result>& results, const std::string& path) {
     auto now = std::chrono::system_clock::now();
-    bool writer_seen = false;
-    for (std::size_t i = 0; i < sorted.size(); ++i) {
-        auto& r = (*results)[i];
+    std::vector<contender_info> out;
+    bool writer_seen = false, holder_seen = false;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+        auto& r = results[i];
         if (r.rc == ZNONODE) continue; // went away meanwhile
-        if (r.rc != ZOK) co_return std::make_pair(r.rc, std::vector<contender_info>{});
-        contender_info c;
-        c.name = std::string(sorted[i].name);
+        if (r.rc != ZOK) return r.rc;
+        contender_info c = std::move(nodes[i]);
         c.node_path = path + "/" + c.name;
-        c.sequence = sorted[i].seq;
-        c.writer = sorted[i].writer;
-        c.holder = out.empty() || (!c.writer && !writer_seen);
-        writer_seen = writer_seen || c.writer;
+        if (!c.foreign) {
+            c.holder = !holder_seen || (!c.writer && !writer_seen);
+            holder_seen = true;
+            writer_seen = writer_seen || c.writer;
+        }
         c.data = std::move(r.data);
         c.age = std::chrono::duration_cast<std::chrono::milliseconds>(
             now - std::chrono::system_clock::time_point(std::chrono::milliseconds(r.stat.ctime)));
@@ -59,7 +66,29 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
         c.czxid = r.stat.czxid;
         out.push_back(std::move(c));
     }
-    co_return std::make_pair(ZOK, std::move(out));
+    nodes = std::move(out);
+    return ZOK;
+}
+
+/// Lists and reads every lock node (the getData requests go out in one flight).
+asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& s, std::string path, inspect_options o) {
+    auto l = co_await s.async_get_children(path, use_awaitable);
+    if (l.rc == ZNONODE) co_return std::make_pair(ZOK, std::vector<contender_info>{});
+    if (l.rc != ZOK) co_return std::make_pair(l.rc, std::vector<contender_info>{});
+    auto nodes = lock_nodes(l.children, o, s.listed_cversion(l));
+    // pipelined reads: ZooKeeper answers one session's requests in order
+    auto remaining = std::make_shared<std::size_t>(nodes.size());
+    auto results = std::make_shared<std::vector<zk_result>>(nodes.size());
+    asio::steady_timer done(s.strand(), std::chrono::steady_clock::time_point::max());
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+        s.get_data(path + "/" + nodes[i].name, 0, zk_handler([results, remaining, i, &done](zk_result r) {
+            (*results)[i] = std::move(r);
+            if (--*remaining == 0) done.cancel();
+        }));
+    if (!nodes.empty()) co_await done.async_wait(asio::as_tuple(use_awaitable));
+    int rc = fill_in(nodes, *results, path);
+    if (rc != ZOK) nodes.clear();
+    co_return std::make_pair(rc, std::move(nodes));
 }
 
 /// Runs the coroutine `body(s, out, params...)` on the strand. `body` must capture nothing: a
@@ -72,7 +101,8 @@ void run_on_strand(const std::shared_ptr<session_impl>& s, pending<void(error_co
     auto& strand = s->strand();
     auto shared = std::make_shared<std::optional<pending<void(error_code, Args...)>>>(std::move(p));
     asio::co_spawn(strand, body(s, shared, std::move(params)...), [shared](std::exception_ptr e) {
-        if (e && *shared) (**shared).complete(make_error_code(errc::invalid_argument), Args{}...);
+        // (an exception inside zklock, such as std::bad_alloc: no request failed)
+        if (e && *shared) (**shared).complete(make_error_code(errc::internal_error), Args{}...);
     });
 }
 
@@ -105,10 +135,10 @@ void start_break_lock(const std::shared_ptr<session_impl>& s, std::string node_p
     pending<void(error_code)> p(std::move(h), s->executor());
     if (auto ec = check(s, node_path)) return p.complete(ec);
     auto name = last_segment(node_path);
-    if (!parse_contender(name, lock_family::mutex, lock_dialect::kazoo) &&
-        !parse_contender(name, lock_family::rw, lock_dialect::curator) &&
-        !parse_contender(name, lock_family::rw, lock_dialect::kazoo))
-        return p.complete(errc::invalid_argument); // not a lock node: refuse to delete it
+    auto lock_node = [&](lock_family f, lock_dialect d) { return classify_child(name, f, d, std::nullopt) != child_kind::other; };
+    if (!lock_node(lock_family::mutex, lock_dialect::kazoo) && !lock_node(lock_family::rw, lock_dialect::curator) &&
+        !lock_node(lock_family::rw, lock_dialect::kazoo))
+        return p.complete(errc::not_a_lock_node); // refuse to delete anything else
     asio::post(s->strand(), [s, node_path = std::move(node_path), p = std::move(p)]() mutable {
         s->remove(node_path, -1, zk_handler([p = std::move(p)](zk_result r) mutable { p.complete(rc_error(r.rc)); }));
     });
@@ -123,7 +153,7 @@ void start_revoke(const std::shared_ptr<session_impl>& s, std::string path, insp
         [](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out, std::string path,
            inspect_options o) -> asio::awaitable<void> {
             auto [rc, list_] = co_await list(*s, path, o);
-            if (rc != ZOK || list_.empty()) {
+            if (rc != ZOK || list_.empty() || list_.front().foreign) { // (foreign children come last)
                 (**out).complete(rc != ZOK ? rc_error(rc) : make_error_code(zk_errc::no_node), std::string());
                 out->reset();
                 co_return;

@@ -203,7 +203,7 @@ private:
 
     /// After a create whose outcome is unknown: find our node by its guid. Adopts it only if
     /// this session owns it. True to go on (node adopted, or create again); false to stop.
-    asio::awaitable<bool> recover_create(std::vector<std::string>& children, bool& listed) {
+    asio::awaitable<bool> recover_create(std::vector<std::string>& children, parent_cversion& cv, bool& listed) {
         for (;;) {
             if (!co_await wait_connected()) {
                 if (!session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
@@ -236,6 +236,7 @@ private:
             my_node_ = std::move(node);
             czxid_ = e.stat.czxid;
             children = std::move(l.children);
+            cv = s_->listed_cversion(l);
             listed = true;
             co_return true;
         }
@@ -361,6 +362,7 @@ private:
         const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
         std::vector<std::string> children;
+        parent_cversion cv; // the parent's cversion read with `children`
         bool listed = false;
 
         // 1. Create our node; the listing rides in the same flight.
@@ -376,6 +378,7 @@ private:
                 op.czxid_ = r.stat.czxid;
                 if (r.list_rc == ZOK) {
                     children = std::move(r.children);
+                    cv = s.listed_cversion(r);
                     listed = true;
                 }
             } else if (r.rc == ZNONODE && ++parent_attempts <= 5) {
@@ -390,7 +393,7 @@ private:
                     s.delete_by_guid_in_background(op.req_.path, op.guid_);
                     co_return op.finish(errc::create_retries_exhausted);
                 }
-                if (!co_await op.recover_create(children, listed)) co_return co_await op.abandon(op.stop_reason());
+                if (!co_await op.recover_create(children, cv, listed)) co_return co_await op.abandon(op.stop_reason());
             } else {
                 co_return op.finish(op.fail_code(r.rc));
             }
@@ -408,6 +411,7 @@ private:
                 }
                 if (l.rc != ZOK && l.rc != ZNONODE) co_return co_await op.abandon(op.fail_code(l.rc));
                 children = std::move(l.children); // NONODE: no parent, so no node of ours
+                cv = s.listed_cversion(l);
                 // Cancellation racing the grant: honour it, and leave no node.
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             }
@@ -423,7 +427,7 @@ private:
                     ++it;
                 }
             }
-            auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer);
+            auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, cv);
             std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
             if (d.what == exclusive_decision::ambiguous) co_return co_await op.abandon(errc::sequence_overflow);
             if (d.what == exclusive_decision::missing) {
@@ -450,7 +454,7 @@ private:
             if (op.req_.strategy == lock_strategy::watch_children) {
                 // The herd-prone variant: any change of the children wakes every waiter.
                 g = co_await s.async_get_children_watch(op.req_.path, wid, use_awaitable);
-                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect).predecessor == d.predecessor)
+                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, s.listed_cversion(g)).predecessor == d.predecessor)
                     co_await op.wait_event();
             } else {
                 // getData, not exists: exists on a vanished node would leave a creation watch behind.

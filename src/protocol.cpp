@@ -55,12 +55,36 @@ std::optional<contender> parse_contender(std::string_view child, lock_dialect d)
     return parse_contender(child, lock_family::mutex, d);
 }
 
+namespace {
+/// True if `child` carries one of the family's markers followed by something: a lock node's
+/// name, whether or not its suffix is well formed.
+bool has_marker(std::string_view child, lock_family f, lock_dialect d) noexcept {
+    auto after = [&](std::string_view marker) {
+        auto at = child.rfind(marker);
+        return at != std::string_view::npos && at + marker.size() < child.size();
+    };
+    if (f == lock_family::mutex) return after("lock-") || after("__lock__");
+    if (d == lock_dialect::curator) return after("__READ__") || after("__WRIT__");
+    return after("__rlock__") || after("__lock__");
+}
+} // namespace
+
+child_kind classify_child(std::string_view child, lock_family f, lock_dialect d, parent_cversion cv) noexcept {
+    if (auto p = parse_contender(child, f, d)) {
+        if (!counter_may_have_wrapped(cv) && (p->seq < 0 || p->seq >= *cv)) return child_kind::foreign;
+        return child_kind::contender;
+    }
+    return has_marker(child, f, d) ? child_kind::foreign : child_kind::other;
+}
+
 std::vector<contender> sorted_contenders(std::span<const std::string> children, lock_dialect dialect,
-                                         lock_family family) {
+                                         lock_family family, parent_cversion cv) {
     std::vector<contender> out;
     out.reserve(children.size());
+    const bool wrap = counter_may_have_wrapped(cv);
     for (const auto& c : children)
-        if (auto p = parse_contender(c, family, dialect)) out.push_back(*p);
+        if (auto p = parse_contender(c, family, dialect); p && (wrap || (p->seq >= 0 && p->seq < *cv)))
+            out.push_back(*p);
     std::sort(out.begin(), out.end(), [](const contender& a, const contender& b) {
         if (a.seq_text != b.seq_text) return a.seq_text < b.seq_text;
         return a.name < b.name;
@@ -68,7 +92,8 @@ std::vector<contender> sorted_contenders(std::span<const std::string> children, 
     return out;
 }
 
-bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d) {
+bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d, parent_cversion cv) {
+    if (!counter_may_have_wrapped(cv)) return false;
     std::vector<std::string_view> seen;
     seen.reserve(children.size());
     for (const auto& c : children) {
@@ -89,13 +114,13 @@ bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lo
 }
 
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
-                          lock_dialect dialect, std::string_view own_writer) {
-    if (sequence_ambiguous(children, f, dialect)) {
+                          lock_dialect dialect, std::string_view own_writer, parent_cversion cv) {
+    if (sequence_ambiguous(children, f, dialect, cv)) {
         exclusive_decision amb;
         amb.what = exclusive_decision::ambiguous;
         return amb;
     }
-    auto all = sorted_contenders(children, dialect, f);
+    auto all = sorted_contenders(children, dialect, f, cv);
     auto it = std::find_if(all.begin(), all.end(), [&](const contender& c) { return c.name == mine; });
     exclusive_decision d;
     if (it == all.end()) return d; // missing
@@ -122,8 +147,8 @@ exclusive_decision decide(std::span<const std::string> children, std::string_vie
 }
 
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
-                                    lock_dialect dialect) {
-    return decide(children, mine, lock_family::mutex, dialect);
+                                    lock_dialect dialect, parent_cversion cv) {
+    return decide(children, mine, lock_family::mutex, dialect, {}, cv);
 }
 
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid) {

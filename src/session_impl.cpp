@@ -101,7 +101,9 @@ void on_string_stat(int rc, const char* value, const Stat* stat, const void* dat
     finish(op);
 }
 
-void on_strings(int rc, const String_vector* strings, const void* data) {
+/// getChildren2: the children with the parent's stat, whose cversion tells which suffixes a
+/// sequential create can have made (protocol.hpp, classify_child).
+void on_strings(int rc, const String_vector* strings, const Stat* stat, const void* data) {
     auto* op = as_op(data);
     if (!op->pipelined) note_reply(op, rc); // (create_and_list: the create's reply vouches, not this)
     (op->pipelined ? op->res.list_rc : op->res.rc) = rc;
@@ -109,6 +111,7 @@ void on_strings(int rc, const String_vector* strings, const void* data) {
         op->res.children.reserve(static_cast<std::size_t>(strings->count));
         for (int i = 0; i < strings->count; ++i) op->res.children.emplace_back(strings->data[i]);
     }
+    if (rc == ZOK && stat) op->res.cversion = stat->cversion;
     finish(op);
 }
 
@@ -980,7 +983,7 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
         int rc = zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
                               flags, on_string_stat, op);
         if (rc != ZOK) return rc;
-        int rc2 = zoo_aget_children(zh, parent.c_str(), 0, on_strings, op);
+        int rc2 = zoo_aget_children2(zh, parent.c_str(), 0, on_strings, op);
         if (rc2 != ZOK) {
             op->res.list_rc = rc2;
             // The create's completion may already have run on the C thread.
@@ -1000,8 +1003,8 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
 void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {
     note_watch_path(watch_id, path, true);
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        if (watch_id == 0) return zoo_aget_children(zh, path.c_str(), 0, on_strings, op);
-        return zoo_awget_children(zh, path.c_str(), node_watcher,
+        if (watch_id == 0) return zoo_aget_children2(zh, path.c_str(), 0, on_strings, op);
+        return zoo_awget_children2(zh, path.c_str(), node_watcher,
                                   reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_strings, op);
     }, n_children);
 }

@@ -32,6 +32,7 @@ enum class errc {
     path_too_long,          ///< a lock path is longer than max_path_length bytes
     data_too_large,         ///< node data is larger than max_node_data bytes
     invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.325]: no derivation covers it
+    not_a_lock_node,        ///< async_break_lock: the path does not name a lock node (nothing was deleted)
     // -- session --
     connect_timeout = 20,   ///< no ZooKeeper server answered within the connect timeout
     not_connected,          ///< the operation needs a session, and async_connect has not completed

@@ -29,6 +29,10 @@ struct contender_info {
     std::chrono::milliseconds age{0};   ///< now minus the node's creation time (server clock)
     std::int64_t session_id = 0;        ///< the ephemeralOwner
     std::int64_t czxid = 0;             ///< the node's czxid (guard::node_czxid() of its holder)
+    /// Named like a lock node, but no sequential create made it (a malformed suffix, or one that
+    /// is negative or not below the parent's cversion while that counter has not wrapped): made
+    /// by hand. Ignored for ordering, never a holder; async_break_lock removes it.
+    bool foreign = false;
 };
 
 /// Which nodes to list: the mutex's or the read/write lock's, in a dialect.
@@ -46,9 +50,12 @@ void start_revoke(const std::shared_ptr<session_impl>&, std::string, inspect_opt
                   asio::any_completion_handler<void(error_code, std::string)>);
 } // namespace detail
 
-/// Lists a lock's contenders in queue order, holder(s) first, each with its node data and age.
-/// Children that are not contenders are left out. A path that does not exist has no contenders.
+/// Lists a lock's contenders in queue order, holder(s) first, each with its node data and age,
+/// then the foreign children (contender_info::foreign). Children that are not lock nodes are
+/// left out. A path that does not exist has no contenders.
 /// Completion signature: void(error_code, std::vector<contender_info>). Not cancellable.
+/// Errors: the path's (errc::path_*), errc::not_connected, and the server's own code for a
+/// request it refused (zk_errc::no_auth, zk_errc::connection_loss, ...).
 template <class CompletionToken>
 auto async_list_contenders(session& s, std::string path, inspect_options o, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<contender_info>)>(
@@ -59,8 +66,10 @@ auto async_list_contenders(session& s, std::string path, inspect_options o, Comp
 
 /// Admin: breaks a lock by deleting one contender's node (e.g. the node_path of a holder whose
 /// process hangs without its session expiring). The holder is told through its loss signal
-/// (errc::lock_node_deleted) if it watches its node. `node_path` must name a contender node.
-/// Completion signature: void(error_code). zk_errc::no_node if it is already gone.
+/// (errc::lock_node_deleted) if it watches its node. `node_path` must name a lock node, a
+/// contender or a foreign one (else errc::not_a_lock_node, and nothing is deleted).
+/// Completion signature: void(error_code). zk_errc::no_node if it is already gone,
+/// zk_errc::no_auth if its ACL does not let this session delete it.
 template <class CompletionToken>
 auto async_break_lock(session& s, std::string node_path, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code)>(

@@ -487,6 +487,10 @@ int with_session(const admin_args& a, bool path_is_node, Start start) {
     return rc;
 }
 
+/// holder, waiter, or foreign: a child named like a lock node that no sequential create made
+/// (ignored for ordering; `zklock break` removes it).
+const char* role(const zklock::contender_info& c) { return c.foreign ? "foreign" : c.holder ? "holder" : "waiter"; }
+
 int list_command(const admin_args& a) {
     return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc) {
         zklock::async_list_contenders(s, a.path, o, [&](error_code ec, std::vector<zklock::contender_info> cs) {
@@ -498,7 +502,7 @@ int list_command(const admin_args& a) {
                 std::cout << "[";
                 for (std::size_t i = 0; i < cs.size(); ++i) {
                     auto& c = cs[i];
-                    std::cout << (i ? ",\n " : "") << "{\"role\":" << json_string(c.holder ? "holder" : "waiter")
+                    std::cout << (i ? ",\n " : "") << "{\"role\":" << json_string(role(c))
                               << ",\"node\":" << json_string(c.node_path) << ",\"sequence\":" << c.sequence
                               << ",\"kind\":" << json_string(c.writer ? "write" : "read")
                               << ",\"age_ms\":" << c.age.count() << ",\"session\":" << json_string(hex(c.session_id))
@@ -507,7 +511,7 @@ int list_command(const admin_args& a) {
                 std::cout << "]\n";
             } else {
                 for (auto& c : cs)
-                    std::cout << (c.holder ? "holder" : "waiter") << "  " << c.node_path << "  age "
+                    std::cout << role(c) << "  " << c.node_path << "  age "
                               << c.age.count() / 1000.0 << "s  session " << hex(c.session_id)
                               << (a.read_write ? (c.writer ? "  write" : "  read") : "") << "  " << printable(c.data)
                               << "\n";

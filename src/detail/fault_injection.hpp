@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 namespace zklock::detail {
@@ -41,6 +42,9 @@ struct fault_injection {
     /// expired), the session handles that news this many milliseconds late, as a busy strand
     /// may: requests the dead handle refuses meanwhile must still end for the right reason.
     std::atomic<int> delay_end_event_ms{0};
+    /// When 0 or more: every listing of the children reports this as the parent's cversion, as
+    /// on a parent whose sequence counter has wrapped (2147483647) after 2^31 creates.
+    std::atomic<std::int64_t> cversion_override{-1};
 
     /// Uses up one of `n`: true if one was left.
     static bool take(std::atomic<int>& n) noexcept {

@@ -41,10 +41,35 @@ std::optional<contender> parse_contender(std::string_view child, lock_family f, 
 /// Parses a sequence suffix: 10 digits, or '-' followed by 9 digits.
 std::optional<std::int32_t> parse_sequence(std::string_view text) noexcept;
 
+/// The parent's cversion, read in the same getChildren2 reply as the children (nullopt: not
+/// known). A sequential create names its node "%010d" of the parent's cversion before the create
+/// counts in it, so every child a sequential create made has a suffix in [0, cversion) while the
+/// counter has not wrapped. ZooKeeper stores the cversion capped: once it reaches INT32_MAX it
+/// stays there while the counter that names new nodes wraps to negative values. So a stored
+/// cversion below INT32_MAX proves that no wrap has happened.
+using parent_cversion = std::optional<std::int32_t>;
+
+/// True unless `cv` proves that the parent's sequence counter has never wrapped.
+constexpr bool counter_may_have_wrapped(parent_cversion cv) noexcept {
+    return !cv || *cv < 0 || *cv == INT32_MAX;
+}
+
+/// How a child of a lock path counts.
+enum class child_kind {
+    contender, ///< a lock node: ordered by its suffix
+    foreign,   ///< named like a lock node, but its suffix is malformed, or one that no sequential
+               ///< create can have made (negative or not below the cversion, while the counter has
+               ///< not wrapped): made by hand. Ignored for ordering; `inspect` lists it, `break` removes it.
+    other,     ///< not a lock node at all (e.g. "leases", a peer's helper node)
+};
+child_kind classify_child(std::string_view child, lock_family f, lock_dialect d, parent_cversion cv) noexcept;
+
 /// Contenders among `children`, ordered as Curator and kazoo order them: by the sequence
-/// suffix compared as a string (ties by full name, which cannot happen on one parent).
+/// suffix compared as a string (ties by full name: only a child made by hand can repeat a
+/// suffix). Foreign children (classify_child) are left out.
 std::vector<contender> sorted_contenders(std::span<const std::string> children,
-                                         lock_dialect d = lock_dialect::curator, lock_family f = lock_family::mutex);
+                                         lock_dialect d = lock_dialect::curator, lock_family f = lock_family::mutex,
+                                         parent_cversion cv = std::nullopt);
 
 /// What an exclusive contender should do after listing the children.
 struct exclusive_decision {
@@ -55,7 +80,7 @@ struct exclusive_decision {
     std::size_t position = 0; ///< index of our node among the contenders (0 = holder)
 };
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
-                                    lock_dialect d = lock_dialect::curator);
+                                    lock_dialect d = lock_dialect::curator, parent_cversion cv = std::nullopt);
 
 /// The read/write rules (recipes.md "shared locks"), over the rw family's nodes:
 ///  - a writer (or a mutex contender) holds when it is the lowest node, else it watches the next
@@ -65,14 +90,17 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 ///    same owner holds) does not block the reader: that is a downgrade.
 /// Only lower contenders matter (kazoo #649 deadlocked by looking at a later writer).
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
-                          lock_dialect d, std::string_view own_writer = {});
+                          lock_dialect d, std::string_view own_writer = {}, parent_cversion cv = std::nullopt);
 
 /// True when the sequence suffixes on a lock path cannot be trusted to order its contenders.
 /// ZooKeeper names sequential nodes "%010d" of the parent's cversion, an int32: after 2^31
 /// creates under one parent it wraps to negative values (up to 11 characters, "-2147483648")
 /// in the request pipeline while the stored cversion stays at 2147483647, so suffixes repeat.
-/// Any suffix that is negative, 2147483647, 11 characters long, or repeated makes the order unknown.
-bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d);
+/// Only when `cv` does not rule a wrap out (counter_may_have_wrapped): then any suffix that is
+/// negative, 2147483647, 11 characters long, or repeated makes the order unknown. While it
+/// rules a wrap out, such children are foreign and ignored, so the order is always known.
+bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d,
+                        parent_cversion cv = std::nullopt);
 
 /// The child whose name contains `guid` (our node after a lost create reply), if any.
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid);

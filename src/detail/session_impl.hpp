@@ -39,6 +39,7 @@ struct zk_result {
     std::string path;                  ///< create: the created path
     Stat stat{};                       ///< create2, exists, get: the node's stat
     std::vector<std::string> children; ///< get_children, create_and_list
+    std::optional<std::int32_t> cversion; ///< get_children, create_and_list: the parent's cversion, read with the children
     std::string data;                  ///< get_data
     int list_rc = ZOK;                 ///< create_and_list: the getChildren's code
 };
@@ -250,6 +251,12 @@ public:
 
     /// Faults tests inject (fault_injection.hpp); never set outside tests.
     fault_injection faults;
+    /// The parent's cversion that listing `r` reports (or the one faults.cversion_override sets).
+    std::optional<std::int32_t> listed_cversion(const zk_result& r) const noexcept {
+        if (auto o = faults.cversion_override.load(std::memory_order_relaxed); o >= 0)
+            return static_cast<std::int32_t>(o);
+        return r.cversion;
+    }
 
     // metrics (session::metrics())
     metrics_registry& metrics() noexcept { return metrics_; }

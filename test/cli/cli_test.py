@@ -416,6 +416,21 @@ class CliTest(unittest.TestCase):
         self.zk.delete(node)
         self.assert_no_leftovers()
 
+    def test_hand_made_nodes_are_listed_as_foreign_and_can_be_broken(self):
+        # issue 24 item 10: a child named like a lock node that no sequential create made (its
+        # suffix is at the counter's cap while the parent's cversion is small) must not deny the lock
+        odd = self.path + "/x-lock-2147483647"
+        self.zk.create(odd, b"crafted", makepath=True)
+        r = zklock("run", "--timeout", "10s", self.path, "--", "true")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        items = json.loads(zklock("list", "--json", self.path).stdout)
+        self.assertEqual([(i["role"], i["node"]) for i in items], [("foreign", odd)])
+        r = zklock("list", self.path)
+        self.assertTrue(r.stdout.startswith("foreign  " + odd), r.stdout)
+        self.assertEqual(zklock("break", odd).returncode, 0)
+        self.assertIsNone(self.zk.exists(odd))
+        self.assert_no_leftovers()
+
     def test_job_control_stops_do_not_stop_a_run(self):
         # a stopped zklock would stop renewing its lease while its command goes on: it ignores them
         # (each in a process group of its own whose parent, this test, is in another group: the

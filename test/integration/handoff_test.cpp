@@ -4,6 +4,9 @@
 #include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
+#include "proxy.hpp"
+
+#include "detail/lease.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -241,6 +244,88 @@ TEST_F(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
         CO_REQUIRE(kids.size() == 1u);
         EXPECT_EQ(path + "/" + kids[0], g2.node_path());
         co_await g2.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Handoff, ALostGrantThatIsNeverReleasedDoesNotHoldUpTheQueue) {
+    // Issue 24 item 2: the node is deleted by someone else while its grant is out, and that grant's
+    // holder never releases it. The local waiter behind it is served by a fresh node at once (it
+    // used to wait for a release that never came).
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect();
+        auto admin = co_await connect();
+        zklock::mutex m(*a, path, handoff(100));
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        auto w = in_background([&](auto h) { m.async_acquire_for(20s, h); });
+        co_await sleep_for(50ms);
+        CO_REQUIRE(!w->done);
+        const auto t0 = std::chrono::steady_clock::now();
+        co_await zklock::async_break_lock(*admin, g1.node_path(), use_awaitable);
+        co_await eventually([&] { return w->done; }, 5000ms);
+        EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant whose node is gone: " << w->ec.message();
+        CO_REQUIRE(w->granted());
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms);
+        EXPECT_TRUE(g1.is_lost());
+        EXPECT_EQ(g1.loss_reason(), errc::lock_node_deleted);
+        EXPECT_NE(w->guard.node_path(), g1.node_path());
+        EXPECT_GT(w->guard.fencing_token(), g1.fencing_token());
+        // the lost grant's late release passes nothing on and takes nothing away
+        auto w2 = in_background([&](auto h) { m.async_acquire_for(20s, h); });
+        co_await g1.async_release(use_awaitable);
+        co_await sleep_for(100ms);
+        EXPECT_FALSE(w2->done) << "the old grant's release handed the current lock on";
+        EXPECT_FALSE(w->guard.is_lost());
+        auto kids = co_await children_of(*admin, path);
+        CO_REQUIRE(kids.size() == 1u);
+        EXPECT_EQ(path + "/" + kids[0], w->guard.node_path());
+        co_await w->guard.async_release(use_awaitable);
+        co_await eventually([&] { return w2->done; }, 3000ms);
+        CO_REQUIRE(w2->granted());
+        co_await w2->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
+    // Issue 24 item 2, loss by the lease while the session survives: the node stays until the
+    // holder can have stopped (the handover time, as for any lock lost by its lease), then the
+    // local waiter is served by a fresh node, though the holder never releases.
+    using clk = std::chrono::steady_clock;
+    const auto T = 2000ms;
+    const double f = zklock::loss_policy::default_lease_fraction;
+    const double hold_back = (zklock::detail::session_lease::handover_fraction() - f) * 2.0; // 0.7 s
+    const double allowance = 0.15;
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = lock_path();
+        auto o = through(proxy);
+        o.session_timeout = T;
+        auto a = co_await connect(o);
+        CO_REQUIRE(a->negotiated_timeout() == T);
+        zklock::mutex m(*a, path, handoff(100));
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        clk::time_point lost{};
+        g1.async_wait_lost([&](zklock::error_code) { lost = clk::now(); });
+        auto w = in_background([&](auto h) { m.async_acquire_for(20s, h); });
+        co_await sleep_for(50ms);
+        CO_REQUIRE(!w->done);
+        proxy.blackhole(true);
+        co_await eventually([&] { return lost != clk::time_point{}; }, 3000ms);
+        CO_REQUIRE(lost != clk::time_point{});
+        EXPECT_EQ(g1.loss_reason(), errc::lease_expired);
+        proxy.blackhole(false); // back at once: the session lives on
+        co_await eventually([&] { return w->done; }, 5000ms);
+        EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant lost by its lease: " << w->ec.message();
+        CO_REQUIRE(w->granted());
+        const double after_loss = std::chrono::duration<double>(clk::now() - lost).count();
+        std::printf("  hand-off queue: next grant %.3f s after the loss (held back %.3f s)\n", after_loss, hold_back);
+        EXPECT_GE(after_loss, hold_back - allowance) << "the queue moved on before the holder could stop";
+        EXPECT_EQ(a->state(), zklock::session_state::connected) << "the session survived";
+        EXPECT_NE(w->guard.node_path(), g1.node_path());
+        EXPECT_GT(w->guard.fencing_token(), g1.fencing_token());
+        co_await g1.async_release(use_awaitable);
+        co_await w->guard.async_release(use_awaitable);
+        co_await a->async_close(use_awaitable);
     });
 }
 

@@ -145,7 +145,7 @@ TEST_F(Inspect, ListsContendersBreaksAndRevokes) {
         EXPECT_TRUE(b_done);
         EXPECT_EQ(lost, errc::lock_node_deleted);
         auto [ec_bad] = co_await zklock::async_break_lock(*b, path + "/not-a-lock", boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec_bad, errc::invalid_argument) << "only lock nodes may be broken";
+        EXPECT_EQ(ec_bad, errc::not_a_lock_node) << "only lock nodes may be broken";
         co_await gb.async_release(use_awaitable);
         co_await g.async_release(use_awaitable);
         co_await zklock::async_delete_node(*a, path + "/not-a-lock", -1, use_awaitable);

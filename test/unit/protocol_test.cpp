@@ -83,6 +83,62 @@ TEST(Protocol, OverflowedSequencesMakeTheOrderUnknown) {
     EXPECT_TRUE(sequence_ambiguous(rw, zklock::detail::lock_family::rw, lock_dialect::curator));
 }
 
+TEST(Protocol, AParentCversionBelowTheCapMakesOddSuffixesForeign) {
+    // Issue 24 items 10 and 11: a sequential create names its node from the parent's cversion
+    // before counting itself, and the stored cversion stays at INT32_MAX once the counter wraps.
+    // While the cversion is below that cap, no wrap has happened: a suffix that is negative or not
+    // below the cversion was made by hand. Such a child is ignored, and cannot deny the lock.
+    using zklock::lock_dialect;
+    using zklock::detail::child_kind;
+    using zklock::detail::classify_child;
+    using zklock::detail::counter_may_have_wrapped;
+    const auto mutex = zklock::detail::lock_family::mutex;
+    const zklock::detail::parent_cversion cv = 20;
+    EXPECT_FALSE(counter_may_have_wrapped(cv));
+    EXPECT_TRUE(counter_may_have_wrapped(std::nullopt));
+    EXPECT_TRUE(counter_may_have_wrapped(INT32_MAX));
+    EXPECT_TRUE(counter_may_have_wrapped(-5));
+    EXPECT_EQ(classify_child("_c_a-lock-0000000019", mutex, lock_dialect::curator, cv), child_kind::contender);
+    EXPECT_EQ(classify_child("_c_a-lock-0000000020", mutex, lock_dialect::curator, cv), child_kind::foreign);
+    EXPECT_EQ(classify_child("x-lock-2147483647", mutex, lock_dialect::curator, cv), child_kind::foreign);
+    EXPECT_EQ(classify_child("x-lock--000000001", mutex, lock_dialect::curator, cv), child_kind::foreign);
+    EXPECT_EQ(classify_child("x-lock--2147483648", mutex, lock_dialect::curator, cv), child_kind::foreign);
+    EXPECT_EQ(classify_child("x-lock-00000000zz", mutex, lock_dialect::curator, cv), child_kind::foreign);
+    EXPECT_EQ(classify_child("x__lock__12", mutex, lock_dialect::kazoo, cv), child_kind::foreign);
+    EXPECT_EQ(classify_child("leases", mutex, lock_dialect::curator, cv), child_kind::other);
+    EXPECT_EQ(classify_child("x-lock-", mutex, lock_dialect::curator, cv), child_kind::other);
+    // with the cap reached, only the ambiguity rules decide (the suffix may be a wrapped one)
+    EXPECT_EQ(classify_child("x-lock-2147483647", mutex, lock_dialect::curator, INT32_MAX), child_kind::contender);
+
+    // Every odd child at once: the well-formed contenders are still ordered and granted.
+    std::vector<std::string> children{"_c_b-lock-0000000007", "x-lock-2147483647", "y-lock--000000001",
+                                      "z-lock--2147483648", "w-lock-0000000099", "v-lock-12345678zz",
+                                      "_c_a-lock-0000000003", "u-lock-0000000003"};
+    EXPECT_TRUE(sequence_ambiguous(children, mutex, lock_dialect::curator));          // not knowing the cversion
+    EXPECT_FALSE(sequence_ambiguous(children, mutex, lock_dialect::curator, cv));
+    auto sorted = sorted_contenders(children, lock_dialect::curator, mutex, cv);
+    ASSERT_EQ(sorted.size(), 3u);
+    // "u-lock-0000000003" repeats a suffix: only a hand-made child can, so it is ordered by name
+    // like any other (it blocks whoever sorts after it, as a holder that never lets go would)
+    EXPECT_EQ(sorted[0].name, "_c_a-lock-0000000003");
+    EXPECT_EQ(sorted[1].name, "u-lock-0000000003");
+    EXPECT_EQ(sorted[2].name, "_c_b-lock-0000000007");
+    EXPECT_EQ(decide_exclusive(children, "_c_a-lock-0000000003", lock_dialect::curator, cv).what,
+              exclusive_decision::acquired);
+    auto d = decide_exclusive(children, "_c_b-lock-0000000007", lock_dialect::curator, cv);
+    EXPECT_EQ(d.what, exclusive_decision::wait);
+    EXPECT_EQ(d.predecessor, "u-lock-0000000003");
+    // the same children on a parent whose counter may have wrapped: nobody is granted
+    EXPECT_EQ(decide_exclusive(children, "_c_a-lock-0000000003", lock_dialect::curator, INT32_MAX).what,
+              exclusive_decision::ambiguous);
+    // read/write family
+    const auto rw = zklock::detail::lock_family::rw;
+    std::vector<std::string> rwc{"_c_r-__READ__0000000004", "x-__WRIT__2147483647", "_c_w-__WRIT__0000000005"};
+    EXPECT_EQ(decide(rwc, "_c_r-__READ__0000000004", rw, lock_dialect::curator, {}, cv).what, exclusive_decision::acquired);
+    EXPECT_EQ(decide(rwc, "_c_w-__WRIT__0000000005", rw, lock_dialect::curator, {}, cv).predecessor, "_c_r-__READ__0000000004");
+    EXPECT_EQ(classify_child("x-__WRIT__2147483647", rw, lock_dialect::curator, cv), child_kind::foreign);
+}
+
 TEST(Protocol, DecideExclusive) {
     std::vector<std::string> children{"_c_a-lock-0000000010", "_c_b-lock-0000000011", "_c_c-lock-0000000012", "junk"};
     auto d0 = decide_exclusive(children, "_c_a-lock-0000000010");
