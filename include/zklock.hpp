@@ -13,4 +13,5 @@
 #include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
+#include <zklock/transaction.hpp>
 #include <zklock/znode.hpp>

@@ -24,6 +24,9 @@ public:
         case errc::invalid_argument: return "invalid argument: a timeout or option is out of range";
         case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.325] (above the heartbeat, T/10; at most what the lease's derivation covers: a follower that stalls, resumes and stalls again leaves (0.65 - 2f) T)";
         case errc::not_a_lock_node: return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", \"__READ__\", \"__WRIT__\", \"__rlock__\"), so break refuses to delete it";
+        case errc::transaction_empty: return "empty transaction: async_commit needs at least one operation";
+        case errc::transaction_too_large: return "transaction too large: its paths and data are over zklock::max_transaction_bytes (900 KiB, 64 bytes per operation included); ZooKeeper would drop the connection";
+        case errc::lock_lost: return "lock lost: the lock node was gone when the transaction was committed (or the guard was already lost); nothing was applied";
         case errc::connect_timeout: return "connect timeout: no ZooKeeper server answered within the connect timeout";
         case errc::not_connected: return "not connected: call async_connect and wait for it to complete first";
         case errc::session_expired: return "ZooKeeper session expired: every lock held by it is lost";

@@ -48,6 +48,15 @@ void init_client_library() {
 } // namespace
 
 // ---------------------------------------------------------------- C callbacks
+/// What a multi-op's C call points into until its completion: the operations, their results, the
+/// created paths' buffers and the set operations' stats (sized once: the pointers must not move).
+struct multi_buffers {
+    std::vector<zoo_op_t> ops;
+    std::vector<zoo_op_result_t> results;
+    std::vector<std::vector<char>> paths;
+    std::vector<Stat> stats;
+};
+
 struct c_op {
     zk_handle* owner = nullptr; // valid until the op is taken or swept
     std::optional<zk_handler> h;
@@ -56,6 +65,7 @@ struct c_op {
     bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
     vouch renews = vouch::none;    // what a successful reply proves (the lease: see renews_lease)
     lease_ns sent = 0;             // when the request was handed to the C client (lease_clock)
+    std::unique_ptr<multi_buffers> multi; // multi: what the C client writes the results into
 };
 
 namespace {
@@ -112,6 +122,29 @@ void on_strings(int rc, const String_vector* strings, const Stat* stat, const vo
         for (int i = 0; i < strings->count; ++i) op->res.children.emplace_back(strings->data[i]);
     }
     if (rc == ZOK && stat) op->res.cversion = stat->cversion;
+    finish(op);
+}
+
+/// zoo_amulti: each operation's outcome. After a failure the server reports the failed operation's
+/// code (the ones before it ZOK, after it ZRUNTIMEINCONSISTENCY); after a failure of the whole
+/// request (connection loss, ...) the results were never filled in: res.multi stays empty.
+void on_multi(int rc, const void* data) {
+    auto* op = as_op(data);
+    note_reply(op, rc);
+    op->res.rc = rc;
+    auto& b = *op->multi;
+    const bool answered = rc == ZOK || std::any_of(b.results.begin(), b.results.end(), [](const zoo_op_result_t& r) {
+        return r.err != ZOK && r.err != ZRUNTIMEINCONSISTENCY && r.err != 1;
+    });
+    if (answered) op->res.multi.resize(b.results.size());
+    for (std::size_t i = 0; answered && i < b.results.size(); ++i) {
+        auto& r = b.results[i];
+        auto& m = op->res.multi[i];
+        m.rc = r.err != 1 ? r.err : rc;
+        if (rc != ZOK) continue;
+        if (b.ops[i].type == ZOO_CREATE_OP && r.value) m.path = r.value;
+        if (b.ops[i].type == ZOO_SETDATA_OP) m.version = b.stats[i].version;
+    }
     finish(op);
 }
 
@@ -342,6 +375,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.watch_events = n_watch.load();
     s.heartbeats = n_heartbeat.load();
     s.syncs = n_sync.load();
+    s.multis = n_multi.load();
     s.watch_removals = n_unwatch.load();
     return s;
 }
@@ -998,6 +1032,43 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     } else if (finish_here && op->owner->take(op)) {
         post_result(strand_, op);
     }
+}
+
+void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) {
+    auto b = std::make_unique<multi_buffers>();
+    b->ops.resize(ops.size());
+    b->results.resize(ops.size());
+    b->paths.resize(ops.size());
+    b->stats.resize(ops.size());
+    for (auto& r : b->results) r.err = 1; // (not a ZooKeeper code: "not filled in")
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+        const auto& o = ops[i];
+        auto* z = &b->ops[i];
+        switch (o.what) {
+        case transaction::kind::create: {
+            int flags = 0;
+            if (o.mode == create_mode::ephemeral || o.mode == create_mode::ephemeral_sequential) flags |= ZOO_EPHEMERAL;
+            if (o.mode == create_mode::persistent_sequential || o.mode == create_mode::ephemeral_sequential)
+                flags |= ZOO_SEQUENCE;
+            b->paths[i].resize(o.path.size() + 16);
+            zoo_create_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), &ZOO_OPEN_ACL_UNSAFE,
+                               flags, b->paths[i].data(), static_cast<int>(b->paths[i].size()));
+            break;
+        }
+        case transaction::kind::set_data:
+            zoo_set_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version, &b->stats[i]);
+            break;
+        case transaction::kind::remove: zoo_delete_op_init(z, o.path.c_str(), o.version); break;
+        case transaction::kind::check: zoo_check_op_init(z, o.path.c_str(), o.version); break;
+        }
+    }
+    // (the C client serialises the operations before returning: `ops` need not outlive the call)
+    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
+        op->renews = vouch::write;
+        op->multi = std::move(b);
+        return zoo_amulti(zh, static_cast<int>(op->multi->ops.size()), op->multi->ops.data(),
+                          op->multi->results.data(), on_multi, op);
+    }, n_multi);
 }
 
 void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {

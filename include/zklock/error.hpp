@@ -33,6 +33,8 @@ enum class errc {
     data_too_large,         ///< node data is larger than max_node_data bytes
     invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.325]: no derivation covers it
     not_a_lock_node,        ///< async_break_lock: the path does not name a lock node (nothing was deleted)
+    transaction_empty,      ///< async_commit: the transaction has no operation
+    transaction_too_large,  ///< async_commit: the transaction is over max_transaction_bytes
     // -- session --
     connect_timeout = 20,   ///< no ZooKeeper server answered within the connect timeout
     not_connected,          ///< the operation needs a session, and async_connect has not completed
@@ -52,6 +54,7 @@ enum class errc {
     sequence_overflow,      ///< the lock path's sequence counter has wrapped: the order of contenders is unknown
     create_retries_exhausted, ///< the lock node's create kept failing with connection loss
     internal_error,         ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
+    lock_lost,              ///< async_commit: the lock was not held at the commit; nothing was applied
 };
 
 /// Input limits, checked before anything is sent. ZooKeeper closes the connection on a request

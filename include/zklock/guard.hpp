@@ -3,6 +3,7 @@
 
 #include <zklock/detail/no_session.hpp>
 #include <zklock/error.hpp>
+#include <zklock/transaction.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -156,6 +157,35 @@ public:
             token);
     }
 
+    /// Commits `t`'s writes only if this lock is still held: one ZooKeeper multi-op checks that
+    /// the lock node exists and applies the writes, all or nothing. A paused or partitioned
+    /// former holder (GC, swap, SIGSTOP, a blocked io_context) cannot write after its lock is gone:
+    /// its node is gone first (session expiry, a break), so its commit fails.
+    ///  - success: the error_code is empty, commit_result::ops holds one result per operation;
+    ///  - errc::lock_lost: the lock node was gone at the commit, or the guard was already known to
+    ///    be lost (is_lost: nothing is sent); nothing was applied;
+    ///  - one of `t`'s operations failed (zk_errc::bad_version, no_node, node_exists, ...): that
+    ///    error, and commit_result::failed is its index; nothing was applied;
+    ///  - bad input, before anything is sent: see transaction::validate; errc::not_held on an empty guard;
+    ///  - zk_errc::connection_loss or operation_timeout: the outcome is unknown (read back to see).
+    /// Works for exclusive, shared (read) and semaphore guards. A grant of the in-process hand-off
+    /// shares its node with the grants before and after it: it commits only while it is the grant
+    /// that is out (checked before sending); await the commit before releasing the grant.
+    /// A successful commit renews the lease (a write goes through the leader).
+    /// Completion signature: void(error_code, commit_result). Not cancellable (a write in flight
+    /// cannot be called back).
+    template <class CompletionToken>
+    auto async_commit(transaction t, CompletionToken&& token) {
+        return asio::async_initiate<CompletionToken, void(error_code, commit_result)>(
+            [h = h_, ex = ex_](auto handler, transaction t) {
+                if (!h && !ex)
+                    return detail::complete_without_session(std::move(handler), error_code(errc::not_held), commit_result{});
+                start_commit(h, ex, std::move(t),
+                             asio::any_completion_handler<void(error_code, commit_result)>(std::move(handler)));
+            },
+            token, std::move(t));
+    }
+
     /// Binds an asynchronous operation to the lock: when the lock is lost, the operation is
     /// cancelled (cancellation_type::terminal), so a critical section stops with its lock:
     ///   auto ex = co_await asio::this_coro::executor;
@@ -184,6 +214,8 @@ private:
     static void start_release(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
     static void start_wait_revoked(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
     static void start_wait_lost(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
+    static void start_commit(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, transaction,
+                             asio::any_completion_handler<void(error_code, commit_result)>);
     static std::shared_ptr<detail::loss_binding> start_loss_binding(const std::shared_ptr<detail::held_lock>&,
                                                                     asio::any_io_executor);
 

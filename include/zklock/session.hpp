@@ -87,9 +87,10 @@ struct session_statistics {
     /// Watch removals sent for waiters that gave up (timeout, cancel, busy try) before their
     /// watch fired, so that the C client does not keep one watcher per attempt.
     std::uint64_t watch_removals = 0;
+    std::uint64_t multis = 0; ///< transactions committed under a lock (guard::async_commit)
     /// The lock recipes' requests (heartbeats not included).
     std::uint64_t requests() const noexcept {
-        return creates + deletes + get_children + get_data + exists + set_data + watch_removals + syncs;
+        return creates + deletes + get_children + get_data + exists + set_data + watch_removals + syncs + multis;
     }
 };
 

@@ -10,6 +10,7 @@
 #include "detail/pending.hpp"
 
 #include <zklock/session.hpp>
+#include <zklock/transaction.hpp>
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -40,6 +41,13 @@ struct zk_result {
     Stat stat{};                       ///< create2, exists, get: the node's stat
     std::vector<std::string> children; ///< get_children, create_and_list
     std::optional<std::int32_t> cversion; ///< get_children, create_and_list: the parent's cversion, read with the children
+    /// multi: one per operation (its code; a create's path; a set's new version)
+    struct op_outcome {
+        int rc = ZOK;
+        std::string path;
+        std::int32_t version = -1;
+    };
+    std::vector<op_outcome> multi;
     std::string data;                  ///< get_data
     int list_rc = ZOK;                 ///< create_and_list: the getChildren's code
 };
@@ -170,6 +178,8 @@ public:
     void create_and_list(const std::string& path, const std::string& data, int flags,
                          const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& acl = nullptr);
     /// getChildren; with watch_id != 0 a child watch is armed (the herd-prone strategy only).
+    /// A multi-op (zoo_amulti) of `ops`, all or nothing; a success renews the lease (a write).
+    void multi(const std::vector<transaction::op>& ops, zk_handler h);
     void get_children(const std::string& path, zk_handler h, std::uint64_t watch_id = 0);
     /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
     void get_data(const std::string& path, std::uint64_t watch_id, zk_handler h);
@@ -269,7 +279,7 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_sync{0};
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_sync{0}, n_multi{0};
 
 private:
     struct cleanup_job {
