@@ -1,7 +1,10 @@
 // The main demo: several processes, each with many coroutines, increment one counter stored in
-// ZooKeeper by read-modify-write WITHOUT compare-and-set. Only the lock keeps increments from
-// being lost. Every write also carries the writer's fencing token, and the writer checks that
-// the token stored before it is smaller: the tokens seen must be strictly increasing.
+// ZooKeeper by read-modify-write WITHOUT compare-and-set on the counter. Only the lock keeps
+// increments from being lost: each write is committed with guard::async_commit, in one
+// ZooKeeper transaction with a check that the lock node still exists, so a holder whose lock is
+// gone (session expired, lock broken) cannot write a stale value. Every write also carries the
+// writer's fencing token, and the writer checks that the token stored before it is smaller: the
+// tokens seen must be strictly increasing.
 //
 //   zklock_counter_demo --connect HOST:PORT [--processes 4] [--coroutines 16] [--increments 10]
 #include <zklock.hpp>
@@ -57,15 +60,22 @@ asio::awaitable<void> worker(zklock::session& zk, const config& cfg, stats& st, 
         auto node = co_await zklock::async_get_data(zk, counter, use_awaitable);
         auto [value, stored_token] = parse(node.data);
         if (stored_token >= token) ++st.fencing_violations; // a stale holder would be refused here
-        // Plain write, version -1: no compare-and-set. The lock alone makes this safe.
-        co_await zklock::async_set_data(zk, counter, std::to_string(value + 1) + " " + std::to_string(token), -1,
-                                        use_awaitable);
+        // Version -1: no compare-and-set on the counter. The lock check in the same transaction
+        // is what makes it safe: the write lands only while our lock node exists.
+        auto [ec, result] = co_await guard.async_commit(
+            zklock::transaction{}.set_data(counter, std::to_string(value + 1) + " " + std::to_string(token)),
+            asio::as_tuple(use_awaitable));
         co_await guard.async_release(use_awaitable);
+        if (ec == zklock::errc::lock_lost) { // nothing was written: do this increment again
+            std::printf("  worker %d: lock lost before the commit, increment retried\n", id);
+            --i;
+            continue;
+        }
+        if (ec) throw boost::system::system_error(ec, "commit");
         if (!st.first_token) st.first_token = token;
         st.last_token = token;
         ++st.increments;
     }
-    (void)id;
 }
 
 int child(const config& cfg, int proc) {
