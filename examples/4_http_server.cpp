@@ -4,7 +4,8 @@
 // lock node) and a bounded wait (503 + Retry-After when the lock cannot be had in time).
 //
 //   POST /accounts/<id>/deposit?amount=N  add N to the balance (kept in ZooKeeper, written with
-//                                          the lock's fencing token; an older token is refused)
+//                                          guard::async_commit, so only while the lock is held, and
+//                                          with the lock's fencing token; an older token is refused)
 //   GET  /accounts/<id>                   the balance and the token that last wrote it
 //   GET  /locks/<id>                      the account lock's contenders (holder first)
 //   GET  /metrics                         the session's lock metrics (Prometheus text format)
@@ -146,8 +147,13 @@ private:
         if (g.is_lost()) co_return reply(req, http::status::service_unavailable, R"({"error":"lock lost, retry"})");
         acct->balance += amount;
         acct->token = token;
-        auto [sec] = co_await zklock::async_set_data(zk_, node, std::to_string(acct->balance) + " " + std::to_string(token),
-                                                     current.version, asio::as_tuple(use_awaitable));
+        // Committed with a check of our lock node in the same ZooKeeper transaction: the balance is
+        // written only while we hold the lock, however long this coroutine was held up.
+        auto [sec, result] = co_await g.async_commit(
+            zklock::transaction{}.set_data(node, std::to_string(acct->balance) + " " + std::to_string(token), current.version),
+            asio::as_tuple(use_awaitable));
+        if (sec == zklock::errc::lock_lost)
+            co_return reply(req, http::status::service_unavailable, R"({"error":"lock lost, retry"})");
         if (sec) co_return reply(req, http::status::service_unavailable, R"({"error":")" + sec.message() + "\"}");
         ++deposits_;
         co_return reply(req, http::status::ok,
