@@ -146,6 +146,19 @@ exclusive_decision decide(std::span<const std::string> children, std::string_vie
     return d;
 }
 
+bool granted_once_gone(std::span<const std::string> children, std::string_view mine, std::string_view predecessor,
+                       lock_family f, lock_dialect d, std::string_view own_writer, parent_cversion cv) {
+    if (predecessor.empty() || predecessor == mine) return false;
+    std::vector<std::string> rest;
+    rest.reserve(children.size());
+    bool seen = false;
+    for (const auto& c : children) {
+        if (c == predecessor) seen = true;
+        else rest.push_back(c);
+    }
+    return seen && decide(rest, mine, f, d, own_writer, cv).what == exclusive_decision::acquired;
+}
+
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
                                     lock_dialect dialect, parent_cversion cv) {
     return decide(children, mine, lock_family::mutex, dialect, {}, cv);

@@ -92,6 +92,16 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
                           lock_dialect d, std::string_view own_writer = {}, parent_cversion cv = std::nullopt);
 
+/// A waiter that listed `children` and must wait for `predecessor`: true when the predecessor's
+/// deletion alone grants it the lock, with no need to list again. Sequence numbers under one
+/// parent only grow (Curator's and kazoo's nodes take theirs from the same counter), so no node
+/// that appears later sorts before ours: the decision on `children` without `predecessor` is
+/// the decision on any later listing, except for nodes deleted meanwhile, which only help.
+/// (A child made by hand with a low suffix later is not a contender anyone holds.)
+bool granted_once_gone(std::span<const std::string> children, std::string_view mine, std::string_view predecessor,
+                       lock_family f, lock_dialect d, std::string_view own_writer = {},
+                       parent_cversion cv = std::nullopt);
+
 /// True when the sequence suffixes on a lock path cannot be trusted to order its contenders.
 /// ZooKeeper names sequential nodes "%010d" of the parent's cversion, an int32: after 2^31
 /// creates under one parent it wraps to negative values (up to 11 characters, "-2147483648")

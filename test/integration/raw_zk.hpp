@@ -34,6 +34,15 @@ public:
     int create(const std::string& path, int flags = 0, struct ACL_vector* acl = &ZOO_OPEN_ACL_UNSAFE) {
         return zoo_create(zh_, path.c_str(), nullptr, -1, acl, flags, nullptr, 0);
     }
+    /// Creates a sequential node "<prefix><10 digits>" (ephemeral: it goes with this handle), as
+    /// Curator and kazoo create their lock nodes; returns its path, or "" on failure.
+    std::string create_sequential(const std::string& prefix, bool ephemeral = true) {
+        std::vector<char> buf(prefix.size() + 16);
+        int rc = zoo_create(zh_, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
+                            ZOO_SEQUENCE | (ephemeral ? ZOO_EPHEMERAL : 0), buf.data(), static_cast<int>(buf.size()));
+        EXPECT_EQ(rc, ZOK) << zerror(rc);
+        return rc == ZOK ? std::string(buf.data()) : std::string();
+    }
     /// Creates every missing ancestor of `path` (open ACL), not `path` itself.
     void create_parents(const std::string& path) {
         for (auto i = path.find('/', 1); i != std::string::npos; i = path.find('/', i + 1)) {

@@ -139,6 +139,47 @@ TEST(Protocol, AParentCversionBelowTheCapMakesOddSuffixesForeign) {
     EXPECT_EQ(classify_child("x-__WRIT__2147483647", rw, lock_dialect::curator, cv), child_kind::foreign);
 }
 
+TEST(Protocol, APredecessorThatIsAllInTheWayGrantsOnItsDeletion) {
+    using zklock::lock_dialect;
+    const auto mutex = zklock::detail::lock_family::mutex;
+    const auto rw = zklock::detail::lock_family::rw;
+    const auto cur = lock_dialect::curator;
+    auto gone = [&](std::vector<std::string> c, std::string mine, std::string pred, lock_family f = lock_family::mutex) {
+        return granted_once_gone(c, mine, pred, f, cur);
+    };
+    // [holder, me]: the holder's deletion grants
+    EXPECT_TRUE(gone({"_c_a-lock-0000000001", "_c_b-lock-0000000002"}, "_c_b-lock-0000000002", "_c_a-lock-0000000001"));
+    // [holder, w1, me]: w1's deletion does not (the holder may still hold)
+    EXPECT_FALSE(gone({"_c_a-lock-0000000001", "_c_w-lock-0000000002", "_c_b-lock-0000000003"}, "_c_b-lock-0000000003",
+                      "_c_w-lock-0000000002"));
+    // nodes after ours never matter; other children neither
+    EXPECT_TRUE(gone({"_c_a-lock-0000000001", "_c_b-lock-0000000002", "_c_c-lock-0000000003", "leases"},
+                     "_c_b-lock-0000000002", "_c_a-lock-0000000001"));
+    // a predecessor not in the listing, or ourselves: no
+    EXPECT_FALSE(gone({"_c_b-lock-0000000002"}, "_c_b-lock-0000000002", "_c_a-lock-0000000001"));
+    EXPECT_FALSE(gone({"_c_b-lock-0000000002"}, "_c_b-lock-0000000002", "_c_b-lock-0000000002"));
+    // peers' names count like ours
+    EXPECT_TRUE(gone({"0123abcd__lock__0000000007", "_c_b-lock-0000000008"}, "_c_b-lock-0000000008",
+                     "0123abcd__lock__0000000007"));
+    // read/write: a reader behind [reader, writer]: the writer's deletion grants (readers share)
+    EXPECT_TRUE(gone({"_c_r-__READ__0000000001", "_c_w-__WRIT__0000000002", "_c_m-__READ__0000000003"},
+                     "_c_m-__READ__0000000003", "_c_w-__WRIT__0000000002", rw));
+    // ... but not behind [writer, writer]
+    EXPECT_FALSE(gone({"_c_v-__WRIT__0000000001", "_c_w-__WRIT__0000000002", "_c_m-__READ__0000000003"},
+                      "_c_m-__READ__0000000003", "_c_w-__WRIT__0000000002", rw));
+    // a writer behind [reader, reader]: it waits for the next lower one, and another reader remains
+    EXPECT_FALSE(gone({"_c_r-__READ__0000000001", "_c_s-__READ__0000000002", "_c_w-__WRIT__0000000003"},
+                      "_c_w-__WRIT__0000000003", "_c_s-__READ__0000000002", rw));
+    // an order that cannot be trusted never grants (a counter that may have wrapped, a negative suffix)
+    EXPECT_FALSE(granted_once_gone(
+        std::vector<std::string>{"_c_a-lock-0000000001", "_c_x-lock--000000005", "_c_b-lock-0000000002"},
+        "_c_b-lock-0000000002", "_c_a-lock-0000000001", mutex, cur, {}, INT32_MAX));
+    // while the cversion rules a wrap out, the same negative suffix is a hand-made child: ignored
+    EXPECT_TRUE(granted_once_gone(
+        std::vector<std::string>{"_c_a-lock-0000000001", "_c_x-lock--000000005", "_c_b-lock-0000000002"},
+        "_c_b-lock-0000000002", "_c_a-lock-0000000001", mutex, cur, {}, 3));
+}
+
 TEST(Protocol, DecideExclusive) {
     std::vector<std::string> children{"_c_a-lock-0000000010", "_c_b-lock-0000000011", "_c_c-lock-0000000012", "junk"};
     auto d0 = decide_exclusive(children, "_c_a-lock-0000000010");
