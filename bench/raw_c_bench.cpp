@@ -3,6 +3,11 @@
 //                          create(ephemeral sequential) + getChildren + delete, synchronously
 //   zk_raw_bench pipelined CONNECT WINDOW SECONDS          one session, async create/delete pairs with
 //                          WINDOW pairs in flight: the server's write ceiling
+//   zk_raw_bench ring      CONNECT SESSIONS SECONDS        the hand-off ceiling of a contended lock: SESSIONS
+//                          sessions in one queue, each watching its predecessor's node; the one
+//                          notified holds, deletes its node (which notifies the next) and queues
+//                          again (create + getChildren + exists, off the chain). The chain per
+//                          hand-off: one delete's commit plus one watch delivery
 // Prints one JSON object like zklock_bench.
 #include <zookeeper/zookeeper.h>
 
@@ -159,6 +164,80 @@ int main(int argc, char** argv) {
                     "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n", window, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
         return 0;
     }
-    std::fprintf(stderr, "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS\n");
+    if (mode == "ring" && argc == 5) {
+        const int sessions = std::atoi(argv[3]);
+        const double seconds = std::atof(argv[4]);
+        const std::string dir = base + "/ring";
+        struct member {
+            zhandle_t* zh = nullptr;
+            std::string dir, node;
+            std::atomic<long>* handoffs = nullptr;
+            std::atomic<bool>* stop = nullptr;
+        };
+        std::atomic<long> handoffs{0};
+        std::atomic<bool> stop{false};
+        std::vector<member> ms(static_cast<std::size_t>(sessions));
+        struct ring {
+            static void queue(member* m) {
+                if (*m->stop) return;
+                zoo_acreate(m->zh, (m->dir + "/n-").c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                    [](int rc, const char* value, const void* d) {
+                        auto* m = static_cast<member*>(const_cast<void*>(d));
+                        if (rc != ZOK) return;
+                        m->node = value;
+                        look(m);
+                    }, m);
+            }
+            static void look(member* m) {
+                zoo_aget_children(m->zh, m->dir.c_str(), 0, [](int rc, const String_vector* v, const void* d) {
+                    auto* m = static_cast<member*>(const_cast<void*>(d));
+                    if (rc != ZOK || !v) return;
+                    std::vector<std::string> kids(v->data, v->data + v->count);
+                    std::sort(kids.begin(), kids.end()); // ("n-" + 10 digits: as strings = by number)
+                    auto mine = m->node.substr(m->dir.size() + 1);
+                    auto it = std::find(kids.begin(), kids.end(), mine);
+                    if (it == kids.end()) return;
+                    if (it == kids.begin()) return hold(m);
+                    auto pred = m->dir + "/" + *(it - 1);
+                    zoo_awexists(m->zh, pred.c_str(), [](zhandle_t*, int type, int, const char*, void* c) {
+                        if (type == ZOO_DELETED_EVENT) hold(static_cast<member*>(c)); // (nobody gives up here)
+                    }, m, [](int rc, const Stat*, const void* d) {
+                        if (rc == ZNONODE) look(static_cast<member*>(const_cast<void*>(d))); // gone already
+                    }, m);
+                }, m);
+            }
+            static void hold(member* m) {
+                ++*m->handoffs;
+                zoo_adelete(m->zh, m->node.c_str(), -1, [](int, const void*) {}, nullptr); // notifies the next
+                queue(m);
+            }
+        };
+        for (auto& m : ms) {
+            m.zh = connect_zk(argv[2]);
+            m.dir = dir;
+            m.handoffs = &handoffs;
+            m.stop = &stop;
+        }
+        ensure(ms[0].zh, dir);
+        for (auto& m : ms) ring::queue(&m);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        long h0 = handoffs;
+        double cpu0 = cpu_seconds();
+        auto t0 = clk::now();
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        long n = handoffs - h0;
+        double wall = std::chrono::duration<double>(clk::now() - t0).count();
+        double cpu = cpu_seconds() - cpu0;
+        stop = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        for (auto& m : ms) zookeeper_close(m.zh);
+        std::printf("{\"impl\":\"raw-c-ring\",\"workers\":%d,\"sessions\":%d,\"locks\":1,\"hold_ms\":0,\"cycles\":%ld,"
+                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,\"requests_per_cycle\":4.00,"
+                    "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n",
+                    sessions, sessions, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
+        return 0;
+    }
+    std::fprintf(stderr, "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS | "
+                         "ring CONNECT SESSIONS SECONDS\n");
     return 2;
 }

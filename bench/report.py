@@ -26,7 +26,7 @@ for fs in ["no", "yes"]:
     order = [k for k in sorted(keys, key=lambda k: [w["workload"] for w in rows].index(k[1]))]
     for k in order:
         d = by[k]
-        if k[1] == "pipelined-ceiling" or k[1].startswith("herd-"):
+        if k[1] == "pipelined-ceiling" or k[1].startswith("herd-") or k[1].startswith("ring-"):
             continue
         z = d.get("zklock")
         if not z:
@@ -44,6 +44,14 @@ for fs in ["no", "yes"]:
     ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
     if ceil:
         lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
+    for n in (8, 32):
+        ring = by.get((fs, f"ring-{n}s"), {}).get("raw-c-ring")
+        zk = by.get((fs, f"{n}s-1l"), {}).get("zklock")
+        if ring:
+            share = f" ({100 * zk['cycles_per_s'] / ring['cycles_per_s']:.0f}% of it)" if zk and ring["cycles_per_s"] else ""
+            lines.append(f"\nRaw C hand-off ring, {n} sessions in one queue: {f(ring['cycles_per_s'])} hand-offs/s (the contended "
+                         f"ceiling: a delete's commit plus one watch delivery per hand-off); zklock {n}s-1l: "
+                         f"{f(zk['cycles_per_s']) if zk else '-'}{share}.")
 cost = [(fs, wl, on, off) for (fs, wl), d in by.items()
         for on, off in [("zklock", "zklock-metrics-off"), ("zklock-handoff64", "zklock-handoff64-metrics-off")]
         if on in d and off in d]
@@ -156,7 +164,7 @@ open(md_path, "w").write("\n".join(lines) + "\n")
 # gnuplot: cycles/s and p99 per workload, forceSync=no
 fs = "no" if any(k[0] == "no" for k in by) else "yes"
 wls = [w for w in dict.fromkeys(r["workload"] for r in rows if r["fsync"] == fs)
-       if w != "pipelined-ceiling" and not w.startswith("herd-") and not w.startswith("handoff-")
+       if w != "pipelined-ceiling" and not w.startswith("herd-") and not w.startswith("handoff-") and not w.startswith("ring-")
        and not w.endswith("-scope-exit")]
 impls = ["zklock", "curator", "kazoo", "raw-c"]
 with open(f"{outdir}/compare.dat", "w") as dat:
