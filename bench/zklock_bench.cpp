@@ -37,6 +37,18 @@ namespace asio = boost::asio;
 using asio::use_awaitable;
 using clk = std::chrono::steady_clock;
 
+/// A field of /proc/self/status ("Threads", "VmRSS"), as text.
+static std::string proc_status(const std::string& key) {
+    std::ifstream f("/proc/self/status");
+    for (std::string line; std::getline(f, line);)
+        if (line.rfind(key + ":", 0) == 0) {
+            auto v = line.substr(key.size() + 1);
+            v.erase(0, v.find_first_not_of(" \t"));
+            return v.substr(0, v.find(' '));
+        }
+    return "?";
+}
+
 struct config {
     std::string connect, label = "zklock";
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
@@ -102,6 +114,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
 
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
+        const auto c0 = clk::now();
         for (int i = 0; i < my_sessions; ++i) {
             zklock::session_options o;
             o.connect = cfg.connect;
@@ -109,6 +122,11 @@ static run_result run_process(const config& cfg, const std::string& base, int in
             sessions.push_back(std::make_unique<zklock::session>(ex, o));
             co_await sessions.back()->async_connect(use_awaitable);
         }
+        // what the sessions cost before any lock: time to connect (one after another), the
+        // process's threads (the C client's own: two per session) and its resident memory
+        std::fprintf(stderr, "bench: process %d: %d sessions connected in %.2f s; threads %s; RSS %s kB\n", index,
+                     my_sessions, std::chrono::duration<double>(clk::now() - c0).count(), proc_status("Threads").c_str(),
+                     proc_status("VmRSS").c_str());
         for (int w : my_workers) {
             ++running;
             asio::co_spawn(ex, [&, w]() -> asio::awaitable<void> {
