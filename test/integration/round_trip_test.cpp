@@ -24,7 +24,6 @@ TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {
         auto path = lock_path();
         auto a = co_await connect();
         auto b = co_await connect();
-        auto watcher = co_await connect(); // (its listings are not the locks' requests)
         zklock::mutex ma(*a, path), mb(*b, path);
         auto g = co_await ma.async_acquire(use_awaitable); // (parents made; not counted)
         const auto a0 = a->statistics(), b0 = b->statistics();
@@ -33,8 +32,13 @@ TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {
         for (int i = 0; i < cycles; ++i) {
             // the other one queues behind the holder, then the holder lets go
             auto& next = a_holds ? mb : ma;
+            auto& next_s = a_holds ? *b : *a;
+            // (wait until it has listed and armed its watch: it sends the getData only then; a
+            // release before its listing was processed would make this cycle uncontended)
+            const auto armed = next_s.statistics().get_data;
             auto w = in_background([&](auto h) { next.async_acquire_for(10s, h); });
-            co_await wait_for_children(*watcher, path, 2);
+            co_await eventually([&] { return next_s.statistics().get_data > armed; }, 5000ms);
+            CO_REQUIRE(next_s.statistics().get_data > armed);
             co_await g.async_release(use_awaitable);
             co_await eventually([&] { return w->done; }, 5000ms);
             CO_REQUIRE(w->granted());
