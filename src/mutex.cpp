@@ -430,9 +430,8 @@ private:
             auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, cv);
             // The predecessor may be all that stands in the way: then its deletion grants us the lock
             // without listing again (one round trip less on a contended hand-off: granted_once_gone).
-            const bool alone = d.what == exclusive_decision::wait && op.req_.strategy != lock_strategy::watch_children &&
-                               granted_once_gone(children, my_name, d.predecessor, op.family(), op.req_.dialect,
-                                                 op.req_.own_writer, cv);
+            const bool alone =
+                d.what == exclusive_decision::wait && op.req_.strategy != lock_strategy::watch_children && d.alone;
             std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
             if (d.what == exclusive_decision::ambiguous) co_return co_await op.abandon(errc::sequence_overflow);
             if (d.what == exclusive_decision::missing) {

@@ -142,6 +142,13 @@ exclusive_decision decide(std::span<const std::string> children, std::string_vie
     } else {
         d.what = exclusive_decision::wait;
         d.predecessor = std::string(blocker->name);
+        // Alone: a writer's predecessor is the only lower node; a reader's blocker is the only
+        // lower writer (the nearest one: none lies between it and us).
+        if (it->writer) {
+            d.alone = d.position == 1;
+        } else {
+            d.alone = std::none_of(all.begin(), blocker, [&](const contender& c) { return c.writer && c.name != own_writer; });
+        }
     }
     return d;
 }

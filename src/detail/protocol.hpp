@@ -78,6 +78,9 @@ struct exclusive_decision {
     enum kind { acquired, wait, missing, ambiguous } what = missing;
     std::string predecessor; ///< with `wait`: the child to watch (the next lower contender)
     std::size_t position = 0; ///< index of our node among the contenders (0 = holder)
+    /// With `wait`: the predecessor is all that stands in the way, so its deletion alone grants
+    /// the lock (granted_once_gone, computed here from the same sorted listing).
+    bool alone = false;
 };
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
                                     lock_dialect d = lock_dialect::curator, parent_cversion cv = std::nullopt);
@@ -92,7 +95,8 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
                           lock_dialect d, std::string_view own_writer = {}, parent_cversion cv = std::nullopt);
 
-/// A waiter that listed `children` and must wait for `predecessor`: true when the predecessor's
+/// The specification of exclusive_decision::alone, for tests and the fuzz target (it decides
+/// again on a copy of the listing): a waiter that listed `children` and must wait for `predecessor`: true when the predecessor's
 /// deletion alone grants it the lock, with no need to list again. Sequence numbers under one
 /// parent only grow (Curator's and kazoo's nodes take theirs from the same counter), so no node
 /// that appears later sorts before ours: the decision on `children` without `predecessor` is

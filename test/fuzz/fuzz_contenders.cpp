@@ -8,6 +8,7 @@
 // unknown, or one of a few values), the rest is the list of children, one per line.
 #include "detail/protocol.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -48,6 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<std::string> without_foreign;
     for (const auto& child : children)
         if (classify_child(child, family, dialect, cv) != child_kind::foreign) without_foreign.push_back(child);
+    std::vector<std::string> names(children);
+    std::sort(names.begin(), names.end());
+    const bool unique_names = std::adjacent_find(names.begin(), names.end()) == names.end();
     int writers = 0, readers = 0;
     for (const auto& child : children) {
         auto d = decide(children, child, family, dialect, {}, cv);
@@ -56,6 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (kind != child_kind::contender && d.what != exclusive_decision::missing &&
             d.what != exclusive_decision::ambiguous)
             std::abort(); // a foreign child is never granted nor queued
+        // `alone` (computed by decide) is what granted_once_gone specifies, on a real listing (no
+        // name twice)
+        if (d.what == exclusive_decision::wait && unique_names &&
+            d.alone != granted_once_gone(children, child, d.predecessor, family, dialect, {}, cv))
+            std::abort();
         if (kind == child_kind::contender && !counter_may_have_wrapped(cv)) {
             auto alone = decide(without_foreign, child, family, dialect, {}, cv);
             if (alone.what != d.what || alone.predecessor != d.predecessor) std::abort(); // foreign children decided something

@@ -183,6 +183,9 @@ std::shared_ptr<background_acquire> in_background(Start start) {
     return b;
 }
 
+/// The sequence suffix of a lock node's name or path, as a number.
+inline std::int64_t suffix_of(const std::string& node) { return std::stoll(node.substr(node.size() - 10)); }
+
 /// Polls until `path` has `n` children (used to order waiters deterministically).
 inline awaitable<void> wait_for_children(zklock::session& s, const std::string& path, std::size_t n) {
     for (int i = 0; i < 500; ++i) {

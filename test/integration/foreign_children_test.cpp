@@ -20,9 +20,6 @@ using zklock::zk_errc;
 
 namespace {
 
-/// The suffix of a lock node's name, as a number.
-std::int64_t suffix_of(const std::string& node) { return std::stoll(node.substr(node.size() - 10)); }
-
 /// The parent's cversion, as the server reports it with the children (getChildren2).
 awaitable<std::int32_t> cversion_of(zklock::session& s, const std::string& path) {
     auto& impl = *s.impl();

@@ -10,10 +10,6 @@
 
 using namespace zt;
 
-namespace {
-std::int64_t suffix_of(const std::string& node) { return std::stoll(node.substr(node.size() - 10)); }
-} // namespace
-
 using RoundTrip = zt::zk_test;
 
 TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {

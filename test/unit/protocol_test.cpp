@@ -145,7 +145,11 @@ TEST(Protocol, APredecessorThatIsAllInTheWayGrantsOnItsDeletion) {
     const auto rw = zklock::detail::lock_family::rw;
     const auto cur = lock_dialect::curator;
     auto gone = [&](std::vector<std::string> c, std::string mine, std::string pred, lock_family f = lock_family::mutex) {
-        return granted_once_gone(c, mine, pred, f, cur);
+        const bool spec = granted_once_gone(c, mine, pred, f, cur);
+        auto d = decide(c, mine, f, cur);
+        if (d.what == exclusive_decision::wait && d.predecessor == pred)
+            EXPECT_EQ(d.alone, spec) << mine << " behind " << pred; // what the acquire uses
+        return spec;
     };
     // [holder, me]: the holder's deletion grants
     EXPECT_TRUE(gone({"_c_a-lock-0000000001", "_c_b-lock-0000000002"}, "_c_b-lock-0000000002", "_c_a-lock-0000000001"));
