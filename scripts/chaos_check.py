@@ -65,7 +65,9 @@ def clock_of(ns):
 
 
 def read_expiries(d, events):
-    """{session hex: ns of the server's "Expiring session"}, or None if DIR/servers has no logs.
+    """{session hex: sorted ns of the servers' "Expiring session" lines}, or None if DIR/servers has
+    no logs. A session can have more than one: a leader cut off from its quorum logs expiries that it
+    cannot commit, and the session lives on (then a later server may expire it for real).
     The servers log local wall-clock times of day; the run's first event gives the date."""
     files = sorted(glob.glob(os.path.join(d, "servers", "*.log")))
     if not files:
@@ -82,7 +84,9 @@ def read_expiries(d, events):
             ns = midnight + ((int(h) * 60 + int(mi)) * 60 + int(s)) * 1_000_000_000 + int(ms) * 1_000_000
             if ns < start - 43_200 * 1_000_000_000:
                 ns += 86_400 * 1_000_000_000  # the run went past midnight
-            expiries[sid] = min(ns, expiries.get(sid, ns))
+            expiries.setdefault(sid, []).append(ns)
+    for v in expiries.values():
+        v.sort()
     return expiries
 
 
@@ -168,7 +172,8 @@ def check(d, timeout_ms=None, quiet=False):
                 if expiries is not None and h["reason"].startswith("lost:"):
                     # freed by the server (the session expired by the next grant; the log has ms)
                     # or by the holder's own delete (expired later, or never)
-                    at = expiries.get(h["session"])
+                    # (an expiry logged before this hold began did not end it: the session went on)
+                    at = next((ns for ns in expiries.get(h["session"], []) if ns >= h["start"]), None)
                     h["expired"] = at is not None and at <= hs[i + 1]["start"] + 1_000_000
                     if at is not None:
                         h["expiry_margin"] = (at - h["end"]) / 1e9
@@ -272,6 +277,10 @@ def self_test():
             {"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2b\nE /p 5000000100 released\n",
              "b.log": "G /p 1100000000 8192 3c\nE /p 1200000000 released\n",
              "servers/server1.log": expiring(3_000_000_000, "1a")}, "0 start\n", True),
+        "server log: an expiry logged before the grant (an isolated leader's) did not end the hold": (
+            {"a.log": "G /p 3000000000 4096 1a\nE /p 4000000000 lost lease_expired\nG /p 9000000000 16384 1a\nE /p 9000000100 released\n",
+             "b.log": "G /p 4100000000 8192 3c\nE /p 4200000000 released\n",
+             "servers/server1.log": expiring(1_000_000_000, "1a")}, "0 start\n", True),
         "server log: never expired, small margin": (
             {"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\nG /p 5000000000 16384 2b\nE /p 5000000100 released\n",
              "b.log": "G /p 1100000000 8192 3c\nE /p 1200000000 released\n",
