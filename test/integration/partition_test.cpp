@@ -9,6 +9,7 @@
 #include "ensemble.hpp"
 #include "loss_race.hpp"
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
 
 #include <algorithm>
@@ -192,9 +193,20 @@ TEST_F(Partition, IsolatedLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted)
     const double allowance = 0.15;
     const int lead = e.leader;
     run_test([&]() -> awaitable<void> {
+        // The waiter's session must outlive the isolated leader's last term. That leader keeps
+        // expiring sessions until it steps down (syncLimit ticks, 5 s here), and logs each expiry
+        // as a proposal; when it wins the next election, that proposal is committed. Seen in CI:
+        // with a 6 s session that had last reached the leader with its idle ping (every T/3 =
+        // 2 s) before the fault, the leader expired it about 4 s into the fault, won again, and
+        // the waiter's acquire failed with session_expired. So the waiter's session has the
+        // server's maximum, 10 s, and touches the leader every 200 ms (a follower forwards the
+        // touches every tick): it cannot expire before the fault's 9th second.
         auto ob = options(e.connect_to(e.followers[0]) + "," + e.connect_to(e.followers[1]));
-        ob.session_timeout = 6000ms; // rides out the election
+        ob.session_timeout = 10000ms;
         auto b = co_await connect_session(ob);
+        CO_REQUIRE(b->negotiated_timeout() == 10000ms);
+        // (to match against the servers' "Expiring session" lines printed on a failure)
+        std::printf("  waiter's session 0x%llx\n", static_cast<unsigned long long>(b->session_id()));
         auto path = unique_path("isolated");
         auto oa = options(e.connect_to(lead));
         oa.session_timeout = T;
@@ -209,6 +221,17 @@ TEST_F(Partition, IsolatedLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted)
         // of 3 runs under load). Seen too: a follower that had just rejoined took a stale
         // "leading" notification from its queue and followed the old leader into the frozen link.
         // What is checked is the order and the margin of the loss and the next grant.
+        struct busy_state {
+            bool on = true, done = false;
+        };
+        auto busy = std::make_shared<busy_state>();
+        asio::co_spawn(io, [](zklock::session* s, std::shared_ptr<busy_state> st) -> awaitable<void> {
+            while (st->on) {
+                (void)co_await zklock::async_get_children(*s, "/", boost::asio::as_tuple(use_awaitable));
+                co_await sleep_for(200ms);
+            }
+            st->done = true;
+        }(b.get(), busy), asio::detached);
         std::thread thaw;
         auto r = co_await race_loss_against_grant(*a, *b, path, 0ms, [&] {
             for (int fo : e.followers) {
@@ -221,6 +244,9 @@ TEST_F(Partition, IsolatedLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted)
             });
         }, {}, 40000ms);
         thaw.join();
+        busy->on = false;
+        co_await eventually([&] { return busy->done; }, 5000ms);
+        CO_REQUIRE(busy->done);
         CO_REQUIRE(r.lost);
         CO_REQUIRE(r.granted);
         EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
