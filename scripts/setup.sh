@@ -3,7 +3,7 @@
 #   scripts/setup.sh            build + test dependencies (the suite's interop tests need Curator and kazoo)
 #   scripts/setup.sh --bench    also what the benchmarks use (gnuplot)
 set -euo pipefail
-want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev zookeeper default-jre-headless libgtest-dev
+want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev libzookeeper-st2 zookeeper default-jre-headless libgtest-dev
       python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo libcli11-dev)
 if [ "${1:-}" = "--bench" ]; then
   want+=(gnuplot-nox)

@@ -16,6 +16,11 @@
 #include <cstdio>
 #include <shared_mutex>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace zklock::detail {
 
 // ---------------------------------------------------------------- logging
@@ -211,14 +216,55 @@ void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
 } // namespace
 
 // ---------------------------------------------------------------- zk_handle
+namespace {
+
+/// Every call into the C client, from any session: see zk_handle. Recursive: the client runs
+/// completions inside zookeeper_process and zookeeper_close, and they call zk_handle::take.
+std::recursive_mutex& client_lock() {
+    static std::recursive_mutex m;
+    return m;
+}
+
+std::atomic<std::int64_t> g_longest_call_ns{0};
+
+/// Times one stretch of calls into the C client (the longest_client_call_ns hook).
+class call_timer {
+public:
+    call_timer() : t0_(std::chrono::steady_clock::now()) {}
+    ~call_timer() {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+        auto cur = g_longest_call_ns.load(std::memory_order_relaxed);
+        while (ns > cur && !g_longest_call_ns.compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {
+        }
+    }
+    call_timer(const call_timer&) = delete;
+    call_timer& operator=(const call_timer&) = delete;
+
+private:
+    std::chrono::steady_clock::time_point t0_;
+};
+
+/// At most this many replies per readiness before the strand runs other work (the rest is
+/// taken in a drive posted behind it: the reactor is edge-triggered, nothing would wake us).
+constexpr int max_replies_per_drive = 64;
+
+} // namespace
+
+std::int64_t longest_client_call_ns() noexcept { return g_longest_call_ns.load(std::memory_order_relaxed); }
+
 zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> st, std::uint64_t gen,
                      std::shared_ptr<session_lease> l)
-    : session(std::move(s)), strand(std::move(st)), generation(gen), lease(std::move(l)) {}
+    : session(std::move(s)), strand(std::move(st)), generation(gen), lease(std::move(l)), sd_(strand),
+      timer_(strand) {}
 
 zk_handle::~zk_handle() { close(); }
 
 bool zk_handle::init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth) {
     init_client_library();
+    std::lock_guard lk(client_lock());
+    call_timer timed;
+    if (closed_) return false; // shutdown() closed this handle before it was created
+    // (No connection yet: the single-threaded client connects in the first zookeeper_interest.)
     zhandle_t* zh = zookeeper_init2(connect.c_str(), global_watcher, timeout_ms, nullptr, this,
                                     ZOO_NO_LOG_CLIENTENV, log_callback);
     if (!zh) return false;
@@ -232,43 +278,48 @@ bool zk_handle::init(const std::string& connect, int timeout_ms, const std::vect
             return false;
         }
     }
-    // By default the client resolves host names on every I/O loop iteration. -1 turns that off
+    // By default the client resolves host names on every zookeeper_interest. -1 turns that off
     // while connected only: the C client (3.8, update_addrs) still resolves the host names again
     // before every connection attempt, so a server whose address changed is found on reconnect.
     zoo_set_servers_resolution_delay(zh, -1);
-    std::unique_lock lk(mu_);
-    if (closed_) { // shutdown() closed this handle while we were creating it
-        lk.unlock();
-        zookeeper_close(zh);
-        return false;
-    }
     zh_ = zh;
     return true;
 }
 
+void zk_handle::start() {
+    asio::post(strand, [self = shared_from_this()] { self->drive(0, self->sock_gen_); });
+}
+
 template <class F>
 int zk_handle::submit(c_op* op, bool, F&& call) {
-    std::lock_guard lk(mu_);
-    if (closed_ || !zh_) return ZCLOSING;
-    op->owner = this;
-    if (op->sent == 0) op->sent = lease_clock::now();
-    inflight_.insert(op);
-    int rc = call(zh_, op);
-    if (rc != ZOK) inflight_.erase(op);
-    if (rc == ZINVALIDSTATE) {
-        // The handle is dead (the C client refuses every call once its state is unrecoverable),
-        // but the session event that says why may still be on its way to the strand: say why
-        // here, so a request that loses this race still ends for the right reason (auth_failed,
-        // not a bare "invalid zhandle state").
-        const int state = zoo_state(zh_);
-        if (state == ZOO_AUTH_FAILED_STATE) rc = ZAUTHFAILED;
-        else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
+    int rc;
+    {
+        std::lock_guard lk(client_lock());
+        if (closed_ || !zh_) return ZCLOSING;
+        call_timer timed;
+        op->owner = this;
+        if (op->sent == 0) op->sent = lease_clock::now();
+        inflight_.insert(op);
+        rc = call(zh_, op);
+        if (rc != ZOK) inflight_.erase(op);
+        if (rc == ZINVALIDSTATE) {
+            // The handle is dead (the C client refuses every call once its state is
+            // unrecoverable), but the session event that says why may still be on its way to the
+            // strand: say why here, so a request that loses this race still ends for the right
+            // reason (auth_failed, not a bare "invalid zhandle state").
+            const int state = zoo_state(zh_);
+            if (state == ZOO_AUTH_FAILED_STATE) rc = ZAUTHFAILED;
+            else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
+        }
     }
+    // The request went out at once if the socket took it; what is left (a full socket buffer, no
+    // connection yet, a send that failed and closed the socket) is the next drive's business.
+    if (rc == ZOK) schedule_drive();
     return rc;
 }
 
 bool zk_handle::session_info(std::int64_t& id, int& timeout_ms) {
-    std::lock_guard lk(mu_);
+    std::lock_guard lk(client_lock());
     if (closed_ || !zh_) return false;
     if (const clientid_t* c = zoo_client_id(zh_)) id = c->client_id;
     timeout_ms = zoo_recv_timeout(zh_);
@@ -276,30 +327,192 @@ bool zk_handle::session_info(std::int64_t& id, int& timeout_ms) {
 }
 
 bool zk_handle::take(c_op* op) {
-    std::lock_guard lk(mu_);
+    std::lock_guard lk(client_lock());
     return inflight_.erase(op) == 1;
 }
 
-void zk_handle::close() {
-    zhandle_t* zh;
+void zk_handle::schedule_drive() {
+    if (drive_posted_.exchange(true, std::memory_order_acq_rel)) return;
+    asio::post(strand, [self = shared_from_this()] {
+        self->drive_posted_.store(false, std::memory_order_release);
+        self->drive(0, self->sock_gen_);
+    });
+}
+
+void zk_handle::drive(int events, std::uint64_t gen) {
+    int fd = -1, interest = 0;
+    timeval tv{};
+    bool more = false, dead = false;
     {
-        std::lock_guard lk(mu_);
-        if (closed_) return;
-        closed_ = true;
-        zh = zh_;
+        std::lock_guard lk(client_lock());
+        if (closed_ || !zh_) return;
+        call_timer timed;
+        if (gen != sock_gen_) events = 0; // the readiness of a socket that is gone
+        if (events & ZOOKEEPER_WRITE) zookeeper_process(zh_, ZOOKEEPER_WRITE);
+        if (events & ZOOKEEPER_READ) {
+            // One reply per call; the reactor reports a readiness once (edge-triggered): read
+            // until the socket has nothing more (ZNOTHING) or the connection failed.
+            for (int n = 0;; ++n) {
+                if (n == max_replies_per_drive) {
+                    more = true;
+                    break;
+                }
+                if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
+            }
+        }
+        // What to wait for next. It also connects (a new socket each attempt), sends the pings,
+        // and ends a connection whose server stopped answering; after an error (connection lost,
+        // refused, timed out) it is asked again at once: the next call tries the next server.
+        int rc = ZOK;
+        for (int tries = 0;; ++tries) {
+            fd = -1;
+            interest = 0;
+            tv = {};
+            rc = zookeeper_interest(zh_, &fd, &interest, &tv);
+            if (rc == ZOK || rc == ZNOTHING || rc == ZINVALIDSTATE) break;
+            if (rc == ZSYSTEMERROR || tries == 8) { // (no address resolved; or a burst of refusals)
+                fd = -1;
+                interest = 0;
+                tv = {0, rc == ZSYSTEMERROR ? 100'000 : 10'000};
+                break;
+            }
+        }
+        dead = rc == ZINVALIDSTATE; // expired or refused for good: the session event says which
+        if (dead) fd = -1;
+        if (!dead && fd < 0 && tv.tv_sec == 0 && tv.tv_usec == 0) tv = {0, 10'000};
+        last_fd_ = fd;
+        last_interest_ = dead ? 0 : interest;
     }
-    // Joins the C client's threads: no callback runs after this returns. Completions of
-    // pending requests may or may not have run (with ZCLOSING); sweep the rest.
-    if (zh) zookeeper_close(zh);
+    if (dead) { // nothing will happen on this handle any more: the session replaces or closes it
+        stop_waits();
+        return;
+    }
+    wait_for(fd, interest, tv);
+    if (more)
+        asio::post(strand, [self = shared_from_this(), g = sock_gen_] { self->drive(ZOOKEEPER_READ, g); });
+}
+
+void zk_handle::wait_for(int fd, int interest, const timeval& tv) {
+    if (fd < 0) {
+        drop_socket();
+    } else {
+        // The C client opens a new socket for each connection attempt, often under the number
+        // of the one it just closed: the inode tells them apart.
+        struct stat st{};
+        const bool same = sd_.is_open() && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_ino) == ino_;
+        if (!same) {
+            drop_socket();
+            if (::fstat(fd, &st) == 0) {
+                // Our own duplicate: the C client closes its descriptor whenever it likes, and a
+                // reactor must never hold a number that may already name another file.
+                int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                if (dup >= 0) {
+                    error_code ec;
+                    sd_.assign(dup, ec);
+                    if (ec) ::close(dup);
+                    else ino_ = static_cast<std::uint64_t>(st.st_ino);
+                }
+            }
+        }
+    }
+    if (sd_.is_open()) {
+        if ((interest & ZOOKEEPER_READ) && !read_waiting_) {
+            read_waiting_ = true;
+            sd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                           [self = shared_from_this(), g = sock_gen_](error_code ec) {
+                               if (g != self->sock_gen_) return; // (that socket's waits are over)
+                               self->read_waiting_ = false;
+                               if (ec == asio::error::operation_aborted) return;
+                               self->drive(ec ? 0 : ZOOKEEPER_READ, g);
+                           });
+        }
+        if ((interest & ZOOKEEPER_WRITE) && !write_waiting_) {
+            write_waiting_ = true;
+            sd_.async_wait(asio::posix::stream_descriptor::wait_write,
+                           [self = shared_from_this(), g = sock_gen_](error_code ec) {
+                               if (g != self->sock_gen_) return;
+                               self->write_waiting_ = false;
+                               if (ec == asio::error::operation_aborted) return;
+                               self->drive(ec ? 0 : ZOOKEEPER_WRITE, g);
+                           });
+        }
+    }
+    // The timeout: the next ping, the server's silence, the next connection attempt. Waking up
+    // earlier than asked is harmless (zookeeper_interest recomputes it); later is not.
+    auto at = std::chrono::steady_clock::now() + std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
+    if (!timer_waiting_ || at < timer_at_) {
+        timer_waiting_ = true;
+        timer_at_ = at;
+        timer_.expires_at(at);
+        timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (ec == asio::error::operation_aborted) return;
+            self->timer_waiting_ = false;
+            self->drive(0, self->sock_gen_);
+        });
+    }
+}
+
+void zk_handle::drop_socket() {
+    if (!sd_.is_open()) return;
+    ++sock_gen_;
+    read_waiting_ = write_waiting_ = false;
+    error_code ec;
+    sd_.close(ec); // our duplicate: the waits on it end with operation_aborted
+    ino_ = 0;
+}
+
+void zk_handle::stop_waits() {
+    drop_socket();
+    timer_waiting_ = false;
+    timer_.cancel();
+}
+
+void zk_handle::close() {
     std::unordered_set<c_op*> rest;
     {
-        std::lock_guard lk(mu_);
-        zh_ = nullptr;
+        std::lock_guard lk(client_lock());
+        if (closed_) return;
+        closed_ = true;
+        if (zh_) {
+            call_timer timed;
+            // zookeeper_close of the single-threaded client blocks while connected: it sends the
+            // close request (polling up to 3 s for the socket to take it), then polls up to 1.5 s
+            // for any answer, which it does not read. So: first take the replies already there
+            // (their completions run now, with their results); then shut the socket's reading
+            // side, which makes that second poll return at once. The close request still goes
+            // out, the C client's own, behind every request sent before it. If the socket cannot
+            // even take it (requests still unsent: the server stopped reading), the whole socket
+            // is shut: nothing more is sent, and the server ends the session only at its timeout.
+            if (zoo_state(zh_) == ZOO_CONNECTED_STATE && last_fd_ >= 0) {
+                for (int n = 0; n < max_replies_per_drive; ++n)
+                    if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
+                int fd = -1, interest = 0;
+                timeval tv{};
+                if (zoo_state(zh_) == ZOO_CONNECTED_STATE && zookeeper_interest(zh_, &fd, &interest, &tv) == ZOK && fd >= 0) {
+                    if (interest & ZOOKEEPER_WRITE) {
+                        log_line("zklock: closing a session whose connection takes no more data: the server "
+                                 "ends the session at its timeout");
+                        ::shutdown(fd, SHUT_RDWR);
+                    } else {
+                        ::shutdown(fd, SHUT_RD);
+                    }
+                }
+            }
+            zookeeper_close(zh_); // (completions of what is still pending run here, with ZCLOSING)
+            zh_ = nullptr;
+        }
         rest.swap(inflight_);
     }
     for (c_op* op : rest) {
         op->res.rc = ZCLOSING;
         post_result(strand, op);
+    }
+    // The waits belong to the strand (this may be another thread, or the destructor).
+    if (auto self = weak_from_this().lock()) {
+        try {
+            asio::post(strand, [self] { self->stop_waits(); });
+        } catch (...) {
+        }
     }
 }
 
@@ -315,9 +528,6 @@ session_impl::~session_impl() {
         h = std::move(handle_);
     }
     if (h) h->close();
-    std::lock_guard lk(closers_mu_);
-    for (auto& t : closers_)
-        if (t.joinable()) t.join();
 }
 
 void session_impl::meter_acquire(const std::string& path, pending<void(error_code, guard)>& p) {
@@ -459,32 +669,13 @@ void session_impl::start_handle() {
     if (!h->init(opts_.connect, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
+        return;
     }
+    h->start();
 }
 
-void session_impl::close_handle_in_background(std::shared_ptr<zk_handle> h) {
-    if (!h) return;
-    // zookeeper_close can block for seconds against a dead server: never on the io_context.
-    std::lock_guard lk(closers_mu_);
-    join_finished_closers();
-    auto done = std::make_shared<std::atomic<bool>>(false);
-    closers_.emplace_back([h = std::move(h), done] {
-        h->close();
-        *done = true;
-    });
-    closers_done_.push_back(done);
-}
-
-void session_impl::join_finished_closers() {
-    for (std::size_t i = 0; i < closers_.size();) {
-        if (i < closers_done_.size() && *closers_done_[i]) {
-            closers_[i].join();
-            closers_.erase(closers_.begin() + static_cast<std::ptrdiff_t>(i));
-            closers_done_.erase(closers_done_.begin() + static_cast<std::ptrdiff_t>(i));
-        } else {
-            ++i;
-        }
-    }
+void session_impl::close_handle(std::shared_ptr<zk_handle> h) {
+    if (h) h->close();
 }
 
 void session_impl::connect(pending<void(error_code)> h) {
@@ -544,7 +735,7 @@ void session_impl::abandon_attempt(error_code why) {
     }
     generation_.fetch_add(1); // events the abandoned handle already posted are stale
     connect_timer_.cancel();
-    close_handle_in_background(std::move(old));
+    close_handle(std::move(old));
     set_state(session_state::disconnected);
     for (auto& [cid, w] : connect_waiters_) w.complete(why);
     connect_waiters_.clear();
@@ -623,7 +814,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             std::lock_guard lk(handle_mu_);
             old = std::move(handle_);
         }
-        close_handle_in_background(std::move(old));
+        close_handle(std::move(old));
         if (opts_.renew_after_expiry) start_handle();
         if (handle_) {
             set_state(session_state::connecting);
@@ -701,7 +892,7 @@ void session_impl::fail_auth() {
         std::lock_guard lk(handle_mu_);
         old = std::move(handle_);
     }
-    close_handle_in_background(std::move(old));
+    close_handle(std::move(old));
     set_state(session_state::disconnected);
     for (auto& [cid, w] : connect_waiters_) w.complete(zk_errc::auth_failed);
     connect_waiters_.clear();
@@ -759,15 +950,8 @@ void session_impl::close(pending<void(error_code)> h) {
             std::lock_guard lk(s.handle_mu_);
             old = std::move(s.handle_);
         }
-        std::lock_guard lk(s.closers_mu_);
-        s.join_finished_closers();
-        auto done = std::make_shared<std::atomic<bool>>(false);
-        s.closers_.emplace_back([old = std::move(old), h = std::move(h), done]() mutable {
-            if (old) old->close();
-            h.complete({});
-            *done = true;
-        });
-        s.closers_done_.push_back(done);
+        close_handle(std::move(old));
+        h.complete({});
     });
 }
 
@@ -778,20 +962,12 @@ void session_impl::shutdown() noexcept {
         std::lock_guard lk(handle_mu_);
         h = handle_;
     }
-    if (h) h->close(); // blocking; afterwards no request can reach the C client
+    if (h) h->close(); // afterwards no request can reach the C client
     try {
         asio::post(strand_, [self = shared_from_this()] { self->enter_closed(); });
     } catch (...) {
     }
     state_.store(session_state::closed, std::memory_order_release);
-    std::vector<std::thread> closers;
-    {
-        std::lock_guard lk(closers_mu_);
-        closers.swap(closers_);
-        closers_done_.clear();
-    }
-    for (auto& t : closers)
-        if (t.joinable()) t.join();
 }
 
 // ---------------------------------------------------------------- the lease

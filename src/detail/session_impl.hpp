@@ -1,5 +1,5 @@
-// The session bridge: one zhandle_t of libzookeeper_mt, its completions and watch events
-// posted to one strand, plus the session-wide machinery the lock recipes share
+// The session bridge: one zhandle_t of libzookeeper_st driven from one strand, its completions
+// and watch events posted to that strand, plus the session-wide machinery the lock recipes share
 // (listeners, watch registry, guaranteed background deletes).
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <zklock/transaction.hpp>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
@@ -27,7 +28,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -76,41 +76,71 @@ struct c_op;
 /// A line of zklock's own to the log handler (set_log_handler), if any. Any thread.
 void log_line(std::string_view line);
 
-/// One zhandle_t generation. Calls into the C client are serialised with close() by a mutex,
-/// so no call can touch a closed handle; in-flight requests are registered so that the ones
-/// whose completion the C client never runs (close, expiry) are completed by sweep.
-class zk_handle {
+/// One zhandle_t generation of the single-threaded C client (libzookeeper_st), driven from the
+/// session's strand: a reactor wait on (a duplicate of) the client's socket for the interest
+/// that zookeeper_interest reports, a timer for its timeout, zookeeper_process on readiness.
+/// Neither zklock nor the C client starts a thread; the C client's callbacks run inside
+/// zookeeper_process, on the strand, and post their results to it.
+/// Every call into the C client holds one process-wide lock: the strands of several sessions
+/// may run on several threads, and the client's request ids come from one unguarded global
+/// counter. close() may come from any thread (the session's destructor).
+class zk_handle : public std::enable_shared_from_this<zk_handle> {
 public:
     zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen,
               std::shared_ptr<session_lease> lease);
     ~zk_handle();
-    /// zookeeper_init2; false (with errno) if the C client refused the arguments.
+    /// zookeeper_init2; false (with errno) if the C client refused the arguments. Then start().
     /// `auth`: added with zoo_add_auth before the first connection (the C client presents them
     /// again on every reconnect); their outcome reaches session_impl::on_auth_result.
     bool init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth);
+    /// Starts driving the C client on the strand (the first zookeeper_interest connects).
+    void start();
     /// Registers `op` and runs `call(zh)` unless closed. Returns the synchronous code.
     template <class F>
     int submit(c_op* op, bool register_op, F&& call);
-    /// Blocking: zookeeper_close, then completes every request still registered with ZCLOSING.
+    /// Ends the session at the server without waiting for its answer, frees the C handle, and
+    /// completes every request still registered with ZCLOSING. Any thread; never blocks on the
+    /// network (see close_without_waiting in the .cpp).
     void close();
-    /// Called by the C completion thread: true if `op` was still registered (caller owns it now).
+    /// Called by a C completion: true if `op` was still registered (caller owns it now).
     bool take(c_op* op);
     /// The session id and negotiated timeout, unless closed.
     bool session_info(std::int64_t& id, int& timeout_ms);
-    zhandle_t* raw() const noexcept { return zh_; }
 
     const std::weak_ptr<session_impl> session;
     const asio::strand<asio::any_io_executor> strand;
     const std::uint64_t generation;
-    /// The session's lease: replies to this handle's requests renew it (C completion thread).
+    /// The session's lease: replies to this handle's requests renew it.
     const std::shared_ptr<session_lease> lease;
 
 private:
-    std::mutex mu_;
-    zhandle_t* zh_ = nullptr;
-    bool closed_ = false;
-    std::unordered_set<c_op*> inflight_;
+    /// (strand) Hands the readiness `events` (ZOOKEEPER_READ / _WRITE, 0 for the timer) of socket
+    /// generation `sock_gen` to zookeeper_process, then asks zookeeper_interest what to wait for.
+    void drive(int events, std::uint64_t sock_gen);
+    /// Any thread: a drive soon on the strand (a request was queued), at most one pending.
+    void schedule_drive();
+    /// (strand) Waits for what `interest` asks on socket `fd` (-1: none), and at most `tv`.
+    void wait_for(int fd, int interest, const timeval& tv);
+    void drop_socket(); // (strand)
+    void stop_waits();  // (strand)
+
+    zhandle_t* zh_ = nullptr; // under the client lock
+    bool closed_ = false;     // under the client lock
+    std::unordered_set<c_op*> inflight_; // under the client lock
+    int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
+    // strand only:
+    asio::posix::stream_descriptor sd_; // a duplicate of the C client's socket (it closes its own)
+    std::uint64_t ino_ = 0;             // which socket sd_ duplicates (its inode)
+    std::uint64_t sock_gen_ = 0;        // moves whenever the socket changes: stale readiness is ignored
+    bool read_waiting_ = false, write_waiting_ = false, timer_waiting_ = false;
+    asio::steady_timer timer_;
+    std::chrono::steady_clock::time_point timer_at_{};
+    std::atomic<bool> drive_posted_{false};
 };
+
+/// The longest time one call into the C client (zookeeper_process, zookeeper_interest, a request,
+/// zookeeper_close) held its thread, in this process so far (ns).
+std::int64_t longest_client_call_ns() noexcept;
 
 class session_impl : public std::enable_shared_from_this<session_impl> {
 public:
@@ -313,7 +343,8 @@ private:
     void enter_closed();
     void notify(session_event e);
     void start_handle();
-    void close_handle_in_background(std::shared_ptr<zk_handle> h);
+    /// Closes a handle that is no longer the session one (never blocks: zk_handle::close).
+    static void close_handle(std::shared_ptr<zk_handle> h);
     void run_cleanups();
     void run_cleanup(std::list<cleanup_job>::iterator it);
     /// A request of the job failed with `rc`, and the node may still be there: try again, never
@@ -379,10 +410,6 @@ private:
     std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;
     std::list<cleanup_job> cleanups_;
     std::map<std::uint64_t, std::shared_ptr<void>> extensions_;
-    std::mutex closers_mu_;
-    std::vector<std::thread> closers_;
-    std::vector<std::shared_ptr<std::atomic<bool>>> closers_done_;
-    void join_finished_closers(); // with closers_mu_ held
 };
 
 } // namespace zklock::detail

@@ -1,0 +1,92 @@
+// The C-client bridge: the single-threaded client, driven from the io_context.
+// - No threads of its own: counted in /proc/self/task around a session's whole life (connect,
+//   1,000 acquires, close).
+// - Nothing waits for the network: a close ends the session at the server without waiting for
+//   its answer.
+#include <zklock/mutex.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+
+#include <filesystem>
+
+using namespace zt;
+
+namespace {
+int thread_count() {
+    int n = 0;
+    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+}
+} // namespace
+
+class Threads : public zk_test {};
+class Bridge : public zk_test {};
+
+TEST_F(Threads, NeitherZklockNorTheCClientStartsAThread) {
+    const int before = thread_count();
+    int most = before;
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto s = co_await connect_session();
+        most = std::max(most, thread_count());
+        zklock::mutex m(*s, path);
+        for (int i = 0; i < 1000; ++i) {
+            auto g = co_await m.async_acquire(use_awaitable);
+            if (i % 100 == 0) most = std::max(most, thread_count());
+            co_await g.async_release(use_awaitable);
+        }
+        most = std::max(most, thread_count());
+        co_await s->async_close(use_awaitable);
+        most = std::max(most, thread_count());
+        s.reset();
+    }, 120s);
+    const int after = thread_count();
+    std::printf("  threads: %d before, at most %d during, %d after; longest C-client call so far %.3f ms\n", before,
+                most, after, static_cast<double>(zklock::detail::longest_client_call_ns()) / 1e6);
+    EXPECT_EQ(most, before) << "a thread was started while the session lived";
+    EXPECT_EQ(after, before);
+}
+
+TEST_F(Threads, ManySessionsOnOneIoContextStartNoThread) {
+    // (1,000 sessions of libzookeeper_mt were 2,000 threads)
+    const int before = thread_count();
+    int most = before;
+    run_test([&]() -> awaitable<void> {
+        std::vector<std::unique_ptr<zklock::session>> sessions;
+        for (int i = 0; i < 50; ++i) sessions.push_back(co_await connect_session());
+        most = std::max(most, thread_count());
+        for (auto& s : sessions) co_await s->async_close(use_awaitable);
+    }, 120s);
+    EXPECT_EQ(most, before);
+    EXPECT_EQ(thread_count(), before);
+}
+
+TEST_F(Bridge, ACloseEndsTheSessionAtTheServerWithoutWaitingForItsAnswer) {
+    // A slow network: every byte takes 1 s each way. The single-threaded client's own
+    // zookeeper_close would wait here for the server's answer (up to 1.5 s); the bridge shuts its
+    // socket's reading side first, so nothing waits. The close request still reaches the server:
+    // the holder's node goes after that second, not at the session timeout (10 s).
+    run_test([&]() -> awaitable<void> {
+        using clk = std::chrono::steady_clock;
+        auto path = lock_path();
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto o = through(proxy);
+        o.session_timeout = 10000ms;
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        proxy.delay(1000ms);
+        const auto t0 = clk::now();
+        co_await a->async_close(use_awaitable);
+        const double close_s = std::chrono::duration<double>(clk::now() - t0).count();
+        std::printf("  close took %.3f ms\n", close_s * 1e3);
+        EXPECT_LT(close_s, 0.5) << "the close waited for the server";
+        auto [ec, next] = co_await mb.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << "the holder's node outlived its closed session: " << ec.message();
+        if (!ec) co_await next.async_release(use_awaitable);
+    });
+}
