@@ -3,6 +3,7 @@
 #include <zklock/path.hpp>
 
 #include <algorithm>
+#include <arpa/inet.h>
 #include <charconv>
 #include <random>
 
@@ -289,5 +290,56 @@ error_code validate_connect_string(std::string_view s) noexcept {
     }
     return {};
 }
+
+namespace detail {
+
+connect_spec parse_connect_string(std::string_view s) {
+    connect_spec out;
+    auto slash = s.find('/');
+    if (slash != std::string_view::npos && s.substr(slash) != "/") out.chroot = std::string(s.substr(slash));
+    auto hosts = s.substr(0, slash);
+    std::size_t start = 0;
+    while (start < hosts.size()) {
+        auto end = hosts.find(',', start);
+        if (end == std::string_view::npos) end = hosts.size();
+        auto hp = hosts.substr(start, end - start);
+        auto colon = hp.rfind(':');
+        if (colon != std::string_view::npos) out.hosts.push_back({std::string(hp.substr(0, colon)), std::string(hp.substr(colon + 1))});
+        start = end + 1;
+    }
+    return out;
+}
+
+bool is_address_literal(std::string_view host) noexcept {
+    if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    if (host.empty() || host.size() >= 64) return false;
+    char buf[64];
+    std::copy(host.begin(), host.end(), buf);
+    buf[host.size()] = '\0';
+    unsigned char addr[16];
+    return ::inet_pton(AF_INET, buf, addr) == 1 || ::inet_pton(AF_INET6, buf, addr) == 1;
+}
+
+bool needs_resolution(std::string_view s) {
+    auto spec = parse_connect_string(s);
+    return std::any_of(spec.hosts.begin(), spec.hosts.end(), [](const connect_host& h) { return !is_address_literal(h.host); });
+}
+
+std::string numeric_connect_string(const std::vector<std::pair<std::string, unsigned short>>& addresses,
+                                   std::string_view chroot) {
+    std::string out;
+    std::vector<std::string> seen;
+    for (auto& [a, port] : addresses) {
+        auto hp = a + ":" + std::to_string(port);
+        if (std::find(seen.begin(), seen.end(), hp) != seen.end()) continue;
+        seen.push_back(hp);
+        if (!out.empty()) out += ',';
+        out += hp;
+    }
+    out += chroot;
+    return out;
+}
+
+} // namespace detail
 
 } // namespace zklock

@@ -9,6 +9,7 @@
 #include <zklock/path.hpp>
 
 #include <boost/asio/bind_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 
 #include <algorithm>
@@ -318,6 +319,16 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
     return rc;
 }
 
+void zk_handle::set_servers(const std::string& hosts) {
+    {
+        std::lock_guard lk(client_lock());
+        if (closed_ || !zh_) return;
+        call_timer timed;
+        zoo_set_servers(zh_, hosts.c_str()); // (addresses only: no resolver call)
+    }
+    schedule_drive();
+}
+
 bool zk_handle::session_info(std::int64_t& id, int& timeout_ms) {
     std::lock_guard lk(client_lock());
     if (closed_ || !zh_) return false;
@@ -342,7 +353,7 @@ void zk_handle::schedule_drive() {
 void zk_handle::drive(int events, std::uint64_t gen) {
     int fd = -1, interest = 0;
     timeval tv{};
-    bool more = false, dead = false;
+    bool more = false, dead = false, round_failed = false;
     {
         std::lock_guard lk(client_lock());
         if (closed_ || !zh_) return;
@@ -378,6 +389,9 @@ void zk_handle::drive(int events, std::uint64_t gen) {
             }
         }
         dead = rc == ZINVALIDSTATE; // expired or refused for good: the session event says which
+        // No socket but a pause: every server of the list failed once (the C client waits a
+        // little before the next round). The session may look its host names up again.
+        round_failed = rc == ZOK && fd < 0 && (tv.tv_sec != 0 || tv.tv_usec != 0);
         if (dead) fd = -1;
         if (!dead && fd < 0 && tv.tv_sec == 0 && tv.tv_usec == 0) tv = {0, 10'000};
         last_fd_ = fd;
@@ -387,6 +401,10 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         stop_waits();
         return;
     }
+    if (round_failed)
+        asio::post(strand, [w = session, gen = generation] {
+            if (auto s = w.lock()) s->on_round_failed(gen);
+        });
     wait_for(fd, interest, tv);
     if (more)
         asio::post(strand, [self = shared_from_this(), g = sock_gen_] { self->drive(ZOOKEEPER_READ, g); });
@@ -666,7 +684,7 @@ void session_impl::start_handle() {
     auto ms = static_cast<int>(opts_.session_timeout.count());
     auth_confirmed_ = opts_.auth.empty();
     auth_probe_needed_ = auth_probe_in_flight_ = false;
-    if (!h->init(opts_.connect, ms, opts_.auth)) {
+    if (!h->init(resolved_connect_.empty() ? opts_.connect : resolved_connect_, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
         return;
@@ -706,12 +724,93 @@ void session_impl::connect(pending<void(error_code)> h) {
             s.opts_.session_timeout.count() > INT32_MAX)
             return h.complete(errc::invalid_argument);
         if (auto ec = s.opts_.loss.validate()) return h.complete(ec);
-        s.start_handle();
-        if (!s.handle_) return h.complete(errc::invalid_connect_string);
+        if (!s.resolved_connect_.empty() || !needs_resolution(s.opts_.connect)) {
+            s.start_handle();
+            if (!s.handle_) return h.complete(errc::invalid_connect_string);
+            s.connect_waiters_.emplace_back(id, std::move(h));
+            s.set_state(session_state::connecting);
+            s.arm_connect_timer();
+            return;
+        }
+        // Host names: resolved here, asynchronously, and the C client gets addresses (it would
+        // call a blocking getaddrinfo on the io_context before every connection attempt). The
+        // connect timeout covers the resolution too.
         s.connect_waiters_.emplace_back(id, std::move(h));
         s.set_state(session_state::connecting);
         s.arm_connect_timer();
+        const auto deadline = deadline_after(s.opts_.connect_timeout);
+        s.resolve_hosts([self = s.shared_from_this(), epoch = s.resolve_epoch_, deadline](error_code ec) {
+            auto& s = *self;
+            if (epoch != s.resolve_epoch_ || s.state() != session_state::connecting || s.handle_) return; // abandoned
+            if (!ec) s.start_handle();
+            if (ec || !s.handle_) {
+                s.set_state(session_state::disconnected);
+                for (auto& [cid, w] : s.connect_waiters_) w.complete(ec ? ec : make_error_code(errc::invalid_connect_string));
+                s.connect_waiters_.clear();
+                s.notify(session_event::state_changed);
+                return;
+            }
+            s.arm_connect_timer(deadline); // (start_handle moved the generation the first timer checks)
+        });
     });
+}
+
+void session_impl::on_round_failed(std::uint64_t gen) {
+    if (gen != generation() || !handle_ || round_resolution_ || !needs_resolution(opts_.connect)) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_round_resolution_ < std::chrono::seconds(1)) return; // (at most once a second)
+    round_resolution_ = true;
+    last_round_resolution_ = now;
+    const auto before = resolved_connect_;
+    resolve_hosts([self = shared_from_this(), gen, before](error_code ec) {
+        self->round_resolution_ = false;
+        if (ec || gen != self->generation() || !self->handle_ || self->resolved_connect_ == before) return;
+        // (zoo_set_servers takes the hosts without the chroot)
+        auto hosts = self->resolved_connect_.substr(0, self->resolved_connect_.find('/'));
+        log_line("zklock: the servers' addresses changed: " + hosts);
+        self->handle_->set_servers(hosts);
+    });
+}
+
+void session_impl::resolve_hosts(std::function<void(error_code)> then) {
+    struct resolution {
+        explicit resolution(const strand_type& st) : resolver(st) {}
+        asio::ip::tcp::resolver resolver;
+        std::vector<std::vector<std::pair<std::string, unsigned short>>> per_host;
+        std::size_t left = 0;
+        error_code error;
+        std::function<void(error_code)> then;
+    };
+    auto spec = parse_connect_string(opts_.connect);
+    auto r = std::make_shared<resolution>(strand_);
+    r->per_host.resize(spec.hosts.size());
+    r->left = spec.hosts.size();
+    r->then = std::move(then);
+    auto done = [this, r, chroot = spec.chroot] {
+        if (--r->left != 0) return;
+        std::vector<std::pair<std::string, unsigned short>> all;
+        for (auto& v : r->per_host) all.insert(all.end(), v.begin(), v.end());
+        if (all.empty()) return r->then(r->error ? r->error : make_error_code(asio::error::host_not_found));
+        resolved_connect_ = numeric_connect_string(all, chroot);
+        r->then({});
+    };
+    for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
+        auto& h = spec.hosts[i];
+        auto port = static_cast<unsigned short>(std::stoi(h.port)); // (validated: 1..65535)
+        if (is_address_literal(h.host)) {
+            auto a = h.host;
+            if (a.front() == '[') a = a.substr(1, a.size() - 2);
+            r->per_host[i].emplace_back(a, port);
+            asio::post(strand_, done);
+            continue;
+        }
+        r->resolver.async_resolve(h.host, h.port, asio::ip::tcp::resolver::numeric_service,
+                                  [r, i, port, done](error_code ec, asio::ip::tcp::resolver::results_type res) {
+                                      if (ec) r->error = ec;
+                                      for (auto& e : res) r->per_host[i].emplace_back(e.endpoint().address().to_string(), port);
+                                      done();
+                                  });
+    }
 }
 
 void session_impl::cancel_connect(std::uint64_t id) {
@@ -734,6 +833,7 @@ void session_impl::abandon_attempt(error_code why) {
         old = std::move(handle_);
     }
     generation_.fetch_add(1); // events the abandoned handle already posted are stale
+    ++resolve_epoch_;         // and so is a resolution still under way
     connect_timer_.cancel();
     close_handle(std::move(old));
     set_state(session_state::disconnected);
@@ -748,10 +848,10 @@ bool session_impl::attempt_in_progress() const noexcept {
            (!auth_confirmed_ && (st == session_state::connected || st == session_state::suspended));
 }
 
-void session_impl::arm_connect_timer() {
+void session_impl::arm_connect_timer(std::optional<std::chrono::steady_clock::time_point> at) {
     // No server answering: abandon the attempt (the C client would retry forever). For a first
     // connect and for the renewal after an expiry alike.
-    connect_timer_.expires_at(deadline_after(opts_.connect_timeout));
+    connect_timer_.expires_at(at ? *at : deadline_after(opts_.connect_timeout));
     connect_timer_.async_wait([w = weak_from_this(), gen = generation()](error_code ec) {
         auto s = w.lock();
         if (ec || !s || s->generation() != gen || !s->attempt_in_progress()) return;

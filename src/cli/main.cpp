@@ -482,8 +482,16 @@ int with_session(const admin_args& a, bool path_is_node, Start start) {
     zklock::session s(io.get_executor(), so);
     if (int rc = connect(io, s)) return rc;
     int rc = ex_software;
-    start(s, zklock::inspect_options{dialect, a.read_write}, rc);
-    io.run();
+    bool done = false;
+    start(s, zklock::inspect_options{dialect, a.read_write}, rc, done);
+    // (Not io.run(): a connected session keeps its io_context busy with its connection.)
+    while (!done && io.run_one()) {
+    }
+    io.restart();
+    bool closed = false;
+    s.async_close([&](error_code) { closed = true; });
+    while (!closed && io.run_one()) {
+    }
     return rc;
 }
 
@@ -492,8 +500,9 @@ int with_session(const admin_args& a, bool path_is_node, Start start) {
 const char* role(const zklock::contender_info& c) { return c.foreign ? "foreign" : c.holder ? "holder" : "waiter"; }
 
 int list_command(const admin_args& a) {
-    return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc) {
+    return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc, bool& done) {
         zklock::async_list_contenders(s, a.path, o, [&](error_code ec, std::vector<zklock::contender_info> cs) {
+            done = true;
             if (ec) {
                 rc = server_error("cannot list " + a.path, ec);
                 return;
@@ -522,8 +531,9 @@ int list_command(const admin_args& a) {
 }
 
 int break_command(const admin_args& a) {
-    return with_session(a, true, [&](zklock::session& s, zklock::inspect_options, int& rc) {
+    return with_session(a, true, [&](zklock::session& s, zklock::inspect_options, int& rc, bool& done) {
         zklock::async_break_lock(s, a.path, [&](error_code ec) {
+            done = true;
             if (ec == zklock::zk_errc::no_node) rc = fail(ex_failure, "no such lock node: " + a.path);
             else if (ec) rc = server_error("cannot break " + a.path, ec);
             else rc = 0;
@@ -532,8 +542,9 @@ int break_command(const admin_args& a) {
 }
 
 int revoke_command(const admin_args& a) {
-    return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc) {
+    return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc, bool& done) {
         zklock::async_revoke(s, a.path, o, [&](error_code ec, std::string holder) {
+            done = true;
             if (ec == zklock::zk_errc::no_node) rc = fail(ex_failure, "nobody holds " + a.path);
             else if (ec) rc = server_error("cannot revoke " + a.path, ec);
             else {

@@ -164,4 +164,29 @@ std::string_view last_segment(std::string_view path) noexcept;
 /// The proper ancestors of an absolute path, shortest first ("/a/b/c" -> "/a", "/a/b").
 std::vector<std::string> ancestors(std::string_view path);
 
+// ---- connect strings: the hosts resolved by zklock (asynchronously), not by the C client ----
+
+/// One server of a connect string, as written ("[::1]" keeps its brackets).
+struct connect_host {
+    std::string host;
+    std::string port;
+};
+/// The servers and the chroot ("" when none) of a connect string that
+/// validate_connect_string accepted.
+struct connect_spec {
+    std::vector<connect_host> hosts;
+    std::string chroot;
+};
+connect_spec parse_connect_string(std::string_view s);
+/// True if `host` is an IPv4 or IPv6 address (brackets allowed): the C client takes it as it is,
+/// without asking a resolver.
+bool is_address_literal(std::string_view host) noexcept;
+/// True if some host of `s` is a name: the C client would resolve it with a blocking
+/// getaddrinfo, on the io_context, before every connection attempt.
+bool needs_resolution(std::string_view s);
+/// The connect string for the C client: "address:port,..." (IPv6 without brackets: the C client
+/// splits at the last ':'), then the chroot. Duplicates are dropped, the order kept.
+std::string numeric_connect_string(const std::vector<std::pair<std::string, unsigned short>>& addresses,
+                                   std::string_view chroot);
+
 } // namespace zklock::detail

@@ -104,6 +104,8 @@ public:
     void close();
     /// Called by a C completion: true if `op` was still registered (caller owns it now).
     bool take(c_op* op);
+    /// zoo_set_servers: the C client moves to the new list (addresses, no chroot).
+    void set_servers(const std::string& hosts);
     /// The session id and negotiated timeout, unless closed.
     bool session_info(std::int64_t& id, int& timeout_ms);
 
@@ -333,7 +335,20 @@ private:
     }
 
     void set_state(session_state s);
-    void arm_connect_timer();
+    /// At `at`, or connect_timeout from now.
+    void arm_connect_timer(std::optional<std::chrono::steady_clock::time_point> at = std::nullopt);
+    /// Resolves the connect string's host names with asio's resolver (never a getaddrinfo on the
+    /// io_context), then `then(ec)` on the strand; the addresses land in resolved_connect_.
+    void resolve_hosts(std::function<void(error_code)> then);
+    std::string resolved_connect_; // strand: what the C client is given ("": opts_.connect as it is)
+    std::uint64_t resolve_epoch_ = 0; // strand: moved when an attempt is abandoned
+    bool round_resolution_ = false;   // strand: a lookup after a failed round is under way
+    std::chrono::steady_clock::time_point last_round_resolution_{};
+public:
+    /// (strand) Every server of handle `gen` failed once: look the host names up again, and give
+    /// the C client the new addresses if they changed.
+    void on_round_failed(std::uint64_t gen);
+private:
     void cancel_connect(std::uint64_t id);
     void abandon_attempt(error_code why);
     void arm_lease_timer();

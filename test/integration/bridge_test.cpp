@@ -9,6 +9,7 @@
 #include "proxy.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
 
 #include <filesystem>
 
@@ -88,5 +89,57 @@ TEST_F(Bridge, ACloseEndsTheSessionAtTheServerWithoutWaitingForItsAnswer) {
         auto [ec, next] = co_await mb.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << "the holder's node outlived its closed session: " << ec.message();
         if (!ec) co_await next.async_release(use_awaitable);
+    });
+}
+
+namespace {
+/// Ticks every 10 ms on the test's io_context until stopped, and records the longest gap: a call
+/// that blocked the io_context shows as a gap.
+struct tick_watch {
+    std::shared_ptr<bool> on = std::make_shared<bool>(true);
+    std::shared_ptr<double> longest_gap_ms = std::make_shared<double>(0);
+    void start(asio::io_context& io) {
+        asio::co_spawn(io, [](std::shared_ptr<bool> on, std::shared_ptr<double> gap) -> awaitable<void> {
+            auto last = std::chrono::steady_clock::now();
+            while (*on) {
+                co_await sleep_for(10ms);
+                auto now = std::chrono::steady_clock::now();
+                *gap = std::max(*gap, std::chrono::duration<double, std::milli>(now - last).count() - 10);
+                last = now;
+            }
+        }(on, longest_gap_ms), asio::detached);
+    }
+};
+} // namespace
+
+TEST_F(Bridge, HostNamesAreResolvedAsynchronously) {
+    // "localhost" instead of the address: the session resolves it (asio's resolver) and the C
+    // client gets addresses; the lock works as with an address.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto o = options("localhost:" + std::to_string(first_port(zk_connect())));
+        auto s = co_await connect(o);
+        zklock::mutex m(*s, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        EXPECT_TRUE(g.owns_lock());
+        co_await g.async_release(use_awaitable);
+        co_await s->async_close(use_awaitable);
+    });
+}
+
+TEST_F(Bridge, AHostThatDoesNotResolveFailsTheConnectWithoutBlocking) {
+    run_test([&]() -> awaitable<void> {
+        tick_watch w;
+        w.start(io);
+        auto o = options("no-such-host.invalid:2181");
+        o.connect_timeout = 3000ms;
+        zklock::session s(io.get_executor(), o);
+        auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+        *w.on = false;
+        EXPECT_TRUE(ec) << "connected to a host that does not exist";
+        EXPECT_FALSE(ec.message().empty());
+        std::printf("  connect: %s; longest gap in the io_context's ticks %.1f ms\n", ec.message().c_str(), *w.longest_gap_ms);
+        EXPECT_NE(s.state(), zklock::session_state::connected);
+        EXPECT_LT(*w.longest_gap_ms, 1000.0) << "the io_context was blocked (a resolver timing out takes seconds)";
     });
 }

@@ -1,5 +1,7 @@
 #include <zklock/path.hpp>
 
+#include "detail/protocol.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -48,4 +50,38 @@ TEST(ConnectString, Validates) {
     EXPECT_EQ(validate_connect_string("h:1,,h:2"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h 1:2181"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h:1/bad//chroot"), errc::path_empty_segment);
+}
+
+// ---- what the session resolves itself (asynchronously) before the C client sees the hosts ----
+TEST(ConnectString, SplitsHostsPortsAndChroot) {
+    auto spec = zklock::detail::parse_connect_string("a.example:2181,[::1]:2182,10.0.0.1:2183/app/locks");
+    ASSERT_EQ(spec.hosts.size(), 3u);
+    EXPECT_EQ(spec.hosts[0].host, "a.example");
+    EXPECT_EQ(spec.hosts[0].port, "2181");
+    EXPECT_EQ(spec.hosts[1].host, "[::1]");
+    EXPECT_EQ(spec.hosts[1].port, "2182");
+    EXPECT_EQ(spec.hosts[2].host, "10.0.0.1");
+    EXPECT_EQ(spec.chroot, "/app/locks");
+    EXPECT_EQ(zklock::detail::parse_connect_string("h:1/").chroot, "");
+}
+
+TEST(ConnectString, OnlyNamesNeedAResolver) {
+    using zklock::detail::is_address_literal;
+    using zklock::detail::needs_resolution;
+    EXPECT_TRUE(is_address_literal("127.0.0.1"));
+    EXPECT_TRUE(is_address_literal("::1"));
+    EXPECT_TRUE(is_address_literal("[fe80::1]"));
+    EXPECT_FALSE(is_address_literal("localhost"));
+    EXPECT_FALSE(is_address_literal("1.2.3"));
+    EXPECT_FALSE(is_address_literal("[::1"));
+    EXPECT_FALSE(is_address_literal(""));
+    EXPECT_FALSE(needs_resolution("127.0.0.1:1,[::1]:2/x"));
+    EXPECT_TRUE(needs_resolution("127.0.0.1:1,zk.internal:2"));
+}
+
+TEST(ConnectString, TheCClientGetsAddressesWithoutBracketsAndTheChroot) {
+    // (the C client splits host and port at the last ':')
+    auto s = zklock::detail::numeric_connect_string({{"10.0.0.1", 2181}, {"::1", 2181}, {"10.0.0.1", 2181}}, "/app");
+    EXPECT_EQ(s, "10.0.0.1:2181,::1:2181/app");
+    EXPECT_EQ(zklock::detail::numeric_connect_string({{"127.0.0.1", 1}}, ""), "127.0.0.1:1");
 }
