@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <shared_mutex>
 
 #include <fcntl.h>
@@ -228,22 +229,39 @@ std::recursive_mutex& client_lock() {
 }
 
 std::atomic<std::int64_t> g_longest_call_ns{0};
+// The longest call's kind and its thread CPU time: a call that took long on the clock but not on
+// the CPU was preempted (a loaded machine), not blocked.
+std::mutex g_longest_mu;
+const char* g_longest_what = "";
+std::int64_t g_longest_cpu_ns = 0;
+
+std::int64_t thread_cpu_ns() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 /// Times one stretch of calls into the C client (the longest_client_call_ns hook).
 class call_timer {
 public:
-    call_timer() : t0_(std::chrono::steady_clock::now()) {}
+    explicit call_timer(const char* what) : what_(what), t0_(std::chrono::steady_clock::now()), cpu0_(thread_cpu_ns()) {}
     ~call_timer() {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
-        auto cur = g_longest_call_ns.load(std::memory_order_relaxed);
-        while (ns > cur && !g_longest_call_ns.compare_exchange_weak(cur, ns, std::memory_order_relaxed)) {
-        }
+        if (ns <= g_longest_call_ns.load(std::memory_order_relaxed)) return;
+        const auto cpu = thread_cpu_ns() - cpu0_;
+        std::lock_guard lk(g_longest_mu);
+        if (ns <= g_longest_call_ns.load(std::memory_order_relaxed)) return;
+        g_longest_call_ns.store(ns, std::memory_order_relaxed);
+        g_longest_what = what_;
+        g_longest_cpu_ns = cpu;
     }
     call_timer(const call_timer&) = delete;
     call_timer& operator=(const call_timer&) = delete;
 
 private:
+    const char* what_;
     std::chrono::steady_clock::time_point t0_;
+    std::int64_t cpu0_;
 };
 
 /// At most this many replies per readiness before the strand runs other work (the rest is
@@ -265,7 +283,9 @@ struct longest_call_report {
         if (FILE* f = std::fopen(file, "a")) {
             char exe[256] = {};
             ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-            std::fprintf(f, "%lld %s\n", static_cast<long long>(ns), n > 0 ? exe : "?");
+            std::lock_guard lk(g_longest_mu);
+            std::fprintf(f, "%lld %s cpu %lld %s\n", static_cast<long long>(ns), g_longest_what,
+                         static_cast<long long>(g_longest_cpu_ns), n > 0 ? exe : "?");
             std::fclose(f);
         }
     }
@@ -282,7 +302,7 @@ zk_handle::~zk_handle() { close(); }
 bool zk_handle::init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth) {
     init_client_library();
     std::lock_guard lk(client_lock());
-    call_timer timed;
+    call_timer timed("init");
     if (closed_) return false; // shutdown() closed this handle before it was created
     // (No connection yet: the single-threaded client connects in the first zookeeper_interest.)
     zhandle_t* zh = zookeeper_init2(connect.c_str(), global_watcher, timeout_ms, nullptr, this,
@@ -316,7 +336,7 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
     {
         std::lock_guard lk(client_lock());
         if (closed_ || !zh_) return ZCLOSING;
-        call_timer timed;
+        call_timer timed("request");
         op->owner = this;
         if (op->sent == 0) op->sent = lease_clock::now();
         inflight_.insert(op);
@@ -342,7 +362,7 @@ void zk_handle::set_servers(const std::string& hosts) {
     {
         std::lock_guard lk(client_lock());
         if (closed_ || !zh_) return;
-        call_timer timed;
+        call_timer timed("set_servers");
         zoo_set_servers(zh_, hosts.c_str()); // (addresses only: no resolver call)
     }
     schedule_drive();
@@ -376,7 +396,7 @@ void zk_handle::drive(int events, std::uint64_t gen) {
     {
         std::lock_guard lk(client_lock());
         if (closed_ || !zh_) return;
-        call_timer timed;
+        call_timer timed("process+interest");
         if (gen != sock_gen_) events = 0; // the readiness of a socket that is gone
         if (events & ZOOKEEPER_WRITE) zookeeper_process(zh_, ZOOKEEPER_WRITE);
         if (events & ZOOKEEPER_READ) {
@@ -511,7 +531,7 @@ void zk_handle::close() {
         if (closed_) return;
         closed_ = true;
         if (zh_) {
-            call_timer timed;
+            call_timer timed("close");
             // zookeeper_close of the single-threaded client blocks while connected: it sends the
             // close request (polling up to 3 s for the socket to take it), then polls up to 1.5 s
             // for any answer, which it does not read. So: first take the replies already there
@@ -816,8 +836,9 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
     for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
         auto& h = spec.hosts[i];
         auto port = static_cast<unsigned short>(std::stoi(h.port)); // (validated: 1..65535)
-        if (is_address_literal(h.host)) {
-            auto a = h.host;
+        std::string overridden = faults.resolve_override ? faults.resolve_override(h.host) : std::string();
+        if (is_address_literal(h.host) || !overridden.empty()) {
+            auto a = overridden.empty() ? h.host : overridden;
             if (a.front() == '[') a = a.substr(1, a.size() - 2);
             r->per_host[i].emplace_back(a, port);
             asio::post(strand_, done);

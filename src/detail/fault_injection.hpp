@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace zklock::detail {
@@ -45,6 +46,11 @@ struct fault_injection {
     /// When 0 or more: every listing of the children reports this as the parent's cversion, as
     /// on a parent whose sequence counter has wrapped (2147483647) after 2^31 creates.
     std::atomic<std::int64_t> cversion_override{-1};
+
+    /// When set: the address a host name of the connect string resolves to ("" for the real
+    /// resolver), as a DNS whose answer changes (set and changed on the thread that runs the
+    /// session's io_context).
+    std::function<std::string(const std::string&)> resolve_override;
 
     /// Uses up one of `n`: true if one was left.
     static bool take(std::atomic<int>& n) noexcept {

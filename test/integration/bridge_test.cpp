@@ -143,3 +143,25 @@ TEST_F(Bridge, AHostThatDoesNotResolveFailsTheConnectWithoutBlocking) {
         EXPECT_LT(*w.longest_gap_ms, 1000.0) << "the io_context was blocked (a resolver timing out takes seconds)";
     });
 }
+
+TEST_F(Bridge, HostNamesAreLookedUpAgainWhenEveryServerHasFailed) {
+    // A name whose address changes (faults.resolve_override stands in for the DNS): first an
+    // address where nothing listens (127.0.0.2: the server listens on 127.0.0.1 only), then the
+    // server's. After a round in which every server failed, the session looks the name up again
+    // and hands the C client the new address (zoo_set_servers): the connect succeeds.
+    run_test([&]() -> awaitable<void> {
+        auto o = options("zk-moved.test:" + std::to_string(first_port(zk_connect())));
+        o.connect_timeout = 15000ms;
+        zklock::session s(io.get_executor(), o);
+        auto where = std::make_shared<std::string>("127.0.0.2");
+        s.impl()->faults.resolve_override = [where](const std::string& host) {
+            return host == "zk-moved.test" ? *where : std::string();
+        };
+        asio::steady_timer moved(io, 1500ms);
+        moved.async_wait([where](zklock::error_code) { *where = "127.0.0.1"; });
+        auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << "the new address was never tried: " << ec.message();
+        EXPECT_EQ(s.state(), zklock::session_state::connected);
+        co_await s.async_close(use_awaitable);
+    });
+}
