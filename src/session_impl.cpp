@@ -21,6 +21,7 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -229,31 +230,48 @@ std::recursive_mutex& client_lock() {
 }
 
 std::atomic<std::int64_t> g_longest_call_ns{0};
-// The longest call's kind and its thread CPU time: a call that took long on the clock but not on
-// the CPU was preempted (a loaded machine), not blocked.
+// With ZKLOCK_LONGEST_CALL_FILE set (measurement runs only: two getrusage calls per C-client
+// call), the longest call's kind and what the thread did meanwhile: its CPU time, and its context
+// switches. Voluntary ones mean it slept in a system call (blocked); involuntary ones mean the
+// scheduler took the core away (a loaded machine), which the call could not help.
+const bool g_call_details = [] {
+    const char* f = std::getenv("ZKLOCK_LONGEST_CALL_FILE");
+    return f && *f;
+}();
 std::mutex g_longest_mu;
 const char* g_longest_what = "";
 std::int64_t g_longest_cpu_ns = 0;
+long g_longest_voluntary = 0, g_longest_involuntary = 0;
 
-std::int64_t thread_cpu_ns() noexcept {
-    timespec ts{};
-    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+struct thread_usage {
+    std::int64_t cpu_ns = 0;
+    long voluntary = 0, involuntary = 0;
+    static thread_usage now() noexcept {
+        rusage ru{};
+        ::getrusage(RUSAGE_THREAD, &ru); // (its CPU times are tick-grained: the clock below is not)
+        timespec ts{};
+        ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return {static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec, ru.ru_nvcsw, ru.ru_nivcsw};
+    }
+};
 
 /// Times one stretch of calls into the C client (the longest_client_call_ns hook).
 class call_timer {
 public:
-    explicit call_timer(const char* what) : what_(what), t0_(std::chrono::steady_clock::now()), cpu0_(thread_cpu_ns()) {}
+    explicit call_timer(const char* what) : what_(what), t0_(std::chrono::steady_clock::now()) {
+        if (g_call_details) u0_ = thread_usage::now();
+    }
     ~call_timer() {
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
         if (ns <= g_longest_call_ns.load(std::memory_order_relaxed)) return;
-        const auto cpu = thread_cpu_ns() - cpu0_;
+        const thread_usage u = g_call_details ? thread_usage::now() : thread_usage{};
         std::lock_guard lk(g_longest_mu);
         if (ns <= g_longest_call_ns.load(std::memory_order_relaxed)) return;
         g_longest_call_ns.store(ns, std::memory_order_relaxed);
         g_longest_what = what_;
-        g_longest_cpu_ns = cpu;
+        g_longest_cpu_ns = u.cpu_ns - u0_.cpu_ns;
+        g_longest_voluntary = u.voluntary - u0_.voluntary;
+        g_longest_involuntary = u.involuntary - u0_.involuntary;
     }
     call_timer(const call_timer&) = delete;
     call_timer& operator=(const call_timer&) = delete;
@@ -261,7 +279,7 @@ public:
 private:
     const char* what_;
     std::chrono::steady_clock::time_point t0_;
-    std::int64_t cpu0_;
+    thread_usage u0_;
 };
 
 /// At most this many replies per readiness before the strand runs other work (the rest is
@@ -284,8 +302,9 @@ struct longest_call_report {
             char exe[256] = {};
             ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
             std::lock_guard lk(g_longest_mu);
-            std::fprintf(f, "%lld %s cpu %lld %s\n", static_cast<long long>(ns), g_longest_what,
-                         static_cast<long long>(g_longest_cpu_ns), n > 0 ? exe : "?");
+            std::fprintf(f, "%lld ns %s: cpu %lld ns, context switches %ld voluntary (slept) %ld involuntary (preempted); %s\n",
+                         static_cast<long long>(ns), g_longest_what, static_cast<long long>(g_longest_cpu_ns),
+                         g_longest_voluntary, g_longest_involuntary, n > 0 ? exe : "?");
             std::fclose(f);
         }
     }
