@@ -89,8 +89,8 @@ void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op) {
 }
 
 /// A reply that went through the leader (a sync, a successful write) renews the lease from the
-/// request's send time, on the C thread: a busy strand must not make the lease look older than
-/// it is. A renewal that comes after the lease had lapsed is recorded as a gap (the lapse is
+/// request's send time, as soon as zookeeper_process reads it (before its result is posted to
+/// the strand). A renewal that comes after the lease had lapsed is recorded as a gap (the lapse is
 /// final), and the strand is told at once, not at its next timer.
 void note_reply(c_op* op, int rc) {
     if (!renews_lease(op->renews, rc)) return;
@@ -1355,7 +1355,8 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
         int rc2 = zoo_aget_children2(zh, parent.c_str(), 0, on_strings, op);
         if (rc2 != ZOK) {
             op->res.list_rc = rc2;
-            // The create's completion may already have run on the C thread.
+            // (The C client runs completions only inside zookeeper_process, never inside a
+            // request call; counted down here all the same.)
             if (op->remaining.fetch_sub(1) == 1) finish_here = true;
         }
         return ZOK;

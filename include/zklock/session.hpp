@@ -98,8 +98,11 @@ struct session_statistics {
 /// Without a handler the C client is silent. The handler may be called from any thread.
 void set_log_handler(std::function<void(std::string_view)> handler);
 
-/// A ZooKeeper session (one zhandle_t of libzookeeper_mt) whose completions and watch events
-/// are posted to one strand, so that locks built on it see every event in server order.
+/// A ZooKeeper session: one zhandle_t of the single-threaded C client (libzookeeper_st), driven
+/// on one strand of the session's executor (no thread of its own); its completions and watch
+/// events run on that strand, so that locks built on it see every event in server order. While
+/// connected it keeps its io_context busy (its connection is a pending wait), until closed or
+/// destroyed.
 ///
 /// Thread safety: distinct objects: safe. Shared object: all member functions may be called
 /// concurrently; completion handlers run on their own associated executor (default: the

@@ -62,8 +62,8 @@ enum class vouch : std::uint8_t {
 constexpr bool renews_lease(vouch v, int rc) noexcept { return v != vouch::none && rc == 0; }
 
 /// The lease: the send time of the latest request whose reply renewed it (see renews_lease),
-/// and the lapses that replies revealed. Written by the C client's completion thread, read
-/// anywhere.
+/// and the lapses that replies revealed. Written inside zookeeper_process (the C client's
+/// completions, on the session's strand), read anywhere.
 class session_lease {
 public:
     /// A request sent at `sent` got a renewing reply at `now`. Out-of-order replies never move
