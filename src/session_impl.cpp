@@ -20,6 +20,7 @@
 #include <shared_mutex>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -109,7 +110,15 @@ void finish(c_op* op) {
 
 c_op* as_op(const void* data) { return static_cast<c_op*>(const_cast<void*>(data)); }
 
+/// A request's code as the recipes should read it. ZRUNTIMEINCONSISTENCY on a whole request means
+/// the C client dropped the connection after a reply it could not match to its oldest request
+/// (after a send failed inside a request call, the single-threaded client closes its socket
+/// without failing the requests in flight): what happened to the request is unknown, as on a
+/// connection loss.
+int reply_rc(int rc) noexcept { return rc == ZRUNTIMEINCONSISTENCY ? ZCONNECTIONLOSS : rc; }
+
 void on_string_stat(int rc, const char* value, const Stat* stat, const void* data) {
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     note_reply(op, rc);
     op->res.rc = rc;
@@ -123,6 +132,7 @@ void on_string_stat(int rc, const char* value, const Stat* stat, const void* dat
 /// getChildren2: the children with the parent's stat, whose cversion tells which suffixes a
 /// sequential create can have made (protocol.hpp, classify_child).
 void on_strings(int rc, const String_vector* strings, const Stat* stat, const void* data) {
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     if (!op->pipelined) note_reply(op, rc); // (create_and_list: the create's reply vouches, not this)
     (op->pipelined ? op->res.list_rc : op->res.rc) = rc;
@@ -138,6 +148,7 @@ void on_strings(int rc, const String_vector* strings, const Stat* stat, const vo
 /// code (the ones before it ZOK, after it ZRUNTIMEINCONSISTENCY); after a failure of the whole
 /// request (connection loss, ...) the results were never filled in: res.multi stays empty.
 void on_multi(int rc, const void* data) {
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     note_reply(op, rc);
     op->res.rc = rc;
@@ -158,6 +169,7 @@ void on_multi(int rc, const void* data) {
 }
 
 void on_data(int rc, const char* value, int len, const Stat* stat, const void* data) {
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     note_reply(op, rc);
     op->res.rc = rc;
@@ -169,6 +181,7 @@ void on_data(int rc, const char* value, int len, const Stat* stat, const void* d
 }
 
 void on_stat(int rc, const Stat* stat, const void* data) {
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     note_reply(op, rc);
     op->res.rc = rc;
@@ -177,6 +190,7 @@ void on_stat(int rc, const Stat* stat, const void* data) {
 }
 
 void on_string(int rc, const char*, const void* data) { // (sync)
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     note_reply(op, rc);
     op->res.rc = rc;
@@ -184,6 +198,7 @@ void on_string(int rc, const char*, const void* data) { // (sync)
 }
 
 void on_void(int rc, const void* data) {
+    rc = reply_rc(rc);
     auto* op = as_op(data);
     note_reply(op, rc);
     op->res.rc = rc;
@@ -356,11 +371,24 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
         std::lock_guard lk(client_lock());
         if (closed_ || !zh_) return ZCLOSING;
         call_timer timed("request");
+        // A connection the server has closed: let the C client find out by reading first. Else
+        // the request's send fails, and the single-threaded client then closes its socket without
+        // failing the requests in flight or telling anyone (nonblocking_send).
+        if (last_fd_ >= 0 && zoo_state(zh_) == ZOO_CONNECTED_STATE) {
+            pollfd p{last_fd_, POLLIN | POLLRDHUP, 0};
+            if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                for (int n = 0; n < max_replies_per_drive; ++n)
+                    if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
+        }
+        const bool was_connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
         op->owner = this;
         if (op->sent == 0) op->sent = lease_clock::now();
         inflight_.insert(op);
         rc = call(zh_, op);
         if (rc != ZOK) inflight_.erase(op);
+        if (was_connected && zoo_state(zh_) == 999 /* ZOO_NOTCONNECTED_STATE */)
+            log_line("zklock: a send failed and the C client dropped its connection; it reconnects, and the "
+                     "requests in flight end as on a connection loss");
         if (rc == ZINVALIDSTATE) {
             // The handle is dead (the C client refuses every call once its state is
             // unrecoverable), but the session event that says why may still be on its way to the
@@ -417,6 +445,9 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         if (closed_ || !zh_) return;
         call_timer timed("process+interest");
         if (gen != sock_gen_) events = 0; // the readiness of a socket that is gone
+        // No reactor wait on the connection (a socket the duplicate could not be made of, or one
+        // dropped after an error the C client kept it open through): read on every timer drive.
+        if (events == 0 && !sd_.is_open() && zoo_state(zh_) == ZOO_CONNECTED_STATE) events = ZOOKEEPER_READ;
         if (events & ZOOKEEPER_WRITE) zookeeper_process(zh_, ZOOKEEPER_WRITE);
         if (events & ZOOKEEPER_READ) {
             // One reply per call; the reactor reports a readiness once (edge-triggered): read
@@ -565,7 +596,9 @@ void zk_handle::close() {
                 int fd = -1, interest = 0;
                 timeval tv{};
                 if (zoo_state(zh_) == ZOO_CONNECTED_STATE && zookeeper_interest(zh_, &fd, &interest, &tv) == ZOK && fd >= 0) {
-                    if (interest & ZOOKEEPER_WRITE) {
+                    pollfd p{fd, POLLOUT, 0};
+                    const bool writable = ::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
+                    if ((interest & ZOOKEEPER_WRITE) || !writable) {
                         log_line("zklock: closing a session whose connection takes no more data: the server "
                                  "ends the session at its timeout");
                         ::shutdown(fd, SHUT_RDWR);
