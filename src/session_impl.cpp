@@ -20,6 +20,8 @@
 #include <shared_mutex>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -381,6 +383,13 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
                     if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
         }
         const bool was_connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
+        // The C client sends each request as two writes (its length, then its body), each its own
+        // TCP segment with TCP_NODELAY: twice the packets, and the server woken twice. Corked,
+        // the requests queued until the next drive (one strand turn) leave as one segment.
+        if (was_connected && last_fd_ >= 0 && corked_fd_ < 0) {
+            int on = 1;
+            if (::setsockopt(last_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) == 0) corked_fd_ = last_fd_;
+        }
         op->owner = this;
         if (op->sent == 0) op->sent = lease_clock::now();
         inflight_.insert(op);
@@ -399,9 +408,9 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
             else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
         }
     }
-    // The request went out at once if the socket took it; what is left (a full socket buffer, no
-    // connection yet, a send that failed and closed the socket) is the next drive's business.
-    if (rc == ZOK) schedule_drive();
+    // The request is in the socket (corked) if it took it; the next drive sends it, and what is
+    // left (a full socket buffer, no connection yet, a send that failed and closed the socket).
+    if (rc == ZOK || corked()) schedule_drive();
     return rc;
 }
 
@@ -428,6 +437,20 @@ bool zk_handle::take(c_op* op) {
     return inflight_.erase(op) == 1;
 }
 
+void zk_handle::uncork() {
+    if (corked_fd_ < 0) return;
+    // (If the C client closed that socket meanwhile and the number names another one now, taking
+    // a cork off it only sends its data sooner.)
+    int off = 0;
+    ::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+    corked_fd_ = -1;
+}
+
+bool zk_handle::corked() {
+    std::lock_guard lk(client_lock());
+    return corked_fd_ >= 0;
+}
+
 void zk_handle::schedule_drive() {
     if (drive_posted_.exchange(true, std::memory_order_acq_rel)) return;
     asio::post(strand, [self = shared_from_this()] {
@@ -439,9 +462,10 @@ void zk_handle::schedule_drive() {
 void zk_handle::drive(int events, std::uint64_t gen) {
     int fd = -1, interest = 0;
     timeval tv{};
-    bool more = false, dead = false, round_failed = false;
+    bool more = false, dead = false, round_failed = false, connected = false;
     {
         std::lock_guard lk(client_lock());
+        uncork();
         if (closed_ || !zh_) return;
         call_timer timed("process+interest");
         if (gen != sock_gen_) events = 0; // the readiness of a socket that is gone
@@ -485,6 +509,7 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         if (!dead && fd < 0 && tv.tv_sec == 0 && tv.tv_usec == 0) tv = {0, 10'000};
         last_fd_ = fd;
         last_interest_ = dead ? 0 : interest;
+        connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
     }
     if (dead) { // nothing will happen on this handle any more: the session replaces or closes it
         stop_waits();
@@ -494,17 +519,21 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         asio::post(strand, [w = session, gen = generation] {
             if (auto s = w.lock()) s->on_round_failed(gen);
         });
-    wait_for(fd, interest, tv);
+    wait_for(fd, interest, tv, connected);
     if (more)
         asio::post(strand, [self = shared_from_this(), g = sock_gen_] { self->drive(ZOOKEEPER_READ, g); });
 }
 
-void zk_handle::wait_for(int fd, int interest, const timeval& tv) {
+void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected) {
     if (fd < 0) {
         drop_socket();
-    } else {
+    } else if (!(connected && checked_while_connected_ && fd == sd_of_ && sd_.is_open())) {
         // The C client opens a new socket for each connection attempt, often under the number
-        // of the one it just closed: the inode tells them apart.
+        // of the one it just closed: the inode tells them apart. That check is skipped while the
+        // state stays connected: a socket is only ever replaced through a state that is not.
+        // zookeeper_interest opens the next socket (connecting) as the last call of a drive, and
+        // this drive's check sees that state; only a later zookeeper_process completes the
+        // handshake. (On the connected path that saves a system call per drive.)
         struct stat st{};
         const bool same = sd_.is_open() && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_ino) == ino_;
         if (!same) {
@@ -521,6 +550,8 @@ void zk_handle::wait_for(int fd, int interest, const timeval& tv) {
                 }
             }
         }
+        sd_of_ = fd;
+        checked_while_connected_ = connected && sd_.is_open();
     }
     if (sd_.is_open()) {
         if ((interest & ZOOKEEPER_READ) && !read_waiting_) {
@@ -566,6 +597,8 @@ void zk_handle::drop_socket() {
     error_code ec;
     sd_.close(ec); // our duplicate: the waits on it end with operation_aborted
     ino_ = 0;
+    sd_of_ = -1;
+    checked_while_connected_ = false;
 }
 
 void zk_handle::stop_waits() {
@@ -580,6 +613,7 @@ void zk_handle::close() {
         std::lock_guard lk(client_lock());
         if (closed_) return;
         closed_ = true;
+        uncork(); // (the requests queued so far go before the close request)
         if (zh_) {
             call_timer timed("close");
             // zookeeper_close of the single-threaded client blocks while connected: it sends the

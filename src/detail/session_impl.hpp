@@ -122,7 +122,8 @@ private:
     /// Any thread: a drive soon on the strand (a request was queued), at most one pending.
     void schedule_drive();
     /// (strand) Waits for what `interest` asks on socket `fd` (-1: none), and at most `tv`.
-    void wait_for(int fd, int interest, const timeval& tv);
+    /// `connected`: the C client's state was connected after that zookeeper_interest.
+    void wait_for(int fd, int interest, const timeval& tv, bool connected);
     void drop_socket(); // (strand)
     void stop_waits();  // (strand)
 
@@ -130,9 +131,16 @@ private:
     bool closed_ = false;     // under the client lock
     std::unordered_set<c_op*> inflight_; // under the client lock
     int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
+    /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
+    /// The next drive takes the cork off, and the requests of one strand turn go out together.
+    int corked_fd_ = -1;
+    void uncork(); // (under the client lock)
+    bool corked(); // (takes the client lock)
     // strand only:
     asio::posix::stream_descriptor sd_; // a duplicate of the C client's socket (it closes its own)
     std::uint64_t ino_ = 0;             // which socket sd_ duplicates (its inode)
+    int sd_of_ = -1;                    // ... and the C client's number for it
+    bool checked_while_connected_ = false; // the last check of that socket was in the connected state
     std::uint64_t sock_gen_ = 0;        // moves whenever the socket changes: stale readiness is ignored
     bool read_waiting_ = false, write_waiting_ = false, timer_waiting_ = false;
     asio::steady_timer timer_;
