@@ -378,9 +378,7 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
         // failing the requests in flight or telling anyone (nonblocking_send).
         if (last_fd_ >= 0 && zoo_state(zh_) == ZOO_CONNECTED_STATE) {
             pollfd p{last_fd_, POLLIN | POLLRDHUP, 0};
-            if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-                for (int n = 0; n < max_replies_per_drive; ++n)
-                    if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
+            if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) read_replies();
         }
         const bool was_connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
         // The C client sends each request as two writes (its length, then its body), each its own
@@ -437,6 +435,14 @@ bool zk_handle::take(c_op* op) {
     return inflight_.erase(op) == 1;
 }
 
+bool zk_handle::read_replies() {
+    // One reply per zookeeper_process call: until the socket has nothing more (ZNOTHING) or the
+    // connection failed, at most max_replies_per_drive.
+    for (int n = 0; n < max_replies_per_drive; ++n)
+        if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) return true;
+    return false;
+}
+
 void zk_handle::uncork() {
     if (corked_fd_ < 0) return;
     // (If the C client closed that socket meanwhile and the number names another one now, taking
@@ -473,17 +479,8 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         // dropped after an error the C client kept it open through): read on every timer drive.
         if (events == 0 && !sd_.is_open() && zoo_state(zh_) == ZOO_CONNECTED_STATE) events = ZOOKEEPER_READ;
         if (events & ZOOKEEPER_WRITE) zookeeper_process(zh_, ZOOKEEPER_WRITE);
-        if (events & ZOOKEEPER_READ) {
-            // One reply per call; the reactor reports a readiness once (edge-triggered): read
-            // until the socket has nothing more (ZNOTHING) or the connection failed.
-            for (int n = 0;; ++n) {
-                if (n == max_replies_per_drive) {
-                    more = true;
-                    break;
-                }
-                if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
-            }
-        }
+        // The reactor reports a readiness once (edge-triggered): read it all.
+        if (events & ZOOKEEPER_READ) more = !read_replies();
         // What to wait for next. It also connects (a new socket each attempt), sends the pings,
         // and ends a connection whose server stopped answering; after an error (connection lost,
         // refused, timed out) it is asked again at once: the next call tries the next server.
@@ -625,8 +622,7 @@ void zk_handle::close() {
             // even take it (requests still unsent: the server stopped reading), the whole socket
             // is shut: nothing more is sent, and the server ends the session only at its timeout.
             if (zoo_state(zh_) == ZOO_CONNECTED_STATE && last_fd_ >= 0) {
-                for (int n = 0; n < max_replies_per_drive; ++n)
-                    if (zookeeper_process(zh_, ZOOKEEPER_READ) != ZOK) break;
+                read_replies();
                 int fd = -1, interest = 0;
                 timeval tv{};
                 if (zoo_state(zh_) == ZOO_CONNECTED_STATE && zookeeper_interest(zh_, &fd, &interest, &tv) == ZOK && fd >= 0) {

@@ -134,6 +134,9 @@ private:
     /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
     /// The next drive takes the cork off, and the requests of one strand turn go out together.
     int corked_fd_ = -1;
+    /// (Under the client lock) zookeeper_process(READ) until the socket has nothing more or the
+    /// connection failed: true; false if it stopped at max_replies_per_drive with more to read.
+    bool read_replies();
     void uncork(); // (under the client lock)
     bool corked(); // (takes the client lock)
     // strand only:
@@ -353,6 +356,9 @@ private:
     bool round_resolution_ = false;   // strand: a lookup after a failed round is under way
     std::chrono::steady_clock::time_point last_round_resolution_{};
 public:
+    /// (strand) The connect string the C client was given: addresses only, once the host names
+    /// have been resolved (the options' string as it is when it names no host).
+    const std::string& client_connect_string() const { return resolved_connect_.empty() ? opts_.connect : resolved_connect_; }
     /// (strand) Every server of handle `gen` failed once: look the host names up again, and give
     /// the C client the new addresses if they changed.
     void on_round_failed(std::uint64_t gen);

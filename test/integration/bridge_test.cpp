@@ -3,10 +3,12 @@
 //   1,000 acquires, close).
 // - Nothing waits for the network: a close ends the session at the server without waiting for
 //   its answer.
+// - The requests of one strand turn leave in one TCP segment (the kernel's own count).
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
 #include "proxy.hpp"
+#include "tcp_segments.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
@@ -119,6 +121,11 @@ TEST_F(Bridge, HostNamesAreResolvedAsynchronously) {
         auto path = lock_path();
         auto o = options("localhost:" + std::to_string(first_port(zk_connect())));
         auto s = co_await connect(o);
+        // The C client was given addresses: it never calls getaddrinfo itself.
+        const std::string given = s->impl()->client_connect_string();
+        std::printf("  the C client was given \"%s\"\n", given.c_str());
+        EXPECT_EQ(given.find("localhost"), std::string::npos) << given;
+        EXPECT_TRUE(given.rfind("127.0.0.1:", 0) == 0 || given.rfind("[::1]:", 0) == 0 || given.rfind("::1:", 0) == 0) << given;
         zklock::mutex m(*s, path);
         auto g = co_await m.async_acquire(use_awaitable);
         EXPECT_TRUE(g.owns_lock());
@@ -163,5 +170,36 @@ TEST_F(Bridge, HostNamesAreLookedUpAgainWhenEveryServerHasFailed) {
         EXPECT_FALSE(ec) << "the new address was never tried: " << ec.message();
         EXPECT_EQ(s.state(), zklock::session_state::connected);
         co_await s.async_close(use_awaitable);
+    });
+}
+
+TEST_F(Bridge, TheRequestsOfOneTurnLeaveInOneSegment) {
+    // The C client writes each request as two segments (its length, then its body: TCP_NODELAY).
+    // An uncontended acquire sends its create and its getChildren in one strand turn, a release
+    // one delete: corked until the next drive, a cycle is 2 data segments, not 6.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        const auto port = first_port(zk_connect());
+        auto s = co_await connect_session();
+        zklock::mutex m(*s, path);
+        {
+            auto g = co_await m.async_acquire(use_awaitable); // (the path exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        constexpr int cycles = 100;
+        const auto segments0 = data_segments_sent_to(port);
+        const auto requests0 = s->statistics().requests();
+        for (int i = 0; i < cycles; ++i) {
+            auto g = co_await m.async_acquire(use_awaitable);
+            co_await g.async_release(use_awaitable);
+        }
+        const double segments = static_cast<double>(data_segments_sent_to(port) - segments0) / cycles;
+        const double requests = static_cast<double>(s->statistics().requests() - requests0) / cycles;
+        std::printf("  per cycle: %.2f requests, %.2f data segments to the server\n", requests, segments);
+        EXPECT_GE(requests, 3.0);
+        EXPECT_GT(segments, 0.0) << "no segment counted: the session's socket was not found";
+        // (2 per cycle, and now and then a ping or a lease heartbeat of this or another session)
+        EXPECT_LT(segments, 2.5) << "requests sent in one turn left in several segments";
+        co_await s->async_close(use_awaitable);
     });
 }
