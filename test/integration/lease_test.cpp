@@ -341,3 +341,42 @@ TEST_F(Lease, AWaiterThatWaitedLongerThanTheLeaseIsGrantedAValidLock) {
         co_await gs->guard.async_release(use_awaitable);
     });
 }
+
+TEST_F(Lease, ABlockedIoContextMakesTheLeaseLookOlderNeverYounger) {
+    // The C client runs only when the strand does: a handler that blocks the io_context longer
+    // than the lease stops the heartbeats and the reading of replies. The lease then lapses on
+    // the client's clock while the server still has the session and the node: the lock is
+    // reported lost as soon as the io_context runs again, earlier than the server could let go,
+    // never later.
+    const auto T = 4000ms; // lease 1.33 s
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto o = options();
+        o.session_timeout = T;
+        auto a = co_await connect(o);
+        CO_REQUIRE(a->negotiated_timeout() == T);
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        const std::string node = g.node_path();
+        auto lost = std::make_shared<std::optional<zklock::error_code>>();
+        g.async_wait_lost([lost](zklock::error_code ec) { *lost = ec; });
+        co_await next_heartbeat(*a);
+        std::this_thread::sleep_for(2000ms); // blocks the io_context: past the lease, short of T
+        const auto unblocked = clk::now();
+        co_await eventually([&] { return lost->has_value(); }, 3000ms);
+        CO_REQUIRE(lost->has_value());
+        const auto after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - unblocked).count();
+        std::printf("  loss reported %lld ms after the io_context ran again\n", static_cast<long long>(after_ms));
+        EXPECT_EQ(**lost, errc::lease_expired) << (*lost)->message();
+        EXPECT_LT(after_ms, 1000) << "the lapse went unnoticed after the io_context ran again";
+        EXPECT_EQ(a->state(), session_state::connected) << "the session should have survived";
+        // The server never let go: the node is still there, its session alive.
+        auto b = co_await connect_session();
+        auto kids = co_await children_of(*b, path);
+        const std::string name = node.substr(node.rfind('/') + 1);
+        EXPECT_NE(std::find(kids.begin(), kids.end(), name), kids.end())
+            << "the node went before the client reported the loss";
+        co_await g.async_release(use_awaitable);
+        co_await b->async_close(use_awaitable);
+    });
+}
