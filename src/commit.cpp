@@ -24,6 +24,8 @@ error_code transaction::validate() const noexcept {
         if (auto ec = validate_lock_path(o.path)) return ec;
         if (o.version < -1) return errc::invalid_argument;
         bytes += o.path.size() + o.data.size() + 64;
+        if (o.what == kind::create && !o.node_acl.is_open())
+            for (const auto& e : o.node_acl.entries()) bytes += e.scheme.size() + e.id.size() + 16;
     }
     if (bytes > max_transaction_bytes) return errc::transaction_too_large;
     return {};

@@ -1354,16 +1354,23 @@ namespace {
 class c_acl {
 public:
     explicit c_acl(const std::shared_ptr<const acl>& a) {
-        if (!a || a->is_open()) return;
-        for (auto& e : a->entries())
+        if (a) init(*a);
+    }
+    explicit c_acl(const acl& a) { init(a); }
+    c_acl(const c_acl&) = delete;
+    c_acl& operator=(const c_acl&) = delete;
+    ACL_vector* get() noexcept { return vec_; }
+
+private:
+    void init(const acl& a) {
+        if (a.is_open()) return;
+        for (auto& e : a.entries())
             entries_.push_back(ACL{e.perms, Id{const_cast<char*>(e.scheme.c_str()), const_cast<char*>(e.id.c_str())}});
         own_.count = static_cast<std::int32_t>(entries_.size());
         own_.data = entries_.data();
         vec_ = &own_;
     }
-    ACL_vector* get() noexcept { return vec_; }
 
-private:
     std::vector<ACL> entries_;
     ACL_vector own_{};
     ACL_vector* vec_ = &ZOO_OPEN_ACL_UNSAFE;
@@ -1440,6 +1447,7 @@ void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) 
     b->paths.resize(ops.size());
     b->stats.resize(ops.size());
     for (auto& r : b->results) r.err = 1; // (not a ZooKeeper code: "not filled in")
+    std::vector<std::unique_ptr<c_acl>> acls; // (until the C client has serialised the request)
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& o = ops[i];
         auto* z = &b->ops[i];
@@ -1450,7 +1458,8 @@ void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) 
             if (o.mode == create_mode::persistent_sequential || o.mode == create_mode::ephemeral_sequential)
                 flags |= ZOO_SEQUENCE;
             b->paths[i].resize(o.path.size() + 16);
-            zoo_create_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), &ZOO_OPEN_ACL_UNSAFE,
+            acls.push_back(std::make_unique<c_acl>(o.node_acl));
+            zoo_create_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), acls.back()->get(),
                                flags, b->paths[i].data(), static_cast<int>(b->paths[i].size()));
             break;
         }

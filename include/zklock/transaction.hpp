@@ -1,6 +1,7 @@
 // zklock/transaction.hpp: writes that land only while the lock is held (guard::async_commit).
 #pragma once
 
+#include <zklock/acl.hpp>
 #include <zklock/error.hpp>
 
 #include <cstddef>
@@ -42,11 +43,16 @@ public:
         std::string data;         ///< create, set_data
         std::int32_t version = -1; ///< set_data, remove, check
         create_mode mode = create_mode::persistent;
+        acl node_acl = acl::open(); ///< create
     };
 
-    /// Creates `path` (its parent must exist). With a sequential mode the result's path names the node.
-    transaction& create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent) {
-        ops_.push_back(op{kind::create, std::move(path), std::move(data), -1, mode});
+    /// Creates `path` (its parent must exist). With a sequential mode the result's path names the
+    /// node. `node_acl`: who may do what to the new node; with acl::creator_all_world_read() or
+    /// an `auth` entry the session needs credentials (session_options::auth), else the operation
+    /// fails with zk_errc::invalid_acl and nothing is applied.
+    transaction& create(std::string path, std::string data = {}, create_mode mode = create_mode::persistent,
+                        acl node_acl = acl::open()) {
+        ops_.push_back(op{kind::create, std::move(path), std::move(data), -1, mode, std::move(node_acl)});
         return *this;
     }
     /// Replaces the data of `path`, if its version is `version` (-1: any).

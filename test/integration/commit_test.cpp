@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "proxy.hpp"
+#include "raw_zk.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 
@@ -257,5 +258,50 @@ TEST_F(Commit, BadTransactionsAreRefusedBeforeAnythingIsSent) {
         zklock::guard none;
         auto [nec, nr] = co_await none.async_commit(zklock::transaction{}.check(path, -1), asio::as_tuple(use_awaitable));
         EXPECT_EQ(nec, errc::not_held);
+    });
+}
+
+TEST_F(Commit, ATransactionCreatesItsNodesWithTheACLItIsGiven) {
+    // transaction::create takes an ACL (open by default). A node made under a lock with the
+    // creator's ACL cannot be changed by a client without the credentials, only read; a node made
+    // without one can. A protected ACL on a session without credentials fails the whole commit.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto oo = options();
+        oo.auth.push_back(zklock::digest("svc", "s3cret"));
+        auto owner = co_await connect(oo);
+        auto plain = co_await connect();
+        auto parent = co_await data_node(*owner, path, "");
+        zklock::mutex m(*owner, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto [ec, r] = co_await g.async_commit(
+            zklock::transaction{}
+                .create(parent + "/guarded", "v1", zklock::create_mode::persistent, zklock::acl::creator_all_world_read())
+                .create(parent + "/open", "v1"),
+            asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << ec.message();
+        {
+            raw_zk stranger; // no credentials
+            EXPECT_EQ(stranger.set(parent + "/guarded", "v2"), ZNOAUTH) << "the ACL was not applied";
+            EXPECT_EQ(stranger.set(parent + "/open", "v2"), ZOK) << "the default ACL is open";
+        }
+        EXPECT_EQ(co_await value_of(*owner, parent + "/guarded"), "v1");
+        // The same ACL from a session without credentials: ZooKeeper refuses, nothing is applied.
+        co_await g.async_release(use_awaitable);
+        zklock::mutex pm(*plain, path);
+        auto pg = co_await pm.async_acquire(use_awaitable);
+        auto [pec, pr] = co_await pg.async_commit(
+            zklock::transaction{}
+                .create(parent + "/open2", "x")
+                .create(parent + "/guarded2", "x", zklock::create_mode::persistent, zklock::acl::creator_all_world_read()),
+            asio::as_tuple(use_awaitable));
+        EXPECT_EQ(pec, zk_errc::invalid_acl) << pec.message();
+        EXPECT_EQ(pr.failed, 1u);
+        EXPECT_TRUE((co_await children_of(*owner, parent)).size() == 2u) << "a refused commit applied something";
+        co_await pg.async_release(use_awaitable);
+        for (auto n : {"/guarded", "/open"}) co_await zklock::async_delete_node(*owner, parent + n, -1, use_awaitable);
+        co_await zklock::async_delete_node(*owner, parent, -1, use_awaitable);
+        co_await owner->async_close(use_awaitable);
+        co_await plain->async_close(use_awaitable);
     });
 }

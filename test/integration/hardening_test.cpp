@@ -554,10 +554,14 @@ TEST_F(Hardening, AGuaranteedDeleteNeverGivesUpWhileTheSessionLives) {
 
 TEST_F(Hardening, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRequest) {
     // (Issue 24, item 1.) The server takes the create but its reply never comes (the proxy
-    // swallows every reply): async_acquire_for(300 ms) must still complete within 300 + 50 ms,
-    // and a cancel within 50 ms; the node the server made is deleted in the background once
-    // the connection is back. They used to wait for the C client's request timeout (2/3 T).
-    // Mutex and semaphore.
+    // swallows every reply): async_acquire_for(300 ms) must still complete soon after its
+    // deadline, and a cancel soon after it is emitted: zklock waits 40 ms for the late reply
+    // (its grace), then completes. The node the server made is deleted in the background once
+    // the connection is back. They used to wait for the C client's request timeout (2/3 T = 4 s).
+    // Mutex and semaphore. The bound allows 40 ms of grace plus 200 ms of scheduling on a loaded
+    // machine (a 350 ms bound failed once at 350 ms beside two CPU hogs and a second test loop):
+    // the fault it guards against takes seconds.
+    constexpr auto bound = 300ms + 40ms + 200ms;
     using clk = std::chrono::steady_clock;
     run_test([&]() -> awaitable<void> {
         for (int variant = 0; variant < 4; ++variant) {
@@ -590,7 +594,7 @@ TEST_F(Hardening, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnIts
                         ec.message().c_str());
             EXPECT_EQ(ec, cancel ? zklock::error_code(asio::error::operation_aborted) : zklock::error_code(errc::acquire_timeout))
                 << ec.message();
-            EXPECT_LT(took, 350ms);
+            EXPECT_LT(took, bound);
             EXPECT_GE(took, 290ms);
             proxy.mute_replies(false); // the connection drops; the late create is found and deleted
             if (sem) {
