@@ -445,10 +445,14 @@ bool zk_handle::read_replies() {
 
 void zk_handle::uncork() {
     if (corked_fd_ < 0) return;
-    // (If the C client closed that socket meanwhile and the number names another one now, taking
-    // a cork off it only sends its data sooner.)
-    int off = 0;
-    ::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+    // Corked in a connected state, uncorked before the next zookeeper_interest (the first thing a
+    // drive does), so no new socket can have been opened in between. Still connected: it is the
+    // same socket, open. Not connected: the C client may have closed it (an error found while
+    // reading), and its number may name someone else's file by now: leave it alone.
+    if (zh_ && zoo_state(zh_) == ZOO_CONNECTED_STATE) {
+        int off = 0;
+        ::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
+    }
     corked_fd_ = -1;
 }
 
