@@ -369,6 +369,7 @@ void zk_handle::start() {
 template <class F>
 int zk_handle::submit(c_op* op, bool, F&& call) {
     int rc;
+    bool corked = false;
     {
         std::lock_guard lk(client_lock());
         if (closed_ || !zh_) return ZCLOSING;
@@ -405,10 +406,11 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
             if (state == ZOO_AUTH_FAILED_STATE) rc = ZAUTHFAILED;
             else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
         }
+        corked = corked_fd_ >= 0;
     }
     // The request is in the socket (corked) if it took it; the next drive sends it, and what is
     // left (a full socket buffer, no connection yet, a send that failed and closed the socket).
-    if (rc == ZOK || corked()) schedule_drive();
+    if (rc == ZOK || corked) schedule_drive();
     return rc;
 }
 
@@ -454,11 +456,6 @@ void zk_handle::uncork() {
         ::setsockopt(corked_fd_, IPPROTO_TCP, TCP_CORK, &off, sizeof off);
     }
     corked_fd_ = -1;
-}
-
-bool zk_handle::corked() {
-    std::lock_guard lk(client_lock());
-    return corked_fd_ >= 0;
 }
 
 void zk_handle::schedule_drive() {

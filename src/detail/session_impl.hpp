@@ -138,7 +138,6 @@ private:
     /// connection failed: true; false if it stopped at max_replies_per_drive with more to read.
     bool read_replies();
     void uncork(); // (under the client lock)
-    bool corked(); // (takes the client lock)
     // strand only:
     asio::posix::stream_descriptor sd_; // a duplicate of the C client's socket (it closes its own)
     std::uint64_t ino_ = 0;             // which socket sd_ duplicates (its inode)
