@@ -5,9 +5,13 @@
 # lock paths for leftover nodes. Bounded in time; stops by itself.
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
-#                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--out DIR]
-#   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay,quorum,isolate
+#                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--slow-stop-ms N] [--out DIR]
+#   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay,quorum,isolate,depose
 #             (default: all)
+#   --slow-stop-ms: every other zklock worker (the even-numbered ones) goes on acting for a random
+#            time up to N ms after its loss signal before it releases (zklock_chaos_worker
+#            --slow-stop-ms), so the library's deferred delete of a lost lock is exercised; default:
+#            chosen per run from the seed, between 0 and 0.3 T
 #   --peers: N more workers (default 2) of Curator's InterProcessMutex or kazoo's Lock on the same
 #            paths (test/chaos/CuratorChaosWorker.java, kazoo_chaos_worker.py), logging the same
 #            way; their loss signal is the connection leaving CONNECTED (SUSPENDED or LOST), as
@@ -17,7 +21,10 @@
 # then SIGCONT, a follower's links to the leader frozen for 1.5-3 T (the ensemble's server links go
 # through zk.sh's freezable relays: the follower keeps serving its clients until its read from the
 # leader times out), the leader isolated from both followers for 2.5-4 T (its clients' links stay
-# up; it answers alone until it steps down), holder (worker) SIGKILL then a new worker, and
+# up; it answers alone until it steps down), the leader deposed for 2.5-4 T (zk.sh depose: cut
+# off like that, and its followers SIGKILLed and restarted at once, so they elect a new leader
+# among themselves while the old one still answers its clients until its syncLimit runs out),
+# holder (worker) SIGKILL then a new worker, and
 # through each worker's own proxies:
 # connection drops, a partition longer than T (the session expires), 300 ms delays for 3 s. The
 # faults of a single client hit a worker that holds a lock 3 times in 4 (drops, partitions and
@@ -26,8 +33,8 @@
 # is left. The run's files stay in --out (default: a new /tmp/zklock-chaos.* directory).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay,quorum,isolate
-peers="" peer_workers=2
+seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay,quorum,isolate,depose
+peers="" peer_workers=2 slow_stop_ms=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2;;
@@ -38,8 +45,9 @@ while [ $# -gt 0 ]; do
     --faults) faults=$2; shift 2;;
     --peers) peers=$2; shift 2;;
     --peer-workers) peer_workers=$2; shift 2;;
+    --slow-stop-ms) slow_stop_ms=$2; shift 2;;
     --out) out=$2; shift 2;;
-    *) sed -n '2,23p' "$0"; exit 2;;
+    *) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d'; exit 2;;
   esac
 done
 case "$peers" in ""|none) peers=""; peer_workers=0;; curator|kazoo) ;; *) echo "chaos: --peers curator|kazoo" >&2; exit 2;; esac
@@ -51,6 +59,8 @@ if [ -n "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "chaos: --out $out is not empty; give a new or empty directory" >&2; exit 2
 fi
 T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
+# the slow stop of every other zklock worker: from the seed (the fault loop below seeds RANDOM again)
+if [ -z "$slow_stop_ms" ]; then RANDOM=$seed; slow_stop_ms=$(( RANDOM % (T * 3 / 10 + 1) )); fi
 "$root/scripts/setup.sh"
 build=$("$root/scripts/build.sh")
 [ -n "$out" ] || out=$(mktemp -d /tmp/zklock-chaos.XXXXXX)
@@ -78,18 +88,19 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
 zkout=$("$root/scripts/zk.sh" start --servers 3 --relay)
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
-echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; ${seconds}s; files in $out" >&2
+echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
 
 start_worker() { # start_worker I
-  local i=$1 s
+  local i=$1 s slow=0
   gen[$i]=$(( ${gen[$i]:-0} + 1 ))
   s=$((seed * 1000 + i * 10 + gen[$i]))
+  [ $((i % 2)) -eq 0 ] && slow=$slow_stop_ms # every other zklock worker stops slowly after a loss
   case "${kind[$i]}" in
     zklock)
       name[$i]="w${i}g${gen[$i]}"
       "$worker_bin" --connect "$ZK_CONNECT" --paths "$paths" --log "$out/${name[$i]}.log" --name "${name[$i]}" \
         --seed "$s" --session-timeout "$T" --policy "$policy" --partition-ms $((T * 2)) \
-        --hold-ms 10:1500 \
+        --hold-ms 10:1500 --slow-stop-ms "$slow" \
         2>>"$out/workers.stderr" &;;
     curator)
       name[$i]="c${i}g${gen[$i]}"
@@ -126,8 +137,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
   sleep "$((1 + RANDOM % 3)).$((RANDOM % 10))"
   w=$(holder_or_any "$total")   # any worker may be SIGKILLed
   z=$(holder_or_any "$workers") # drops, partitions and delays: zklock workers (their own proxies)
-  kinds=(leader follower kill drop partition delay quorum isolate)
-  k=$((RANDOM % 8))
+  kinds=(leader follower kill drop partition delay quorum isolate depose)
+  k=$((RANDOM % 9))
   case ",$faults," in *",${kinds[$k]},"*) ;; *) continue;; esac
   case $k in
     0) if s=$(pick_server leader); then
@@ -157,6 +168,22 @@ while [ "$(date +%s)" -lt "$end" ]; do
          event leader_isolate "server$l" "${ms}ms"; "$root/scripts/zk.sh" freeze "$zkdir" "${cut[@]}"
          sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"; "$root/scripts/zk.sh" thaw "$zkdir"
          for s in 1 2 3; do "$root/scripts/zk.sh" wait "$zkdir" "$s" || true; done; event leader_rejoin "server$l"
+       fi;;
+    8) if l=$(pick_server leader); then
+         ms=$(( T * 5 / 2 + RANDOM % (T * 3 / 2) ))
+         t0=$(now_ns)
+         event leader_depose "server$l" "${ms}ms"
+         # zk.sh depose: NEW_LEADER=<id> on stdout once the restarted followers serve (its progress: stderr)
+         if dout=$("$root/scripts/zk.sh" depose "$zkdir" "$l" 2>>"$out/depose.stderr"); then
+           new="server$(echo "$dout" | sed -n 's/^NEW_LEADER=//p') after $(( ($(now_ns) - t0) / 1000000 ))ms"
+         else
+           new="none"; echo "chaos: zk.sh depose $l failed (see $out/depose.stderr)" >&2
+         fi
+         left=$(( ms - ($(now_ns) - t0) / 1000000 )) # the cut lasts ms from its start, as in isolate
+         [ "$left" -le 0 ] || sleep "$((left / 1000)).$(printf %03d $((left % 1000)))"
+         "$root/scripts/zk.sh" thaw "$zkdir"
+         for s in 1 2 3; do "$root/scripts/zk.sh" wait "$zkdir" "$s" || true; done
+         event leader_depose_rejoin "server$l" "new=${new// /_}"
        fi;;
   esac
 done

@@ -6,12 +6,20 @@
     chaos_check.py --self-test            fabricated logs: a clean one must pass, bad ones must fail
 
 Worker logs (zklock_chaos_worker): "G path start_ns token session", then "E path end_ns released"
-or "E path end_ns lost reason". DIR/events: "ns kind detail..." written by chaos.sh; a
-"worker_kill NAME" event ends the open hold of that worker (its log is NAME.log).
+or "E path signal_ns lost reason". A worker that stops slowly after a loss (zklock_chaos_worker
+--slow-stop-ms; its log begins "# slow-stop-ms N") adds "S path stop_ns" when it actually stopped,
+just before its release. DIR/events: "ns kind detail..." written by chaos.sh; a "worker_kill NAME"
+event ends the open hold of that worker (its log is NAME.log), and a slow stop it cut short.
 
-Fails (exit 1) on: two holds of one path that overlap; fencing tokens not strictly increasing in
-grant order; a log line that cannot be read. Reports the margin between each loss signal and the
-next grant of the same path, and the hand-over time after a holder was killed.
+Fails (exit 1) on: two holds of one path that overlap (a hold ends when its worker stopped: the S
+line if there is one, else the E line); fencing tokens not strictly increasing in grant order; a
+log line that cannot be read. Reports the margin between each loss signal (E) and the next grant of
+the same path, and the hand-over time after a holder was killed.
+
+Each loss is classified by the fault it follows (from DIR/events: the latest fault that started at
+or before its loss signal, among the ensemble-wide ones and those aimed at its own worker; "none"
+before any), and its margin bound is looked up per fault in BOUND_BY_CASE; the summary gives the
+smallest margin per fault.
 
 The stated margin bound applies to a lease loss after which the server expired the session and so
 freed the lock; when the holder's own delete freed it (the session still alive), the next grant may
@@ -36,6 +44,45 @@ import sys
 import tempfile
 
 
+# The lease margin bound per fault case, as a fraction of T: (0.65 - f) with f = 0.3, the default
+# lease fraction. The values come from the README's derivation ("The lease", "The derivation"),
+# which gives this same bound for every case: the holder's follower frozen or cut off from the
+# leader either way, the leader isolated from its quorum, the leader deposed with its followers
+# restarted (a new leader gives every session a full T from its own start), a grant after a long
+# wait (the lease is renewed before the grant), a delayed heartbeat. A case whose derivation
+# changes gets its own value here. Keys: the fault events of chaos.sh that start a fault.
+BOUND_BY_CASE = {
+    "follower_stop": 0.35,   # the holder's follower SIGSTOPped (frozen)
+    "quorum_cut": 0.35,      # a follower's links to the leader frozen (cut off)
+    "leader_isolate": 0.35,  # the leader cut off from both followers, its clients' links up
+    "leader_depose": 0.35,   # the same, and its followers restarted at once: a new leader at once
+    "leader_kill": 0.35,     # the leader SIGKILLed: a new leader
+    "partition": 0.35,       # the holder's own connections swallowed for 2 T (a grant after a long wait)
+    "delay": 0.35,           # the holder's traffic delayed 300 ms for 3 s (a delayed heartbeat)
+    "drop": 0.35,            # the holder's connections dropped
+    "worker_kill": 0.35,     # (aims at a worker; its own hold ends as "killed", not by a loss)
+    "none": 0.35,            # no fault before the loss
+}
+DEFAULT_BOUND = 0.35  # a fault name missing from the table (reported as such)
+# chaos.sh's events that end a fault, or frame the run: not a fault of their own
+NOT_A_FAULT = {"start", "stop", "leader_restart", "follower_resume", "quorum_heal", "leader_rejoin",
+               "leader_depose_rejoin"}
+# faults aimed at one worker (detail: its name): they classify only that worker's losses
+AIMED = {"drop", "partition", "delay", "worker_kill"}
+
+
+def fault_at(events, who, ns):
+    """The fault a loss of worker `who` at `ns` follows: the latest one started at or before it."""
+    case = "none"
+    for at, kind, rest in events:  # sorted by time (read_events)
+        if at > ns:
+            break
+        if kind in NOT_A_FAULT or (kind in AIMED and (not rest or rest[0] != who)):
+            continue
+        case = kind
+    return case
+
+
 def kind_of(who):
     return {"c": "curator", "k": "kazoo"}.get(who[:1], "zklock")
 
@@ -48,6 +95,7 @@ def read_events(d):
             parts = line.split()
             if len(parts) >= 2:
                 events.append((int(parts[0]), parts[1], parts[2:]))
+    events.sort(key=lambda e: e[0])
     return events
 
 
@@ -91,7 +139,9 @@ def read_expiries(d, events):
 
 
 def read_holds(d, events):
-    """Returns (holds, problems): hold = dict(path, start, end, token, who, reason)."""
+    """Returns (holds, problems): hold = dict(path, start, end, signal, token, who, reason, ...).
+    `end` is when the holder stopped (the S line if any, else the E line, or its kill); `signal`
+    when it was told (the E line; its kill for a killed holder)."""
     kills = collections.defaultdict(list)
     for ns, kind, rest in events:
         if kind == "worker_kill" and rest:
@@ -100,9 +150,18 @@ def read_holds(d, events):
     for f in sorted(glob.glob(os.path.join(d, "*.log"))):
         who = os.path.basename(f)[:-4]
         open_hold = None
+        slow = False      # the worker logs an S line after every loss ("# slow-stop-ms N")
+        stopping = None   # a lost hold of a slow worker whose S line is due
         for n, line in enumerate(open(f), 1):
             p = line.split()
             try:
+                if p[0] == "#":
+                    if p[1:2] == ["slow-stop-ms"] and int(p[2]) > 0:
+                        slow = True
+                    continue
+                if stopping and p[0] != "S":
+                    problems.append(f"{f}:{n}: a loss without its stop line (S) before this line")
+                    stopping = None
                 if p[0] == "G":
                     if open_hold:
                         problems.append(f"{f}:{n}: a grant while a hold is open")
@@ -112,14 +171,29 @@ def read_holds(d, events):
                     if not open_hold or open_hold["path"] != p[1]:
                         problems.append(f"{f}:{n}: an end without its grant")
                         continue
-                    open_hold["end"] = int(p[2])
+                    open_hold["end"] = open_hold["signal"] = int(p[2])
                     open_hold["reason"] = p[3] if p[3] == "released" else "lost:" + (p[4] if len(p) > 4 else "?")
                     holds.append(open_hold)
+                    if slow and open_hold["reason"].startswith("lost:"):
+                        stopping = open_hold
                     open_hold = None
+                elif p[0] == "S":
+                    if not stopping or stopping["path"] != p[1] or int(p[2]) < stopping["signal"]:
+                        problems.append(f"{f}:{n}: a stop line (S) without its loss")
+                        continue
+                    stopping["end"] = int(p[2])
+                    stopping["stop"] = "slow"
+                    stopping = None
                 else:
                     problems.append(f"{f}:{n}: unreadable line {line.strip()!r}")
             except (IndexError, ValueError):
                 problems.append(f"{f}:{n}: unreadable line {line.strip()!r}")
+        if stopping:  # the log ends in a slow stop: cut short by a kill, or never finished
+            after = [k for k in kills[who] if k >= stopping["signal"]]
+            stopping["end"] = min(after) if after else float("inf")
+            stopping["stop"] = "killed" if after else "never"
+            if not after:
+                problems.append(f"{f}: a loss without its stop line (S), and the worker was not killed")
         # a loss whose worker's next hold is on another session: that session expired (so the
         # server, not our own delete, freed the lock: the lease's margin bound applies)
         mine = [h for h in holds if h["who"] == who]
@@ -127,15 +201,18 @@ def read_holds(d, events):
             a["expired"] = a["session"] != b["session"]
         if open_hold:  # a killed holder: its hold ends when it was killed
             after = [k for k in kills[who] if k >= open_hold["start"]]
-            open_hold["end"] = min(after) if after else float("inf")
+            open_hold["end"] = open_hold["signal"] = min(after) if after else float("inf")
             open_hold["reason"] = "killed" if after else "never ended"
             holds.append(open_hold)
     return holds, problems
 
 
-def check(d, timeout_ms=None, quiet=False):
-    out = [] if quiet else None
+def check(d, timeout_ms=None, quiet=False, bounds=None, output=None):
+    """True if the run in d passes. bounds: the table of margin bounds per fault case (fractions
+    of T; default BOUND_BY_CASE). quiet: nothing printed; output: a list that gets the lines."""
+    out = output if output is not None else []
     say = (lambda s: out.append(s)) if quiet else print
+    bounds = BOUND_BY_CASE if bounds is None else bounds
     events = read_events(d)
     holds, problems = read_holds(d, events)
     expiries = read_expiries(d, events)
@@ -146,8 +223,15 @@ def check(d, timeout_ms=None, quiet=False):
         by_path[h["path"]].append(h)
     overlaps, token_errors, margins, handovers, below_bound, peer_overlaps = 0, 0, [], [], 0, 0
     to_expiry = []  # a lease loss whose session the server then expired: loss signal -> the server's expiry
-    bound = 0.35 * timeout_ms / 1000 if timeout_ms else None  # (0.65 - f) T, f = 0.3: README, "The lease"
+    unlisted = set()  # fault cases missing from the bounds table
+
+    def bound_of(case):  # s, or None without T: (0.65 - f) T, f = 0.3 (README, "The lease"), per case
+        if case not in bounds:
+            unlisted.add(case)
+        return bounds.get(case, DEFAULT_BOUND) * timeout_ms / 1000 if timeout_ms else None
     margins_by = []  # (margin entry, who): per implementation
+    by_case = collections.defaultdict(list)  # fault case -> [(margin, expired)] of lease losses
+    slow_stops = []  # (stop - signal, next grant - stop) of slow stops
     allowance = 0.15  # one-way delay and scheduling on a loaded 2-core machine
     for path, hs in by_path.items():
         hs.sort(key=lambda h: h["start"])
@@ -160,6 +244,8 @@ def check(d, timeout_ms=None, quiet=False):
                     peer_overlaps += 1
                 else:
                     overlaps += 1
+                    if latest.get("stop") and latest["signal"] <= h["start"]:
+                        what = f"OVERLAP (a {latest['stop']} stop: the loss signal came before the grant, the stop after)"
                 say(f"{what} on {path}: {h['who']} granted at {h['start']} while {latest['who']} held until "
                     f"{latest['end']} ({latest['reason']}), by {(latest['end'] - h['start']) / 1e6:.3f} ms")
             if i > 0 and h["token"] <= hs[i - 1]["token"]:
@@ -168,7 +254,7 @@ def check(d, timeout_ms=None, quiet=False):
             if latest is None or h["end"] > latest["end"]:
                 latest = h
             if i + 1 < len(hs):
-                gap = (hs[i + 1]["start"] - h["end"]) / 1e9
+                gap = (hs[i + 1]["start"] - h["signal"]) / 1e9  # the margin: from the loss signal
                 if expiries is not None and h["reason"].startswith("lost:"):
                     # freed by the server (the session expired by the next grant; the log has ms)
                     # or by the holder's own delete (expired later, or never)
@@ -176,19 +262,26 @@ def check(d, timeout_ms=None, quiet=False):
                     at = next((ns for ns in expiries.get(h["session"], []) if ns >= h["start"]), None)
                     h["expired"] = at is not None and at <= hs[i + 1]["start"] + 1_000_000
                     if at is not None:
-                        h["expiry_margin"] = (at - h["end"]) / 1e9
+                        h["expiry_margin"] = (at - h["signal"]) / 1e9
                 if h["reason"] == "lost:lease_expired" and h.get("expired") and "expiry_margin" in h:
                     to_expiry.append(h["expiry_margin"])
+                if h.get("stop") == "slow":
+                    slow_stops.append(((h["end"] - h["signal"]) / 1e9, (hs[i + 1]["start"] - h["end"]) / 1e9))
                 if h["reason"].startswith("lost:"):
                     margins.append((gap, h["reason"], h.get("expired")))
                     margins_by.append(((gap, h["reason"], h.get("expired")), h["who"]))
-                    if bound and h["reason"] == "lost:lease_expired" and h.get("expired") and gap < bound - allowance:
-                        below_bound += 1
-                        say(f"MARGIN on {path}: {h['who']}'s lease loss came {gap:.3f} s before the next grant, "
-                            f"below the stated bound {bound:.3f} s less {allowance} s, and its session expired")
+                    if h["reason"] == "lost:lease_expired":
+                        case = fault_at(events, h["who"], h["signal"])
+                        by_case[case].append((gap, h.get("expired")))
+                        bound = bound_of(case)
+                        if bound and h.get("expired") and gap < bound - allowance:
+                            below_bound += 1
+                            say(f"MARGIN on {path}: {h['who']}'s lease loss (fault: {case}) came {gap:.3f} s before "
+                                f"the next grant, below the stated bound {bound:.3f} s less {allowance} s, and its "
+                                f"session expired")
                 elif h["reason"] == "killed":
                     handovers.append(gap)
-    faults = collections.Counter(kind for _, kind, _ in events if kind not in ("start", "stop"))
+    faults = collections.Counter(kind for _, kind, _ in events if kind not in NOT_A_FAULT)
     reasons = collections.Counter(h["reason"] for h in holds)
     say(f"holds: {len(holds)} on {len(by_path)} path(s); ended: " +
         ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
@@ -212,7 +305,7 @@ def check(d, timeout_ms=None, quiet=False):
         surv = sorted(m for m, r, e in margins if r == "lost:lease_expired" and e is False)
         if exp:
             say(f"  lease losses whose session then expired: {len(exp)}, margin smallest {exp[0]:.3f} s, median "
-                f"{statistics.median(exp):.3f} s (stated bound {bound:.3f} s)" if bound else "")
+                f"{statistics.median(exp):.3f} s")
         if to_expiry:
             say(f"  the same, loss signal -> the server's expiry (its log): smallest {min(to_expiry):.3f} s, "
                 f"median {statistics.median(to_expiry):.3f} s")
@@ -221,6 +314,21 @@ def check(d, timeout_ms=None, quiet=False):
                 f"is no overlap): {len(surv)}, margin smallest {surv[0]:.3f} s")
     else:
         say("loss signal -> next grant: no losses")
+    if by_case:
+        say("lease losses by the fault they followed (margin: loss signal -> next grant; the bound applies "
+            "where the session expired):")
+        for case in sorted(by_case):
+            ms = sorted(m for m, _ in by_case[case])
+            ex = sorted(m for m, e in by_case[case] if e)
+            b = bound_of(case)
+            say(f"  {case}: {len(ms)} losses, smallest {ms[0]:.3f} s; session expired: {len(ex)}"
+                + (f", smallest {ex[0]:.3f} s" if ex else "")
+                + (f"; bound {b:.3f} s" if b else "")
+                + (" (not in the table: default)" if case in unlisted else ""))
+    if slow_stops:
+        say(f"slow stops (the holder acted on after its loss signal): {len(slow_stops)}, longest "
+            f"{max(a for a, _ in slow_stops):.3f} s after the signal; stop -> next grant smallest "
+            f"{min(b for _, b in slow_stops):.3f} s")
     if handovers:
         hv = sorted(handovers)
         say(f"hand-over after a holder was killed: {len(hv)}, median {statistics.median(hv):.3f} s, "
@@ -237,7 +345,7 @@ def self_test():
         return (f"{clock_of(ns)} [SessionTracker] INFO org.apache.zookeeper.server.ZooKeeperServer - "
                 f"Expiring session 0x{session}, timeout of 2000ms exceeded\n")
 
-    def run(files, events=""):
+    def run(files, events="", bounds=None, output=None):
         with tempfile.TemporaryDirectory() as d:
             for name, text in files.items():
                 os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
@@ -245,7 +353,16 @@ def self_test():
                     f.write(text)
             with open(os.path.join(d, "events"), "w") as f:
                 f.write(events)
-            return check(d, 2000, quiet=True)
+            return check(d, 2000, quiet=True, bounds=bounds, output=output)
+
+    # a lease loss at 1.0 s whose session the server expired at 1.7 s, the next grant at 1.8 s: a
+    # margin of 0.8 s, above the default bound less its allowance (0.7 - 0.15 s), below 0.85 s
+    def lost_at_1s(events):
+        return ({"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\n",
+                 "b.log": "G /p 1800000000 8192 3c\nE /p 1900000000 released\n",
+                 "servers/server1.log": expiring(1_700_000_000, "1a")}, "0 start\n" + events)
+    stricter = dict(BOUND_BY_CASE, leader_depose=0.5)  # 1.0 s, less the allowance 0.85 s
+    slow = "# slow-stop-ms 600\nG /p 100 4096 1\nE /p 1000000000 lost lease_expired\n"
 
     clean = {"a.log": "G /p 100 4096 1\nE /p 200 released\nG /p 500 12288 1\nE /p 600 lost lease_expired\n",
              "b.log": "G /p 300 8192 2\nE /p 400 released\nG /p 2000000000 16384 2\nE /p 2000000100 released\n"}
@@ -298,12 +415,51 @@ def self_test():
                                                       "c1g1.log": "G /p 250 8192 2\nE /p 400 released\n"}, "", False),
         "other paths do not interfere": ({"a.log": "G /p 100 4096 1\nE /p 300 released\n",
                                           "b.log": "G /q 200 8192 2\nE /q 400 released\n"}, "", True),
+        # a holder that stops slowly after its loss signal (S): its hold ends when it stopped
+        "slow stop ended before the next grant": (
+            {"a.log": slow + "S /p 1500000000\n", "b.log": "G /p 1800000000 8192 2\nE /p 1900000000 released\n"},
+            "", True, None, "slow stops (the holder acted on after its loss signal): 1, longest 0.500 s"),
+        "slow stop ended after the next grant: an overlap": (
+            {"a.log": slow + "S /p 1900000000\n", "b.log": "G /p 1800000000 8192 2\nE /p 1950000000 released\n"},
+            "", False, None, "OVERLAP (a slow stop"),
+        "slow stop cut short by a kill before the next grant": (
+            {"a.log": slow, "b.log": "G /p 1800000000 8192 2\nE /p 1900000000 released\n"},
+            "1500000000 worker_kill a\n", True),
+        "slow stop cut short by a kill after the next grant: an overlap": (
+            {"a.log": slow, "b.log": "G /p 1800000000 8192 2\nE /p 1900000000 released\n"},
+            "1850000000 worker_kill a\n", False),
+        "slow worker's loss without its stop line": (
+            {"a.log": slow + "G /p 3000000000 12288 1\nE /p 3100000000 released\n",
+             "b.log": "G /p 1800000000 8192 2\nE /p 1900000000 released\n"}, "", False),
+        "stop line without a loss": ({"a.log": "G /p 100 4096 1\nE /p 200 released\nS /p 300\n"}, "", False),
+        # the margin bound per fault case (BOUND_BY_CASE), the loss classified by the events
+        "per-case bound: the loss follows leader_depose, reported per fault": (
+            *lost_at_1s("500000000 leader_depose server3 6000ms\n"), True, None,
+            "  leader_depose: 1 losses, smallest 0.800 s; session expired: 1, smallest 0.800 s; bound 0.700 s"),
+        "per-case bound: below leader_depose's (stricter) bound": (
+            *lost_at_1s("500000000 leader_depose server3 6000ms\n"), False, stricter, "fault: leader_depose"),
+        "per-case bound: the same margin after leader_isolate, within its bound": (
+            *lost_at_1s("500000000 leader_isolate server3 6000ms\n"), True, stricter),
+        "per-case bound: a fault aimed at another worker does not classify the loss": (
+            *lost_at_1s("500000000 leader_depose server3 6000ms\n900000000 drop b\n"), False, stricter),
+        "per-case bound: a fault aimed at the holder does": (
+            *lost_at_1s("500000000 leader_depose server3 6000ms\n900000000 drop a\n"), True, stricter, "  drop: 1"),
+        "per-case bound: a fault that has ended still classifies the loss after it": (
+            *lost_at_1s("500000000 leader_depose server3 6000ms\n900000000 leader_depose_rejoin server3\n"),
+            False, stricter),
+        "per-case bound: a fault after the loss does not": (
+            *lost_at_1s("500000000 leader_isolate server3 6000ms\n1100000000 leader_depose server3 6000ms\n"),
+            True, stricter, "  leader_isolate: 1"),
     }
     bad = 0
-    for name, (files, events, want) in cases.items():
-        got = run(files, events)
-        print(f"self-test {name}: {'pass' if got else 'fail'} (expected {'pass' if want else 'fail'})")
-        bad += got != want
+    for name, (files, events, want, *more) in cases.items():
+        bounds, text = (more + [None, None])[:2]
+        lines = []
+        got = run(files, events, bounds, lines)
+        shown = text is None or any(text in line for line in lines)
+        print(f"self-test {name}: {'pass' if got else 'fail'} (expected {'pass' if want else 'fail'})"
+              + ("" if shown else f"; the report lacks {text!r}"))
+        bad += got != want or not shown
     print("chaos check self-test: " + ("PASS" if bad == 0 else "FAIL"))
     return bad == 0
 

@@ -22,7 +22,7 @@ public:
         case errc::path_reserved: return "invalid lock path: \"/\" and the /zookeeper tree are reserved";
         case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535";
         case errc::invalid_argument: return "invalid argument: a timeout or option is out of range";
-        case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.325] (above the heartbeat, T/10; at most what the lease's derivation covers: a follower that stalls, resumes and stalls again leaves (0.65 - 2f) T)";
+        case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.5] (above the heartbeat's period, T/10; at most 0.5, which leaves the holder (0.65 - f) T = 0.15 T to stop)";
         case errc::not_a_lock_node: return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", \"__READ__\", \"__WRIT__\", \"__rlock__\"), so break refuses to delete it";
         case errc::transaction_empty: return "empty transaction: async_commit needs at least one operation";
         case errc::transaction_too_large: return "transaction too large: its paths and data are over zklock::max_transaction_bytes (900 KiB, 64 bytes per operation included); ZooKeeper would drop the connection";

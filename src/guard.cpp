@@ -50,7 +50,10 @@ void held_lock::start() {
     policy = session->policy_for(policy_override);
     if (policy.type() == loss_policy::kind::lease) {
         lease_registered = true;
-        session->lease_register(policy.lease_fraction()); // (first: gaps from now on are recorded)
+        // (first: gaps from now on are recorded)
+        lease_id = session->lease_register(policy.lease_fraction(), node, [w = weak_from_this()] {
+            if (auto self = w.lock()) self->lose(errc::lock_node_deleted); // a heartbeat's check failed
+        });
         lease_since = lease_clock::now();
         // Granted on a reply so slow that the lease has already lapsed: not vouched for.
         if (session->lease_lapsed(policy.lease_fraction())) lose_by_policy(errc::lease_expired);
@@ -63,7 +66,7 @@ void held_lock::unregister() {
     session->remove_listener(listener_id);
     if (lease_registered) {
         lease_registered = false;
-        session->lease_unregister(policy.lease_fraction());
+        session->lease_unregister(lease_id);
     }
 }
 
@@ -91,9 +94,10 @@ void held_lock::lose_by_policy(error_code why) {
     // (A hand-off grant's node is its queue's, which does the same for it.)
     if (hook) return;
     delete_deferred = true;
-    const auto in = std::chrono::nanoseconds(session->lease_handover_at() - lease_clock::now());
-    if (in <= std::chrono::nanoseconds(0)) return delete_lost_node();
-    handover_timer.emplace(session->strand(), in);
+    const auto at = session->lease_handover_at();
+    if (at <= lease_clock::now()) return delete_lost_node();
+    handover_timer.emplace(session->strand());
+    handover_timer->expires_at(at);
     // (weak: a held_lock that goes away was released, and its release deleted the node)
     handover_timer->async_wait([w = weak_from_this()](error_code) {
         if (auto self = w.lock()) self->delete_lost_node();
@@ -189,7 +193,8 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
         p.complete(ec);
     };
     auto& s = *session;
-    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : 1.0;
+    // (other policies: one session timeout after the vouched time, the earliest expiry)
+    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : session_lease::expiry_after_reference;
     w->lapse_id = s.on_lease_lapse(bound, [finish] { finish({}); });
     s.delete_in_background(node, pending<void(error_code)>(
         asio::any_completion_handler<void(error_code)>(asio::bind_executor(s.strand(), finish)), s.executor()), owner);

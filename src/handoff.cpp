@@ -239,10 +239,10 @@ private:
         auto n = lost.lock();
         if (!s || !n) return;
         if (why != errc::lock_node_deleted && why != errc::lease_expired && why != errc::lock_lost_suspended) return;
-        const auto in = n->delete_deferred ? std::chrono::nanoseconds(s->lease_handover_at() - lease_clock::now())
-                                           : std::chrono::nanoseconds(0);
-        // (posted: this runs inside the node's loss, which release_node must not re-enter)
-        move_on_timer_.emplace(s->strand(), std::max(in, std::chrono::nanoseconds(0)));
+        // (at once, but posted: this runs inside the node's loss, which release_node must not
+        // re-enter; a node lost by policy waits for its handover, on the lease's clock)
+        move_on_timer_.emplace(s->strand());
+        move_on_timer_->expires_at(n->delete_deferred ? s->lease_handover_at() : lease_clock::now());
         move_on_timer_->async_wait([q = weak_from_this(), lost](error_code ec) {
             if (auto self = q.lock(); self && !ec) self->move_on(lost);
         });
@@ -315,7 +315,7 @@ private:
     guard node_; // with phase held: the queue's node (its own state: watch, loss)
     held_lock* node() const { return node_.state().get(); }
     std::weak_ptr<held_lock> lent_;   // the grant out now, if any
-    std::optional<asio::steady_timer> move_on_timer_; // after a loss by policy: see after_node_lost
+    std::optional<boot_timer> move_on_timer_; // after a loss by policy: see after_node_lost
     std::uint32_t grants_ = 0;
     bool listening_ = false;
     std::uint64_t listener_id_ = 0;

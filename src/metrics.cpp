@@ -115,7 +115,7 @@ std::string to_prometheus(const metrics_snapshot& m, const std::string& prefix) 
     const auto& q = m.requests;
     for (auto [kind, v] : {std::pair{"create", q.creates}, {"delete", q.deletes}, {"get_children", q.get_children},
                            {"get_data", q.get_data}, {"exists", q.exists}, {"set_data", q.set_data},
-                           {"remove_watches", q.watch_removals}, {"heartbeat", q.heartbeats}, {"sync", q.syncs}, {"multi", q.multis}})
+                           {"remove_watches", q.watch_removals}, {"heartbeat", q.heartbeats}, {"touch", q.touches}, {"lease_renewal", q.lease_renewals}, {"multi", q.multis}})
         w.sample("requests_total", std::string("kind=\"") + kind + "\"", v);
     w.family("watch_events_total", "counter", "Node watch events delivered.");
     w.sample("watch_events_total", "", q.watch_events);

@@ -154,16 +154,21 @@ private:
         }
     }
 
-    /// Before a grant under the lease policy: ZOK if the lease is valid, renewing it with a sync
-    /// first if it has lapsed (a waiter whose session held nothing sent no heartbeats, and its
-    /// reads renew nothing). ZOPERATIONTIMEOUT if the sync's reply came too late to renew it (ask
-    /// again); else the sync's error.
+    /// Before a grant under the lease policy: ZOK if the lease is valid, renewing it first if it
+    /// has lapsed (a waiter whose session held nothing sent no heartbeats, and reads renew
+    /// nothing: session_impl::renew_lease, a write). ZOPERATIONTIMEOUT if the renewal's reply
+    /// came too late (ask again); else the renewal's error.
     asio::awaitable<int> lease_fresh() {
         auto policy = s_->policy_for(req_.loss);
         if (policy.type() != loss_policy::kind::lease || !s_->lease_lapsed(policy.lease_fraction())) co_return ZOK;
-        auto r = co_await s_->async_sync(use_awaitable);
+        auto r = co_await s_->async_renew_lease(use_awaitable);
         if (r.rc != ZOK) co_return r.rc;
-        co_return s_->lease_lapsed(policy.lease_fraction()) ? ZOPERATIONTIMEOUT : ZOK;
+        if (!s_->lease_lapsed(policy.lease_fraction())) co_return ZOK;
+        // Still not vouched for: its evidence needs answered sends T/4 older than a commit (the
+        // session's touches make that rare). Not a busy loop of writes: a pause first.
+        asio::steady_timer pause(s_->strand(), s_->negotiated_timeout() / 20);
+        co_await pause.async_wait(asio::as_tuple(use_awaitable));
+        co_return ZOPERATIONTIMEOUT;
     }
     /// lease_fresh until it holds, waiting for the connection in between. False (my_node_
     /// abandoned, the acquire completed) if it must stop.

@@ -243,8 +243,12 @@ private:
                 // after a long wait a sync renews it first (see the mutex).
                 auto policy = s.options().loss;
                 if (policy.type() == loss_policy::kind::lease && s.lease_lapsed(policy.lease_fraction())) {
-                    auto y = co_await s.async_sync(use_awaitable);
-                    if (y.rc != ZOK || s.lease_lapsed(policy.lease_fraction())) continue; // list again
+                    auto y = co_await s.async_renew_lease(use_awaitable);
+                    if (y.rc != ZOK || s.lease_lapsed(policy.lease_fraction())) { // list again, after a pause
+                        asio::steady_timer pause(s.strand(), s.negotiated_timeout() / 20);
+                        co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                        continue;
+                    }
                     if (op.stop()) co_return co_await op.finish(op.reason());
                 }
                 auto h = std::make_shared<held_lock>(op.s_, op.lease_node_, *parse_sequence(mine.substr(mine.size() - 10)),

@@ -75,7 +75,7 @@ struct c_op {
     zk_result res;
     std::atomic<int> remaining{1}; // C completions still to come (2 for create_and_list)
     bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
-    vouch renews = vouch::none;    // what a successful reply proves (the lease: see renews_lease)
+    vouch renews = vouch::touch;   // what a successful reply proves (the lease: see proves_commit)
     lease_ns sent = 0;             // when the request was handed to the C client (lease_clock)
     std::unique_ptr<multi_buffers> multi; // multi: what the C client writes the results into
 };
@@ -91,14 +91,16 @@ void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op) {
     });
 }
 
-/// A reply that went through the leader (a sync, a successful write) renews the lease from the
-/// request's send time, as soon as zookeeper_process reads it (before its result is posted to
-/// the strand). A renewal that comes after the lease had lapsed is recorded as a gap (the lapse is
-/// final), and the strand is told at once, not at its next timer.
+/// Every reply of the server is evidence for the lease (session_lease::on_reply): a touch of the
+/// session, and for a committed write a proof that the leader still led with a quorum. It is
+/// noted as soon as zookeeper_process reads it (before its result is posted to the strand). A
+/// renewal that comes after the lease had lapsed is recorded as a gap (the lapse is final), and
+/// the strand is told at once, not at its next timer.
 void note_reply(c_op* op, int rc) {
-    if (!renews_lease(op->renews, rc)) return;
+    if (!is_server_reply(rc)) return;
     zk_handle* h = op->owner;
-    if (h->lease->acknowledge(op->sent, lease_clock::now()))
+    const bool commit = proves_commit(op->renews, rc);
+    if (h->lease->on_reply(op->sent, commit, commit ? lease_clock::now() : 0))
         asio::post(h->strand, [w = h->session] {
             if (auto s = w.lock()) s->check_lease();
         });
@@ -207,9 +209,11 @@ void on_void(int rc, const void* data) {
     finish(op);
 }
 
-void global_watcher(zhandle_t*, int type, int state, const char*, void* ctx) {
+void global_watcher(zhandle_t* zh, int type, int state, const char*, void* ctx) {
     if (type != ZOO_SESSION_EVENT) return;
     auto* h = static_cast<zk_handle*>(ctx);
+    // (At once, inside zookeeper_process: the replies that follow are this connection's.)
+    if (state == ZOO_CONNECTED_STATE) h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000);
     asio::post(h->strand, [w = h->session, gen = h->generation, state] {
         if (auto s = w.lock()) s->on_session_event(gen, state);
     });
@@ -407,6 +411,8 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
             else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
         }
         corked = corked_fd_ >= 0;
+        lease->saw_state(op->sent, zoo_state(zh_) == ZOO_CONNECTED_STATE); // (sent: read before the state)
+        if (rc == ZOK) lease->note_send(op->sent);
     }
     // The request is in the socket (corked) if it took it; the next drive sends it, and what is
     // left (a full socket buffer, no connection yet, a send that failed and closed the socket).
@@ -507,7 +513,9 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         if (!dead && fd < 0 && tv.tv_sec == 0 && tv.tv_usec == 0) tv = {0, 10'000};
         last_fd_ = fd;
         last_interest_ = dead ? 0 : interest;
+        const lease_ns t = lease_clock::now(); // (before the state is read: see saw_state)
         connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
+        lease->saw_state(t, connected);
     }
     if (dead) { // nothing will happen on this handle any more: the session replaces or closes it
         stop_waits();
@@ -724,7 +732,8 @@ session_statistics session_impl::statistics() const noexcept {
     s.set_data = n_set.load();
     s.watch_events = n_watch.load();
     s.heartbeats = n_heartbeat.load();
-    s.syncs = n_sync.load();
+    s.lease_renewals = n_renewal.load();
+    s.touches = n_touch.load();
     s.multis = n_multi.load();
     s.watch_removals = n_unwatch.load();
     return s;
@@ -796,7 +805,7 @@ void session_impl::on_watch(std::uint64_t id, int type) {
 void session_impl::start_handle() {
     refused_ = false;
     auto gen = generation_.fetch_add(1) + 1;
-    lease_->reset(); // a new session: nothing of the old one vouches for it
+    lease_->start(lease_clock::now()); // a new session: nothing of the old one vouches for it
     auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_);
     {
         std::lock_guard lk(handle_mu_);
@@ -1001,8 +1010,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             int ms = 0;
             if (handle_->session_info(id, ms)) {
                 session_id_ = id;
-                timeout_ms_ = ms;
-                lease_->set_timeout(static_cast<lease_ns>(ms) * 1'000'000);
+                timeout_ms_ = ms; // (the lease took T at the connection's event: on_connected)
             }
         }
         if (prev == session_state::suspended) n_reconnects.fetch_add(1, std::memory_order_relaxed);
@@ -1016,7 +1024,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
         if (auth_probe_needed_) probe_auth();
         notify(session_event::reconnected); // waiters re-check their node and re-arm watches
         run_cleanups();
-        if (!lease_fractions_.empty()) arm_heartbeat(true); // renew the lease at once
+        arm_heartbeat(true); // renew the lease at once (or touch: evidence needs answered sends)
         arm_lease_timer(); // T may have been renegotiated: the deadlines moved
     } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
         if (state() != session_state::connected) return;
@@ -1195,45 +1203,40 @@ void session_impl::shutdown() noexcept {
 
 // ---------------------------------------------------------------- the lease
 bool session_impl::lease_lapsed(double fraction) const noexcept {
-    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
-    return lease_->lapsed(lease_clock::now(), t, fraction);
+    return lease_->lapsed(lease_clock::now(), fraction);
 }
 
 bool session_impl::lease_lapsed_since(lease_ns since, double fraction) const noexcept {
-    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
-    return lease_->lapsed_since(since, lease_clock::now(), t, fraction);
+    return lease_->lapsed_since(since, lease_clock::now(), fraction);
 }
 
-lease_ns session_impl::lease_handover_at() const noexcept {
-    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
-    return session_lease::deadline(lease_->last_ack_send(), t, session_lease::handover_fraction());
-}
+lease_ns session_impl::lease_handover_at() const noexcept { return lease_->earliest_expiry(); }
 
-void session_impl::lease_register(double fraction) {
-    bool first = lease_fractions_.empty();
+std::uint64_t session_impl::lease_register(double fraction, std::string node, std::function<void()> on_gone) {
+    const bool first = held_.empty();
     lease_fractions_.insert(fraction);
     lease_->set_watch_fraction(*lease_fractions_.begin());
-    if (first) arm_heartbeat(false);
+    const auto id = next_id_++;
+    held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone)});
+    // The first lock: heartbeats from now on (the touches' period until now was longer).
+    if (first) arm_heartbeat(false, true);
     arm_lease_timer();
+    return id;
 }
 
-void session_impl::lease_unregister(double fraction) {
-    auto it = lease_fractions_.find(fraction);
+void session_impl::lease_unregister(std::uint64_t id) {
+    auto h = held_.find(id);
+    if (h == held_.end()) return;
+    auto it = lease_fractions_.find(h->second.fraction);
     if (it != lease_fractions_.end()) lease_fractions_.erase(it);
-    if (lease_fractions_.empty()) {
-        lease_->set_watch_fraction(0);
-        heartbeat_timer_.cancel();
-        heartbeat_armed_ = false;
-    } else {
-        lease_->set_watch_fraction(*lease_fractions_.begin());
-    }
+    held_.erase(h);
+    lease_->set_watch_fraction(lease_fractions_.empty() ? 0 : *lease_fractions_.begin());
 }
 
-void session_impl::sync(zk_handler h) {
-    submit(h, [](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::sync;
-        return zoo_async(zh, "/", on_string, op);
-    }, n_sync);
+void session_impl::renew_lease(zk_handler h) {
+    // A multi holding one check of "/": a write, so the leader proposes it and a quorum logs it
+    // before the reply (a sync would be answered by a leader cut off from its quorum).
+    multi(transaction{}.check("/", -1).ops(), std::move(h), n_renewal);
 }
 
 std::uint64_t session_impl::on_lease_lapse(double fraction, std::function<void()> fn) {
@@ -1270,19 +1273,12 @@ void session_impl::arm_lease_timer() {
         lease_timer_.cancel();
         return;
     }
-    auto t = std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count();
-    auto deadline = session_lease::deadline(lease_->last_ack_send(), t, *f);
     // One nanosecond past the deadline is "lapsed"; never spin on a deadline already gone. The
-    // deadline is on lease_clock (it counts through suspend); the timer's clock may not: after
-    // a suspend it fires late, and the lapse is still found (a reply records it as a gap, and
-    // every check compares lease_clock times).
-    auto in = std::max(std::chrono::nanoseconds(deadline + 1 - lease_clock::now()),
-                       std::chrono::nanoseconds(std::chrono::milliseconds(1)));
-    auto at = std::chrono::steady_clock::now() + in +
-              std::chrono::milliseconds(faults.lease_timer_late_ms.load(std::memory_order_relaxed));
-    if (lease_timer_.expiry() > std::chrono::steady_clock::now() &&
-        std::chrono::abs(lease_timer_.expiry() - at) < std::chrono::microseconds(100))
-        return;
+    // timer counts CLOCK_BOOTTIME, like the deadline: a suspend does not hold it back.
+    const lease_ns now = lease_clock::now();
+    lease_ns at = std::max(session_lease::deadline(lease_->vouched(), lease_->timeout(), *f) + 1, now + 1'000'000);
+    at += static_cast<lease_ns>(faults.lease_timer_late_ms.load(std::memory_order_relaxed)) * 1'000'000;
+    if (lease_timer_.expiry() > now && std::abs(lease_timer_.expiry() - at) < 100'000) return;
     lease_timer_.expires_at(at);
     lease_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
@@ -1299,33 +1295,13 @@ void session_impl::on_lease_timer() {
     arm_lease_timer();
 }
 
-void session_impl::arm_heartbeat(bool now) {
-    auto period = std::chrono::nanoseconds(session_lease::heartbeat_interval(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(negotiated_timeout()).count()));
-    if (period <= std::chrono::nanoseconds(0) || lease_fractions_.empty()) return;
-    if (now && state() == session_state::connected && heartbeats_in_flight_ < 8) {
-        ++heartbeats_in_flight_;
-        n_heartbeat.fetch_add(1, std::memory_order_relaxed);
-        // A sync: a follower answers it only after a round trip to the leader, so its reply
-        // renews the lease (note_reply); a read would not (a follower cut off from the leader
-        // goes on answering those). The answer itself does not matter.
-        auto w = weak_from_this();
-        auto* op = new c_op;
-        op->h.emplace([w](zk_result) {
-            if (auto s = w.lock()) --s->heartbeats_in_flight_;
-        });
-        op->renews = vouch::sync;
-        int rc = handle_ ? handle_->submit(op, true, [](zhandle_t* zh, c_op* op) -> int {
-            return zoo_async(zh, "/", on_string, op);
-        }) : ZINVALIDSTATE;
-        if (rc != ZOK) {
-            op->res.rc = rc;
-            post_result(strand_, op);
-        }
-    }
-    if (heartbeat_armed_ && !now) return;
+void session_impl::arm_heartbeat(bool now, bool restart) {
+    const lease_ns t = lease_->timeout();
+    if (t <= 0 || state() == session_state::closed) return;
+    if (now && state() == session_state::connected) send_heartbeat();
+    if (heartbeat_armed_ && !now && !restart) return;
     heartbeat_armed_ = true;
-    heartbeat_timer_.expires_after(period);
+    heartbeat_timer_.expires_after(std::chrono::nanoseconds(session_lease::heartbeat_interval(t)));
     heartbeat_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
         auto s = w.lock();
@@ -1333,6 +1309,52 @@ void session_impl::arm_heartbeat(bool now) {
         s->heartbeat_armed_ = false;
         s->arm_heartbeat(true);
     });
+}
+
+void session_impl::send_heartbeat() {
+    if (!handle_ || heartbeats_in_flight_ >= 8) return;
+    auto w = weak_from_this();
+    if (held_.empty()) {
+        // Nothing held: a touch, only when nothing else was sent for a period, so that the
+        // session's sends stay at most touch_spacing x T apart (session_lease, evidence (b)):
+        // a later grant is then vouched for at once. A read: the server the session is connected
+        // to answers it, and the C client sends no pings of its own while these go.
+        const auto period = session_lease::heartbeat_interval(lease_->timeout());
+        if (lease_clock::now() - lease_->last_send() < period) return;
+        ++heartbeats_in_flight_;
+        zk_handler h([w](zk_result) {
+            if (auto s = w.lock()) --s->heartbeats_in_flight_;
+        });
+        submit(h, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); }, n_touch);
+        return;
+    }
+    // A lock is held: a multi that checks every held node. It is a write: the leader proposes
+    // it and a quorum logs it before the reply, so only a leader that still leads with a quorum
+    // answers it (a deposed or isolated one cannot); and a check that fails names a node that
+    // is gone.
+    transaction checks;
+    std::vector<std::string> nodes;
+    for (auto& [id, n] : held_)
+        if (std::find(nodes.begin(), nodes.end(), n.node) == nodes.end()) nodes.push_back(n.node);
+    for (auto& n : nodes) checks.check(n, -1);
+    ++heartbeats_in_flight_;
+    multi(checks.ops(), zk_handler([w, nodes = std::move(nodes)](zk_result r) {
+        auto s = w.lock();
+        if (!s) return;
+        --s->heartbeats_in_flight_;
+        if (r.rc != ZNONODE) return;
+        bool gone = false;
+        for (std::size_t i = 0; i < r.multi.size() && i < nodes.size(); ++i) {
+            if (r.multi[i].rc != ZNONODE) continue;
+            // (the holders' on_gone unregister them: collect first)
+            std::vector<std::function<void()>> fns;
+            for (auto& [id, n] : s->held_)
+                if (n.node == nodes[i]) fns.push_back(n.on_gone);
+            for (auto& fn : fns) fn();
+            gone = true;
+        }
+        if (gone && !s->held_.empty()) s->send_heartbeat(); // the others' lease, at once
+    }), n_heartbeat);
 }
 
 // ---------------------------------------------------------------- requests
@@ -1382,7 +1404,7 @@ void session_impl::create(const std::string& path, const std::string& data, int 
                           const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::write;
+        op->renews = vouch::commit;
         return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
                             flags, on_string_stat, op);
     }, n_create);
@@ -1415,7 +1437,7 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     }
     op->remaining = 2;
     op->pipelined = true;
-    op->renews = vouch::write; // (the create's reply; the listing's renews nothing)
+    op->renews = vouch::commit; // (the create's reply; the listing's renews nothing)
     n_create.fetch_add(1, std::memory_order_relaxed);
     n_children.fetch_add(1, std::memory_order_relaxed);
     bool finish_here = false;
@@ -1441,7 +1463,9 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     }
 }
 
-void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) {
+void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) { multi(ops, std::move(h), n_multi); }
+
+void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h, std::atomic<std::uint64_t>& counter) {
     auto b = std::make_unique<multi_buffers>();
     b->ops.resize(ops.size());
     b->results.resize(ops.size());
@@ -1473,11 +1497,11 @@ void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) 
     }
     // (the C client serialises the operations before returning: `ops` need not outlive the call)
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::write;
+        op->renews = vouch::commit;
         op->multi = std::move(b);
         return zoo_amulti(zh, static_cast<int>(op->multi->ops.size()), op->multi->ops.data(),
                           op->multi->results.data(), on_multi, op);
-    }, n_multi);
+    }, counter);
 }
 
 void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {
@@ -1511,14 +1535,14 @@ void session_impl::exists(const std::string& path, zk_handler h) {
 
 void session_impl::remove(const std::string& path, int version, zk_handler h) {
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::write;
+        op->renews = vouch::commit;
         return zoo_adelete(zh, path.c_str(), version, on_void, op);
     }, n_delete);
 }
 
 void session_impl::set_data(const std::string& path, const std::string& data, int version, zk_handler h) {
     submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::write;
+        op->renews = vouch::commit;
         return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, on_stat, op);
     }, n_set);
 }

@@ -31,7 +31,7 @@ enum class errc {
     invalid_argument,       ///< another argument is out of range (e.g. a session timeout <= 0)
     path_too_long,          ///< a lock path is longer than max_path_length bytes
     data_too_large,         ///< node data is larger than max_node_data bytes
-    invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.325]: no derivation covers it
+    invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.5]
     not_a_lock_node,        ///< async_break_lock: the path does not name a lock node (nothing was deleted)
     transaction_empty,      ///< async_commit: the transaction has no operation
     transaction_too_large,  ///< async_commit: the transaction is over max_transaction_bytes

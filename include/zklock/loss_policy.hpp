@@ -9,13 +9,11 @@ namespace zklock {
 /// this client can no longer vouch that it is. Set on the session (session_options::loss), and
 /// per lock (mutex_options::loss).
 ///
-/// Only the leader expires sessions, from "heard from" touches that followers relay to it in
-/// their answers to its pings (every tickTime/2). A follower that freezes, or is cut off from
-/// the leader, after replying to the client never relays its last touches; one cut off from the
-/// leader alone even goes on answering reads from its own copy for syncLimit x tickTime. So
-/// neither the moment the client notices a disconnect nor any reply from "a server" tells when
-/// the leader will expire the session. A lease renewed only by replies that went through the
-/// leader does (see lease()).
+/// Only the leader expires sessions. It hears of a session on a follower only through that
+/// follower's answers to its pings, and a leader cut off from its quorum may be deposed at any
+/// moment while it goes on answering reads and syncs alone. So neither the moment the client
+/// notices a disconnect nor any read or sync reply tells when some leader may expire the
+/// session. A write that a quorum committed does: see lease().
 ///
 /// A holder paused longer than the margin (GC, swap, SIGSTOP of its own process) is covered only
 /// by fencing tokens (guard::fencing_token): no policy can tell a paused process anything.
@@ -29,40 +27,41 @@ public:
 
     /// The default lease fraction f: see lease().
     static constexpr double default_lease_fraction = 0.3;
-    /// The largest lease fraction the derivation covers: a follower that stalls, resumes just
-    /// long enough to renew the lease once more, and is cut off again leaves a margin of
-    /// (0.65 - 2f) T in the worst case ZooKeeper allows (tickTime = T/2).
-    static constexpr double max_lease_fraction = 0.325;
-    /// While the session holds a lock it sends a sync every heartbeat_fraction x T, T the
-    /// negotiated session timeout.
+    /// The largest lease fraction: it leaves a margin of 0.15 T.
+    static constexpr double max_lease_fraction = 0.5;
+    /// While the session holds a lock it sends a heartbeat every heartbeat_fraction x T, T the
+    /// negotiated session timeout; the lease fraction must be larger.
     static constexpr double heartbeat_fraction = 0.1;
 
-    /// The client-side lease (the default). The session remembers the send time s of the latest
-    /// request whose reply went through the leader: a sync, which a follower answers only after
-    /// the leader's reply, or a successful write. Reads renew nothing: a follower cut off from
-    /// the leader answers them from its own copy. While the session holds a lock it sends a sync
-    /// every T/10. A held lock is reported lost (errc::lease_expired) once now > s + fraction x T
-    /// (a clock that counts through suspend), and a lapse is final: a renewal that arrives after
-    /// it, or a lapse that no timer saw in time, does not bring the lock back.
+    /// The client-side lease (the default): a lock is reported lost (errc::lease_expired) at
+    /// least (0.65 - fraction) x T, less the network's one-way delays, before any leader can
+    /// expire the session and hand the lock on; 0.35 T with the default. That margin is the
+    /// holder's time to stop.
     ///
-    /// Guarantee (assumptions: T >= 2 x tickTime, which ZooKeeper enforces unless an operator
-    /// lowers minSessionTimeout; the leader pings each follower every tickTime/2; the server
-    /// expires a session no earlier than T after the last touch it received; the client's clock
-    /// runs no faster than the servers'), with r = tickTime / T and d the one-way network delay:
-    ///  - the holder's follower frozen or cut off from the leader: the leader cannot expire the
-    ///    session before s + (1 - r/2 - 0.1) T - d >= s + 0.65 T - d; margin (0.65 - f) T - d,
-    ///    0.35 T with the default;
-    ///  - the holder connected to the leader, which is cut off from its quorum: it answers syncs
-    ///    alone until it steps down, then a new leader gives every session a full T: margin
-    ///    (1 - 1.5 r - f) T - d, 0.325 T with the default at r = 1/4; positive for r < 0.466;
-    ///  - the follower stalls, resumes just long enough to answer one sync, and is cut again:
-    ///    margin (0.65 - 2 f) T - d at r = 1/2, 0.05 T with the default.
-    /// syncLimit does not enter. A lock lost by its lease while the session lives on keeps its
-    /// node until its release, or until s + 0.65 T: the holder's window to stop.
-    /// Cost: T/10 syncs, 10 / T requests per second per session while it holds at least one lock
-    /// (1 per second with T = 10 s). A connection that drops and comes back within
-    /// (fraction - 0.1) x T reports no loss.
-    /// `fraction` must be in (0.1, 0.325]; anything else fails acquires (and async_connect, for
+    /// How: the session keeps the latest moment v at which the ensemble is known to have heard
+    /// from it, from the send times of its requests on one connection and the replies to its
+    /// writes, which a quorum commits (docs/lease.md). While it holds a lock it sends a heartbeat
+    /// every T/10: a multi that checks every held node (a write: a leader cut off from its
+    /// quorum, or deposed, cannot answer it; a deleted node fails it, and its lock is reported
+    /// lost with errc::lock_node_deleted). While it holds none it sends a read of "/" whenever
+    /// it has sent nothing for T/10 (the C client then sends no pings of its own), so that a
+    /// grant is vouched for at once. A held lock is lost once now > v + (0.35 + fraction) x T on
+    /// CLOCK_BOOTTIME; in the steady state of heartbeats that is at most fraction x T after the
+    /// last heartbeat's send. A lapse is final: a renewal that arrives after it, or a lapse that
+    /// no timer saw in time, does not bring the lock back.
+    ///
+    /// Premises (docs/lease.md): the negotiated T is at least 2 x tickTime (ZooKeeper's
+    /// minSessionTimeout, unless an operator lowers it); the leader pings every follower every
+    /// tickTime/2 and a follower's answer carries every session it heard from; a new leader gives
+    /// each session a full T from its own start; the client's clock runs no slower than the
+    /// servers' (a client clock slow by a factor e shrinks the margin by about e x T). Not a
+    /// premise: how soon the followers give up a leader, or syncLimit.
+    ///
+    /// Cost: one write every T/10 per session that holds a lock, whatever the number of locks
+    /// it holds; a read every T/10 to T/5 per connected session that holds none (instead of the
+    /// C client's pings every T/3). A connection that drops and comes back quickly (to any
+    /// server) reports no loss: its handshake vouches for the session once a heartbeat commits.
+    /// `fraction` must be in (0.1, 0.5]; anything else fails acquires (and async_connect, for
     /// the session's policy) with errc::invalid_lease_fraction.
     static constexpr loss_policy lease(double fraction = default_lease_fraction) noexcept {
         return loss_policy(kind::lease, fraction);

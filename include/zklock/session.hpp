@@ -80,17 +80,22 @@ struct session_statistics {
     std::uint64_t exists = 0;
     std::uint64_t set_data = 0;
     std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
-    std::uint64_t heartbeats = 0;   ///< lease heartbeats (sync "/") sent while a lock was held
-    /// Syncs an acquire sent before its grant to renew a lapsed lease (after a long wait with
-    /// nothing held: reads renew nothing; see loss_policy::lease).
-    std::uint64_t syncs = 0;
+    /// Lease heartbeats sent while a lock was held: a multi that checks every held node, every
+    /// T/10 (see loss_policy::lease).
+    std::uint64_t heartbeats = 0;
+    /// Reads of "/" sent while nothing was held, when the session had sent nothing for T/10:
+    /// they keep the lease's evidence dense enough for a grant to be vouched for at once.
+    std::uint64_t touches = 0;
+    /// Renewals an acquire sent before its grant because the lease had lapsed (a multi holding
+    /// one check of "/", committed by a quorum; see loss_policy::lease).
+    std::uint64_t lease_renewals = 0;
     /// Watch removals sent for waiters that gave up (timeout, cancel, busy try) before their
     /// watch fired, so that the C client does not keep one watcher per attempt.
     std::uint64_t watch_removals = 0;
     std::uint64_t multis = 0; ///< transactions committed under a lock (guard::async_commit)
-    /// The lock recipes' requests (heartbeats not included).
+    /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {
-        return creates + deletes + get_children + get_data + exists + set_data + watch_removals + syncs + multis;
+        return creates + deletes + get_children + get_data + exists + set_data + watch_removals + lease_renewals + multis;
     }
 };
 

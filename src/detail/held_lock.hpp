@@ -109,9 +109,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::optional<loss_policy> policy_override; // set before start(); else the session's
     loss_policy policy = loss_policy::lease();  // resolved by start()
     bool lease_registered = false;              // strand
+    std::uint64_t lease_id = 0;                 // strand: session_impl::lease_register's
     lease_ns lease_since = 0;                   // lease_clock: when start() found the lease valid
     mutable std::atomic<bool> lease_seen_lapsed{false};
-    std::optional<asio::steady_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
+    std::optional<boot_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
     bool delete_deferred = false;                     // strand
     bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
     std::shared_ptr<path_metrics> metrics;  // strand: set at the grant by the acquire's meter

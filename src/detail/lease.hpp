@@ -1,10 +1,12 @@
-// The client-side lease of a session (loss_policy::lease): pure arithmetic over a clock that
+// The client-side lease of a session (loss_policy::lease): pure bookkeeping over a clock that
 // keeps counting while the machine is suspended, unit-tested with explicit times and no server.
+// The derivation it implements is in docs/lease.md (README, "The lease").
 #pragma once
 
 #include <zklock/loss_policy.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -19,18 +21,24 @@ namespace zklock::detail {
 using lease_ns = std::int64_t;
 
 /// The lease's clock: CLOCK_BOOTTIME, which keeps counting while the machine is suspended (the
-/// servers' clocks do too; CLOCK_MONOTONIC, behind steady_clock, stops).
+/// servers' clocks do too; CLOCK_MONOTONIC, behind steady_clock, stops), plus a process-wide
+/// offset that only tests move (simulate_suspend: boot_timer.hpp).
 struct lease_clock {
-    static lease_ns now() noexcept {
+    static lease_ns raw() noexcept {
         timespec ts{};
         ::clock_gettime(CLOCK_BOOTTIME, &ts);
         return static_cast<lease_ns>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    }
+    static lease_ns now() noexcept { return raw() + offset().load(std::memory_order_relaxed); }
+    /// What tests add to CLOCK_BOOTTIME (a simulated suspend moves it forward).
+    static std::atomic<lease_ns>& offset() noexcept {
+        static std::atomic<lease_ns> o{0};
+        return o;
     }
 };
 
 /// True when the server replied to the request: it reached a live server on this session.
 /// Connection loss, timeouts, close, expiry and the C client's own refusals are not replies.
-/// (Any server may have answered: a reply renews the lease only per renews_lease.)
 constexpr bool is_server_reply(int rc) noexcept {
     switch (rc) {
     case 0:    // ZOK
@@ -47,60 +55,163 @@ constexpr bool is_server_reply(int rc) noexcept {
     }
 }
 
-/// How a request's successful reply vouches for the session (loss_policy::lease):
-/// only a reply that went through the leader after the request was sent renews the lease.
+/// What a request's reply proves about the ensemble (loss_policy::lease).
 enum class vouch : std::uint8_t {
-    none,  ///< a read (exists, getData, getChildren): a follower answers it from its own copy,
-           ///< even one cut off from the leader: it renews nothing
-    sync,  ///< a sync: a follower answers it only after the leader's reply
-    write, ///< a write: committed by the leader and a quorum before it is answered
+    touch,  ///< a read (or a write that failed): it reached the session's server and touched the
+            ///< session there, nothing more; a follower cut off from the leader answers reads
+    commit, ///< a successful write: the leader proposed it and a quorum logged it before the
+            ///< reply, so the leader still led with a quorum after the request was sent
 };
 
-/// True when the reply to a request of kind `v` renews the lease: a successful sync or write.
-/// Errors never do (connection loss, timeouts, expiry, refusals; also a write's ZNODEEXISTS and
-/// the like, which this does not need).
-constexpr bool renews_lease(vouch v, int rc) noexcept { return v != vouch::none && rc == 0; }
+/// True when the reply to a request of kind `v` with code `rc` proves a commit.
+constexpr bool proves_commit(vouch v, int rc) noexcept { return v == vouch::commit && rc == 0; }
 
-/// The lease: the send time of the latest request whose reply renewed it (see renews_lease),
-/// and the lapses that replies revealed. Written inside zookeeper_process (the C client's
-/// completions, on the session's strand), read anywhere.
+/// The lease: the latest moment `v` at which the ensemble is known to have heard from the session
+/// (the "vouched" time), from which no leader can expire the session before v + T.
+///
+/// Evidence (docs/lease.md, "The derivation"), all on one connection of the session:
+///  (a) the connection's handshake, sent no earlier than `hs`, once a request on that connection
+///      has been committed: the handshake touched the session at the leader itself (a follower
+///      revalidates it there), that leader still led with a quorum when the commit came, and a
+///      later leader starts after that commit;
+///  (b) a request sent at `j` that the server answered, once a request sent at k >= j + T/4 on
+///      the same connection has been committed: the commit passed through the follower's link
+///      to the leader after k, the leader pings the follower every tickTime/2 <= T/4 and the
+///      follower's answers carry the touches it saw, so the leader heard of j's touch.
+/// A lock is reported lost once now > v + (reference_offset + f) T: the same f as the old
+/// sync-renewed lease (`v + reference_offset T` is, in the steady state of heartbeats every
+/// T/10, at most the last heartbeat's send), and a margin of (1 - reference_offset - f) T, 0.35 T
+/// with the default f = 0.3, before the earliest expiry.
+///
+/// The evidence methods run on the session's strand, inside the C client's calls; the reads
+/// (vouched, lapsed, ...) from any thread.
 class session_lease {
 public:
-    /// A request sent at `sent` got a renewing reply at `now`. Out-of-order replies never move
-    /// the lease back. If the lease had gone unrenewed for longer than the smallest lease
-    /// fraction in use (set_watch_fraction) by then, the gap is remembered (lapse_since): a lapse
-    /// is final even when no timer saw it. Returns true when such a gap was recorded.
-    bool acknowledge(lease_ns sent, lease_ns now = 0) noexcept {
-        auto cur = last_ack_send_.load(std::memory_order_relaxed);
-        bool gap = false;
-        if (now != 0 && cur != 0) {
-            const double f = watch_fraction_.load(std::memory_order_relaxed);
-            const auto t = timeout_.load(std::memory_order_relaxed);
-            if (f > 0 && t > 0 && now - cur > static_cast<lease_ns>(f * static_cast<double>(t))) {
-                record_gap(now, now - cur);
-                gap = true;
-            }
-        }
-        while (sent > cur && !last_ack_send_.compare_exchange_weak(cur, sent, std::memory_order_release,
-                                                                    std::memory_order_relaxed)) {
-        }
-        return gap;
-    }
-    /// A new session (after an expiry): nothing of the old one vouches for it.
-    void reset() noexcept {
-        last_ack_send_.store(0, std::memory_order_release);
+    /// The leader's ping interval, tickTime/2, as a fraction of T: ZooKeeper negotiates
+    /// T >= 2 tickTime (minSessionTimeout), so at most T/4.
+    static constexpr double ping_bound = 0.25;
+    /// The heartbeat period while a lock is held (loss_policy::heartbeat_fraction).
+    static constexpr double heartbeat = loss_policy::heartbeat_fraction;
+    /// How long after the vouched time the lease's reference point lies, as a fraction of T.
+    static constexpr double reference_offset = ping_bound + heartbeat;
+    /// The earliest expiry after the reference point, as a fraction of T: the margin is this
+    /// less the lease fraction, in every fault case of the derivation.
+    static constexpr double expiry_after_reference = 1.0 - reference_offset;
+    /// While connected, the session sends a read whenever it has sent nothing for this long
+    /// (fraction of T): evidence (b) needs requests at most this far apart (the C client's own
+    /// pings, every T/3, are too sparse and cannot be seen).
+    static constexpr double touch_spacing = 0.2;
+
+    session_lease() { gaps_.reserve(max_gaps); }
+
+    // ---- evidence (the session's strand) ----
+
+    /// A new ZooKeeper session, whose first handshake is sent after `t`: nothing vouches for it.
+    void start(lease_ns t) noexcept {
+        vouched_.store(0, std::memory_order_release);
+        next_hs_ = t;
+        last_seen_connected_ = 0;
+        seen_connected_ = false;
+        connection_ = false;
+        ring_size_ = 0;
         std::lock_guard lk(gaps_mu_);
         gaps_.clear();
     }
-    lease_ns last_ack_send() const noexcept { return last_ack_send_.load(std::memory_order_acquire); }
+    /// The C client's state was read as connected (`connected`) or not after a call into it;
+    /// `t` was read from lease_clock before the state. A handshake of the next connection is sent
+    /// only after the C client gave up the current one, so after the last `t` seen connected.
+    void saw_state(lease_ns t, bool connected) noexcept {
+        if (connected) {
+            last_seen_connected_ = t;
+            seen_connected_ = true;
+        } else if (seen_connected_) {
+            next_hs_ = last_seen_connected_;
+            seen_connected_ = false;
+        }
+    }
+    /// A connection was established with negotiated timeout `timeout` (ns); its handshake was
+    /// sent no earlier than the bound saw_state kept. Replies that follow are this connection's.
+    void on_connected(lease_ns timeout) noexcept {
+        const lease_ns old = timeout_.load(std::memory_order_relaxed);
+        const lease_ns v = vouched_.load(std::memory_order_relaxed);
+        // A longer T than before: the old evidence was counted against the shorter one (the
+        // leader's expiry of those touches is v + T_old); keep v + T where it was. A shorter T
+        // needs nothing: this handshake, sent after v, touches the session with the new T.
+        if (old != 0 && timeout > old && v != 0) vouched_.store(v - (timeout - old), std::memory_order_release);
+        timeout_.store(timeout, std::memory_order_relaxed);
+        hs_ = seen_connected_ ? last_seen_connected_ : next_hs_;
+        connection_ = true;
+        committed_here_ = false;
+        ring_size_ = 0;
+    }
+    /// The server answered a request sent at `sent` on the current connection, at `now`;
+    /// `commit`: it proved a commit (proves_commit). Returns true if it moved the vouched time
+    /// after the lease of the smallest fraction in use had lapsed (a gap: the lapse is final,
+    /// see lapse_since).
+    bool on_reply(lease_ns sent, bool commit, lease_ns now) noexcept {
+        if (!connection_) return false;
+        bool gap = false;
+        if (commit) {
+            lease_ns cand = 0;
+            if (!committed_here_) {
+                committed_here_ = true;
+                cand = hs_; // (a)
+            }
+            const lease_ns t = timeout_.load(std::memory_order_relaxed);
+            const lease_ns limit = sent - static_cast<lease_ns>(ping_bound * static_cast<double>(t));
+            // (b): the latest answered send at or before `limit`; older entries are useless now
+            // (later commits are sent later).
+            std::size_t found = ring_size_;
+            for (std::size_t i = ring_size_; i-- > 0;)
+                if (ring_[i] <= limit) {
+                    found = i;
+                    break;
+                }
+            if (found != ring_size_) {
+                cand = std::max(cand, ring_[found]);
+                std::copy(ring_.begin() + static_cast<std::ptrdiff_t>(found),
+                          ring_.begin() + static_cast<std::ptrdiff_t>(ring_size_), ring_.begin());
+                ring_size_ -= found;
+            }
+            gap = credit(cand, now);
+        }
+        remember(sent);
+        return gap;
+    }
 
-    /// The negotiated session timeout T (ns), and the smallest lease fraction held under: gaps
-    /// longer than that x T are recorded. Set by the session (strand).
-    void set_timeout(lease_ns t) noexcept { timeout_.store(t, std::memory_order_relaxed); }
+    /// A request was handed to the C client at `t` (strand).
+    void note_send(lease_ns t) noexcept { last_send_.store(t, std::memory_order_relaxed); }
+
+    // ---- reads (any thread) ----
+
+    /// When the session last handed a request to the C client.
+    lease_ns last_send() const noexcept { return last_send_.load(std::memory_order_relaxed); }
+
+    /// The vouched time v (0: nothing vouches for the session).
+    lease_ns vouched() const noexcept { return vouched_.load(std::memory_order_acquire); }
+    /// The negotiated session timeout T (ns) of the current connection (0 before the first).
     lease_ns timeout() const noexcept { return timeout_.load(std::memory_order_relaxed); }
+    /// The smallest lease fraction held under: gaps longer than that are recorded.
     void set_watch_fraction(double f) noexcept { watch_fraction_.store(f, std::memory_order_relaxed); }
 
-    /// The longest gap (ns) without renewal that ended after `since` (0: none recorded).
+    /// When a lock under a lease of `fraction` stops being vouched for (0: never vouched).
+    static constexpr lease_ns deadline(lease_ns vouched, lease_ns timeout, double fraction) noexcept {
+        if (vouched == 0) return 0;
+        return vouched + static_cast<lease_ns>((reference_offset + fraction) * static_cast<double>(timeout));
+    }
+    /// True once `now` is past the deadline (always true before the first evidence).
+    static constexpr bool lapsed(lease_ns vouched, lease_ns now, lease_ns timeout, double fraction) noexcept {
+        return vouched == 0 || now > deadline(vouched, timeout, fraction);
+    }
+    bool lapsed(lease_ns now, double fraction) const noexcept {
+        return lapsed(vouched(), now, timeout(), fraction);
+    }
+    /// The earliest moment a leader could expire the session: v + T (0: unknown).
+    lease_ns earliest_expiry() const noexcept {
+        const lease_ns v = vouched();
+        return v == 0 ? 0 : v + timeout();
+    }
+    /// The longest gap (ns past the reference point) that ended after `since` (0: none).
     lease_ns lapse_since(lease_ns since) const noexcept {
         std::lock_guard lk(gaps_mu_);
         // gaps_ is ordered by end time with decreasing lengths: the first one that ended after
@@ -109,63 +220,50 @@ public:
             if (g.end > since) return g.length;
         return 0;
     }
-
-    /// When a lock under a lease of `fraction` stops being vouched for (0: never acknowledged).
-    static constexpr lease_ns deadline(lease_ns last_ack_send, lease_ns timeout, double fraction) noexcept {
-        if (last_ack_send == 0) return 0;
-        return last_ack_send + static_cast<lease_ns>(fraction * static_cast<double>(timeout));
-    }
-    /// True once `now` is past the deadline (always true before the first reply).
-    static constexpr bool lapsed(lease_ns last_ack_send, lease_ns now, lease_ns timeout, double fraction) noexcept {
-        return last_ack_send == 0 || now > deadline(last_ack_send, timeout, fraction);
-    }
-    bool lapsed(lease_ns now, lease_ns timeout, double fraction) const noexcept {
-        return lapsed(last_ack_send(), now, timeout, fraction);
-    }
     /// True if a lock held under `fraction` since `since` has lost its lease: lapsed now, or a
     /// recorded gap that ended after `since` was longer than fraction x T.
-    bool lapsed_since(lease_ns since, lease_ns now, lease_ns timeout, double fraction) const noexcept {
-        if (lapsed(now, timeout, fraction)) return true;
+    bool lapsed_since(lease_ns since, lease_ns now, double fraction) const noexcept {
+        if (lapsed(now, fraction)) return true;
         const auto gap = lapse_since(since);
-        return gap != 0 && gap > static_cast<lease_ns>(fraction * static_cast<double>(timeout));
+        return gap != 0 && gap > static_cast<lease_ns>(fraction * static_cast<double>(timeout()));
     }
 
-    /// The heartbeat period: heartbeat_fraction x T.
+    /// The heartbeat period: heartbeat x T.
     static constexpr lease_ns heartbeat_interval(lease_ns timeout) noexcept {
-        return static_cast<lease_ns>(loss_policy::heartbeat_fraction * static_cast<double>(timeout));
+        return static_cast<lease_ns>(heartbeat * static_cast<double>(timeout));
     }
-
-    // ---- the derivation (README, "The lease"): bounds as fractions of T, for r = tickTime / T
-    // (ZooKeeper enforces r <= 1/2) and the heartbeat interval h = T/10; d, the network delay,
-    // comes on top of each.
-    /// Cut between the holder's follower and the leader (or the follower frozen): the leader's
-    /// last relayed touch is at most tickTime/2 + h older than the last leader-vouched send.
-    static constexpr double follower_cut_expiry(double r) noexcept {
-        return 1.0 - r / 2.0 - loss_policy::heartbeat_fraction;
-    }
-    /// The holder's own server is the leader, cut off from its quorum: it answers syncs alone
-    /// until it steps down, at most 1.5 tickTime after the followers gave it up; the new leader
-    /// gives every session a full T from its own start.
-    static constexpr double isolated_leader_expiry(double r) noexcept { return 1.0 - 1.5 * r; }
-    /// The guaranteed margin between the loss signal and the earliest expiry, in the worst of
-    /// the single-fault cases, as a fraction of T: min(follower, isolated leader) - fraction.
-    static constexpr double guaranteed_margin(double fraction, double r = 0.5) noexcept {
-        return std::min(follower_cut_expiry(r), isolated_leader_expiry(r)) - fraction;
-    }
-    /// The follower stalls, resumes just long enough to answer a sync (its answer to the leader's
-    /// ping cut off), and is cut again: the lease is renewed once more without the leader hearing
-    /// of it. Margin: follower_cut_expiry - 2 x fraction.
-    static constexpr double stall_resume_margin(double fraction, double r = 0.5) noexcept {
-        return follower_cut_expiry(r) - 2.0 * fraction;
-    }
-    /// How long (as a fraction of T after the last renewing send) a lock lost by its lease while
-    /// the session lives on keeps its node, unless released first: until the leader could have
-    /// expired the session anyway if the holder's follower had been cut off (any tickTime
-    /// ZooKeeper allows). The holder must stop within this; the next holder waits for it.
-    static constexpr double handover_fraction() noexcept { return follower_cut_expiry(0.5); }
+    /// The guaranteed margin between the loss signal and the earliest expiry, as a fraction of
+    /// T, less the network's one-way delays (docs/lease.md): the same in every fault case.
+    static constexpr double guaranteed_margin(double fraction) noexcept { return expiry_after_reference - fraction; }
 
 private:
-    struct gap {
+    /// v := max(v, cand) at `now`; true if that revealed a lapse of the watched fraction.
+    bool credit(lease_ns cand, lease_ns now) noexcept {
+        const lease_ns cur = vouched_.load(std::memory_order_relaxed);
+        if (cand <= cur) return false;
+        bool gap = false;
+        const double f = watch_fraction_.load(std::memory_order_relaxed);
+        const lease_ns t = timeout_.load(std::memory_order_relaxed);
+        if (cur != 0 && f > 0 && t > 0 && now > deadline(cur, t, f)) {
+            record_gap(now, now - deadline(cur, t, 0.0));
+            gap = true;
+        }
+        vouched_.store(cand, std::memory_order_release);
+        return gap;
+    }
+    /// Keeps answered send times at least T/64 apart (the older of two close ones: a query then
+    /// finds an entry at most T/64 older than the best, never a newer one).
+    void remember(lease_ns sent) noexcept {
+        const lease_ns t = timeout_.load(std::memory_order_relaxed);
+        if (ring_size_ > 0 && sent - ring_[ring_size_ - 1] < t / 64) return;
+        if (ring_size_ > 0 && sent < ring_[ring_size_ - 1]) return; // (out of order: keep it sorted)
+        if (ring_size_ == ring_.size()) {
+            std::copy(ring_.begin() + 1, ring_.end(), ring_.begin());
+            --ring_size_;
+        }
+        ring_[ring_size_++] = sent;
+    }
+    struct gap_entry {
         lease_ns end;
         lease_ns length;
     };
@@ -184,15 +282,21 @@ private:
     }
     static constexpr std::size_t max_gaps = 64;
 
-public:
-    session_lease() { gaps_.reserve(max_gaps); }
-
-private:
-    std::atomic<lease_ns> last_ack_send_{0};
+    std::atomic<lease_ns> vouched_{0};
     std::atomic<lease_ns> timeout_{0};
     std::atomic<double> watch_fraction_{0};
+    std::atomic<lease_ns> last_send_{0};
+    // strand only:
+    lease_ns next_hs_ = 0;             // a lower bound on the next connection's handshake send
+    lease_ns last_seen_connected_ = 0; // the last time the state was read as connected
+    bool seen_connected_ = false;      // ... and no read since found it otherwise
+    bool connection_ = false;          // a connection was established since start()
+    lease_ns hs_ = 0;                  // the current connection's handshake bound
+    bool committed_here_ = false;      // a commit on the current connection used (a)
+    std::array<lease_ns, 96> ring_{};  // answered sends on the current connection, ascending
+    std::size_t ring_size_ = 0;
     mutable std::mutex gaps_mu_;
-    std::vector<gap> gaps_;
+    std::vector<gap_entry> gaps_;
 };
 
 } // namespace zklock::detail

@@ -3,6 +3,7 @@
 // (listeners, watch registry, guaranteed background deletes).
 #pragma once
 
+#include "detail/boot_timer.hpp"
 #include "detail/fault_injection.hpp"
 #include "detail/lease.hpp"
 #include <zklock/guard.hpp>
@@ -194,9 +195,11 @@ public:
     loss_policy policy_for(const std::optional<loss_policy>& override_) const noexcept {
         return override_ ? *override_ : opts_.loss;
     }
-    // (strand) A held lock under a lease: heartbeats run while at least one is registered.
-    void lease_register(double fraction);
-    void lease_unregister(double fraction);
+    /// (strand) A held lock under a lease of `fraction` on `node`: while one is registered, the
+    /// heartbeat checks every held node in one multi every T/10. `on_gone` runs (strand) when
+    /// a heartbeat finds the node deleted. Returns an id for lease_unregister.
+    std::uint64_t lease_register(double fraction, std::string node, std::function<void()> on_gone);
+    void lease_unregister(std::uint64_t id);
     /// (strand) Runs `fn` once the lease of `fraction` lapses, or the session ends, whichever
     /// comes first (bounds a release that waits for a reconnect).
     /// Returns an id for cancel_lease_lapse (0 if `fn` ran at once).
@@ -222,6 +225,7 @@ public:
     /// getChildren; with watch_id != 0 a child watch is armed (the herd-prone strategy only).
     /// A multi-op (zoo_amulti) of `ops`, all or nothing; a success renews the lease (a write).
     void multi(const std::vector<transaction::op>& ops, zk_handler h);
+    void multi(const std::vector<transaction::op>& ops, zk_handler h, std::atomic<std::uint64_t>& counter);
     void get_children(const std::string& path, zk_handler h, std::uint64_t watch_id = 0);
     /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
     void get_data(const std::string& path, std::uint64_t watch_id, zk_handler h);
@@ -230,10 +234,11 @@ public:
     void exists(const std::string& path, zk_handler h);
     void remove(const std::string& path, int version, zk_handler h);
     void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
-    /// A sync of "/": its reply went through the leader and renews the lease (see loss_policy).
-    void sync(zk_handler h);
-    template <class Token> auto async_sync(Token&& t) {
-        return asio::async_initiate<Token, void(zk_result)>([this](auto h) { sync(zk_handler(std::move(h))); }, t);
+    /// A multi holding one check of "/": committed by a quorum, so its success renews the lease
+    /// (session_lease); an acquire sends it before a grant when the lease has lapsed.
+    void renew_lease(zk_handler h);
+    template <class Token> auto async_renew_lease(Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>([this](auto h) { renew_lease(zk_handler(std::move(h))); }, t);
     }
 
     template <class Token> auto async_create_and_list(const std::string& path, const std::string& data,
@@ -321,7 +326,7 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_sync{0}, n_multi{0};
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_renewal{0}, n_touch{0}, n_multi{0};
 
 private:
     struct cleanup_job {
@@ -366,7 +371,10 @@ private:
     void abandon_attempt(error_code why);
     void arm_lease_timer();
     void on_lease_timer();
-    void arm_heartbeat(bool now);
+    /// (strand) Sends a heartbeat now (`now`), and arms the next one T/10 later unless one is
+    /// armed already (`restart`: re-arm it anyway).
+    void arm_heartbeat(bool now, bool restart = false);
+    void send_heartbeat();
     void fire_lapse_waiters(bool all);
     void enter_closed();
     void notify(session_event e);
@@ -405,9 +413,15 @@ private:
     std::mutex handle_mu_;               // guards handle_ against shutdown()
     asio::steady_timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
-    asio::steady_timer lease_timer_;     // fires at the earliest lease deadline in use
-    asio::steady_timer heartbeat_timer_; // every T/10 while a lease lock is held
+    boot_timer lease_timer_;     // fires at the earliest lease deadline in use
+    boot_timer heartbeat_timer_; // every T/10 while connected: a heartbeat or a touch
     std::multiset<double> lease_fractions_;
+    struct held_node {
+        double fraction;
+        std::string node;
+        std::function<void()> on_gone;
+    };
+    std::map<std::uint64_t, held_node> held_; // strand: lease_register
     std::map<std::uint64_t, std::pair<double, std::function<void()>>> lapse_waiters_;
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;

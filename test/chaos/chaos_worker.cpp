@@ -11,10 +11,18 @@
 //   G <path> <start_ns> <fencing_token> <session_id_hex>   the lock was granted
 //   E <path> <end_ns> released                              the holder let go (before the delete)
 //   E <path> <end_ns> lost <reason>                         the loss signal ended the hold
+//   S <path> <stop_ns>                                      with --slow-stop-ms N > 0, after every
+//                                                           loss: the worker actually stopped (it
+//                                                           went on acting for a random 0..N ms
+//                                                           after the loss signal; just before its
+//                                                           release), so the library's deferred
+//                                                           delete of the lost lock is exercised
+//   # slow-stop-ms N                                        first line of such a worker's log (the
+//                                                           checker then knows an S line is due)
 //
 //   zklock_chaos_worker --connect H:P,H:P,... --paths N --log FILE [--seed S] [--session-timeout MS]
 //                       [--hold-ms MIN:MAX] [--policy lease|on_disconnect|on_expiry] [--partition-ms MS]
-//                       [--name NAME]
+//                       [--name NAME] [--slow-stop-ms N]
 #include <zklock.hpp>
 
 #include "../integration/proxy.hpp"
@@ -50,7 +58,7 @@ long long now_ns() {
 
 struct options {
     std::string connect, log = "/dev/stdout", name = "w", policy = "lease";
-    int paths = 2, hold_min = 5, hold_max = 60, partition_ms = 4000;
+    int paths = 2, hold_min = 5, hold_max = 60, partition_ms = 4000, slow_stop_ms = 0;
     unsigned seed = 1;
     std::chrono::milliseconds session_timeout{2000};
 };
@@ -75,6 +83,7 @@ options parse(int argc, char** argv) {
         else if (a == "--name") o.name = next();
         else if (a == "--policy") o.policy = next();
         else if (a == "--partition-ms") o.partition_ms = std::stoi(next());
+        else if (a == "--slow-stop-ms") o.slow_stop_ms = std::stoi(next());
         else if (a == "--session-timeout") o.session_timeout = std::chrono::milliseconds(std::stoi(next()));
         else if (a == "--hold-ms") {
             auto v = next();
@@ -86,6 +95,7 @@ options parse(int argc, char** argv) {
     }
     if (o.connect.empty()) usage("--connect is required");
     if (o.paths < 1 || o.hold_min < 0 || o.hold_max < o.hold_min) usage("bad --paths or --hold-ms");
+    if (o.slow_stop_ms < 0) usage("bad --slow-stop-ms");
     return o;
 }
 
@@ -101,6 +111,10 @@ public:
     worker(asio::io_context& io, options o) : io_(io), o_(std::move(o)), rng_(o_.seed) {
         log_ = std::fopen(o_.log.c_str(), "a");
         if (!log_) usage(("cannot open " + o_.log).c_str());
+        if (o_.slow_stop_ms > 0) {
+            std::fprintf(log_, "# slow-stop-ms %d\n", o_.slow_stop_ms);
+            std::fflush(log_);
+        }
         // one proxy per server: the faults of this client are injected there
         std::string proxied;
         std::size_t start = 0;
@@ -130,7 +144,8 @@ public:
             if (!ec) break;
             std::fprintf(stderr, "%s: connect: %s\n", o_.name.c_str(), ec.message().c_str());
         }
-        std::uniform_int_distribution<int> pick_path(0, o_.paths - 1), pick_hold(o_.hold_min, o_.hold_max);
+        std::uniform_int_distribution<int> pick_path(0, o_.paths - 1), pick_hold(o_.hold_min, o_.hold_max),
+            pick_slow_stop(0, o_.slow_stop_ms);
         while (!stop_) {
             const std::string path = "/zklock-chaos/lock" + std::to_string(pick_path(rng_));
             zklock::mutex m(s, path);
@@ -150,12 +165,21 @@ public:
             auto r = co_await (hold.async_wait(asio::as_tuple(use_awaitable)) ||
                                g.async_wait_lost(asio::as_tuple(use_awaitable)));
             if (r.index() == 1) lost = std::get<0>(std::get<1>(r));
-            if (lost && lost != zklock::errc::lock_released) {
+            const bool was_lost = lost && lost != zklock::errc::lock_released;
+            if (was_lost) {
                 std::fprintf(log_, "E %s %lld lost %s\n", path.c_str(), now_ns(), reason_name(lost));
             } else {
                 std::fprintf(log_, "E %s %lld released\n", path.c_str(), now_ns());
             }
             std::fflush(log_);
+            if (was_lost && o_.slow_stop_ms > 0) {
+                // a holder that takes time to stop: it goes on "acting" (here: waits) with the lost
+                // guard still alive, then releases it; the checker ends the hold at the S line
+                asio::steady_timer acting(ex, std::chrono::milliseconds(pick_slow_stop(rng_)));
+                co_await acting.async_wait(asio::as_tuple(use_awaitable));
+                std::fprintf(log_, "S %s %lld\n", path.c_str(), now_ns());
+                std::fflush(log_);
+            }
             co_await g.async_release(asio::as_tuple(use_awaitable));
             ++holds_;
         }

@@ -168,6 +168,7 @@ struct background_acquire {
     bool done = false;
     zklock::error_code ec;
     zklock::guard guard;
+    std::chrono::steady_clock::time_point at{}; ///< when it completed
     bool granted() const { return done && !ec && guard.owns_lock(); }
 };
 
@@ -178,6 +179,7 @@ std::shared_ptr<background_acquire> in_background(Start start) {
     start([b](zklock::error_code ec, zklock::guard g) {
         b->ec = ec;
         b->guard = std::move(g);
+        b->at = std::chrono::steady_clock::now();
         b->done = true;
     });
     return b;

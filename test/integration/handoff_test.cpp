@@ -293,7 +293,7 @@ TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
     using clk = std::chrono::steady_clock;
     const auto T = 2000ms;
     const double f = zklock::loss_policy::default_lease_fraction;
-    const double hold_back = (zklock::detail::session_lease::handover_fraction() - f) * 2.0; // 0.7 s
+    const double hold_back = zklock::detail::session_lease::guaranteed_margin(f) * 2.0; // 0.7 s
     const double allowance = 0.15;
     run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
@@ -437,7 +437,7 @@ TEST_F(Handoff, BadOptionsAreRefused) {
         EXPECT_EQ(ec3.category(), zklock::make_error_code(errc::invalid_argument).category());
         EXPECT_TRUE(ec3) << "a bad path is refused";
         auto o = handoff(4);
-        o.loss = zklock::loss_policy::lease(0.5);
+        o.loss = zklock::loss_policy::lease(0.55);
         zklock::mutex bad_lease(*s, path, o);
         auto [ec4, g4] = co_await bad_lease.async_acquire(asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec4, errc::invalid_lease_fraction) << ec4.message();

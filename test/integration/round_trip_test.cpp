@@ -50,18 +50,18 @@ TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {
             d.get_children = y.get_children - x.get_children;
             d.get_data = y.get_data - x.get_data;
             d.exists = y.exists - x.exists;
-            d.syncs = y.syncs - x.syncs;
+            d.lease_renewals = y.lease_renewals - x.lease_renewals;
             d.watch_removals = y.watch_removals - x.watch_removals;
             return d;
         };
         auto da = diff(a0, a1), db = diff(b0, b1);
         const auto creates = da.creates + db.creates, listings = da.get_children + db.get_children;
         const auto total = da.creates + db.creates + da.deletes + db.deletes + listings + da.get_data + db.get_data +
-                           da.exists + db.exists + da.syncs + db.syncs + da.watch_removals + db.watch_removals;
+                           da.exists + db.exists + da.lease_renewals + db.lease_renewals + da.watch_removals + db.watch_removals;
         std::printf("  %d cycles: %llu creates, %llu listings, %llu getData, %llu deletes, %llu other: %.2f requests per cycle\n",
                     cycles, (unsigned long long)creates, (unsigned long long)listings,
                     (unsigned long long)(da.get_data + db.get_data), (unsigned long long)(da.deletes + db.deletes),
-                    (unsigned long long)(da.exists + db.exists + da.syncs + db.syncs + da.watch_removals + db.watch_removals),
+                    (unsigned long long)(da.exists + db.exists + da.lease_renewals + db.lease_renewals + da.watch_removals + db.watch_removals),
                     double(total) / cycles);
         EXPECT_EQ(creates, static_cast<std::uint64_t>(cycles));
         EXPECT_EQ(listings, creates) << "a waiter listed the children again after its predecessor went";

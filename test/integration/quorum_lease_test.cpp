@@ -1,0 +1,215 @@
+// The lease that only a quorum renews (loss_policy::lease, docs/lease.md), at the worst phases
+// of its derivation: a leader deposed while it still answers, a grant after a long wait, a
+// suspend, a heartbeat that finds its node gone. The older faults (a follower cut off or frozen,
+// an isolated leader) are in partition_test.cpp and process_test.cpp.
+#include <zklock/mutex.hpp>
+
+#include "common.hpp"
+#include "loss_race.hpp"
+#include "raw_zk.hpp"
+#include "relayed_ensemble.hpp"
+
+#include "detail/boot_timer.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/detached.hpp>
+
+#include <cstdio>
+#include <thread>
+
+using namespace zt;
+using zklock::errc;
+using zklock::detail::session_lease;
+using clk = std::chrono::steady_clock;
+
+using QuorumLease = zt::zk_test;
+
+TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLease) {
+    // The outside harness's case: the holder's session uses the leader L only. L's quorum links
+    // are frozen both ways and the followers are restarted at once (zk.sh depose): they elect a
+    // new leader among themselves within about 2.5 s, which gives every session a full T from
+    // its own start, expires the holder's and grants the lock; L meanwhile goes on leading alone
+    // until its syncLimit runs out (5 s here) and answers the holder's reads and syncs. A lease
+    // that a sync renews (the code before this test) reported the loss only when L stepped down,
+    // at +5.3 s, after the grant (about +4.3 s): an overlap. Checked: it failed so on a build
+    // whose heartbeat was a sync again. The heartbeat is now a write that only a quorum commits:
+    // the loss must come at least (0.65 - f) T before the grant.
+    relayed_ensemble e;
+    ASSERT_TRUE(e.find_roles());
+    const auto T = 2000ms;
+    const double f = zklock::loss_policy::default_lease_fraction;
+    const double bound = session_lease::guaranteed_margin(f) * 2.0;
+    const double allowance = 0.15;
+    const int old_leader = e.leader;
+    run_test([&]() -> awaitable<void> {
+        // The waiter: on the followers (restarted under it: it reconnects), with the server's
+        // largest T so that nothing of the fault expires it.
+        auto ob = options(e.connect_to(e.followers[0]) + "," + e.connect_to(e.followers[1]));
+        ob.session_timeout = 10000ms;
+        auto b = co_await connect_session(ob);
+        auto path = unique_path("deposed");
+        auto oa = options(e.connect_to(old_leader));
+        oa.session_timeout = T;
+        oa.renew_after_expiry = false;
+        auto a = co_await connect_session(oa);
+        CO_REQUIRE(a->negotiated_timeout() == T);
+        std::thread fault;
+        int new_leader = 0;
+        auto r = co_await race_loss_against_grant(*a, *b, path, 0ms, [&] {
+            fault = std::thread([&e, &new_leader, old_leader] { new_leader = e.depose(old_leader); });
+        }, {}, 30000ms);
+        fault.join();
+        std::printf("  deposed leader %d, new leader %d: loss at +%.3f s, other holder at +%.3f s, margin %.3f s "
+                    "(bound %.3f s)\n", old_leader, new_leader, r.loss_s, r.grant_s, r.margin(), bound);
+        EXPECT_NE(new_leader, 0) << "zk.sh depose failed";
+        EXPECT_NE(new_leader, old_leader) << "the old leader was elected again: not the fault meant";
+        CO_REQUIRE(r.lost);
+        CO_REQUIRE(r.granted);
+        EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
+        EXPECT_GE(r.margin(), bound - allowance);
+        EXPECT_LT(r.loss_s, 1.5) << "the loss waited for something other than the lease";
+        e.thaw_all();
+        co_await r.holder.async_release(use_awaitable); // lost: completes at once
+        co_await r.next.async_release(use_awaitable);
+        a.reset();
+        for (int i = 1; i <= 3; ++i) e.sh("wait", i);
+        co_await expect_no_leftovers(*b, path);
+    }, 120s);
+    e.thaw_all();
+    if (::testing::Test::HasFailure()) e.print_logs();
+}
+
+TEST_F(QuorumLease, AGrantAfterALongWaitIsVouchedForAtEveryPhase) {
+    // A waiter that held nothing for longer than T (so no heartbeat ran: only its touches) is
+    // granted; its follower is cut off from the leader at once, at several phases of its
+    // touches (the wait's length moves them). The lease at the grant comes from evidence sent
+    // before it, so the loss must still come (0.65 - f) T before the next holder's grant. On the
+    // code before this test, the sync renewal at the grant counted as fresh while the leader's
+    // last relayed touch could be a third of T older.
+    relayed_ensemble e;
+    ASSERT_TRUE(e.find_roles());
+    const auto T = 2000ms;
+    const double f = zklock::loss_policy::default_lease_fraction;
+    const double bound = session_lease::guaranteed_margin(f) * 2.0;
+    const double allowance = 0.15;
+    const int fol = e.followers.front();
+    run_test([&]() -> awaitable<void> {
+        auto oc = options(e.connect_to(e.leader));
+        oc.session_timeout = 4000ms;
+        auto c = co_await connect_session(oc); // the first holder, then the next one
+        std::vector<double> margins;
+        for (int k = 0; k < 4; ++k) {
+            auto path = unique_path("longwait" + std::to_string(k));
+            auto oa = options(e.connect_to(fol));
+            oa.session_timeout = T;
+            oa.renew_after_expiry = false;
+            auto a = co_await connect_session(oa);
+            CO_REQUIRE(a->negotiated_timeout() == T);
+            zklock::mutex mc(*c, path), ma(*a, path);
+            auto first = co_await mc.async_acquire(use_awaitable);
+            auto wa = in_background([&](auto h) { ma.async_acquire_for(20s, h); });
+            co_await wait_for_children(*c, path, 2);
+            co_await sleep_for(std::chrono::milliseconds(2100 + 130 * k)); // > T, phases of the touches
+            co_await first.async_release(use_awaitable);
+            co_await eventually([&] { return wa->done; }, 5000ms);
+            CO_REQUIRE(wa->granted());
+            e.freeze(fol, e.leader); // at once after the grant
+            e.freeze(e.leader, fol);
+            const auto t0 = clk::now();
+            auto lost_at = std::make_shared<clk::time_point>();
+            wa->guard.async_wait_lost([lost_at](zklock::error_code) { *lost_at = clk::now(); });
+            auto next = in_background([&](auto h) { mc.async_acquire_for(20s, h); });
+            co_await eventually([&] { return *lost_at != clk::time_point{} && next->done; }, 15000ms);
+            CO_REQUIRE(*lost_at != clk::time_point{});
+            CO_REQUIRE(next->granted());
+            const double loss_s = std::chrono::duration<double>(*lost_at - t0).count();
+            const double grant_s = std::chrono::duration<double>(next->at - t0).count();
+            std::printf("  wait %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n",
+                        2100 + 130 * k, loss_s, grant_s, grant_s - loss_s, bound);
+            EXPECT_GE(grant_s - loss_s, bound - allowance);
+            margins.push_back(grant_s - loss_s);
+            e.thaw_all();
+            co_await wa->guard.async_release(use_awaitable);
+            co_await next->guard.async_release(use_awaitable);
+            a.reset();
+            e.sh("wait", fol);
+            co_await expect_no_leftovers(*c, path);
+        }
+        std::sort(margins.begin(), margins.end());
+        std::printf("  margins: min %.3f s, max %.3f s\n", margins.front(), margins.back());
+    }, 150s);
+    e.thaw_all();
+    if (::testing::Test::HasFailure()) e.print_logs();
+}
+
+TEST_F(QuorumLease, ASuspendReportsTheLossAtOnceOnResume) {
+    // A suspend stops CLOCK_MONOTONIC (Asio's steady timers) but not CLOCK_BOOTTIME (the lease's
+    // clock, and the servers'). Simulated through the lease clock's test hook, right after a
+    // heartbeat: the clock jumps T, the lease's timers (on CLOCK_BOOTTIME, re-armed as the kernel
+    // does on a resume) fire at once. On the code before this test, whose timers were steady
+    // timers, the loss came only with the next heartbeat's reply, up to T/10 later (checked).
+    const auto T = 2000ms;
+    run_test([&]() -> awaitable<void> {
+        auto o = options();
+        o.session_timeout = T;
+        auto a = co_await connect(o);
+        auto path = lock_path("suspend");
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto lost_at = std::make_shared<clk::time_point>();
+        auto why = std::make_shared<zklock::error_code>();
+        g.async_wait_lost([lost_at, why](zklock::error_code ec) {
+            *why = ec;
+            *lost_at = clk::now();
+        });
+        auto n = a->statistics().heartbeats;
+        co_await eventually([&] { return a->statistics().heartbeats > n; }, 3000ms);
+        co_await sleep_for(20ms); // (its reply is in: the next heartbeat is ~180 ms away)
+        const auto t0 = clk::now();
+        zklock::detail::boot_timer::simulate_suspend(T);
+        EXPECT_TRUE(g.is_lost()) << "is_lost reads the lease's clock itself";
+        co_await eventually([&] { return *lost_at != clk::time_point{}; }, 3000ms);
+        CO_REQUIRE(*lost_at != clk::time_point{});
+        const double after = std::chrono::duration<double>(*lost_at - t0).count();
+        std::printf("  the loss signal came %.1f ms after the simulated resume\n", after * 1000);
+        EXPECT_EQ(*why, errc::lease_expired) << why->message();
+        EXPECT_LT(after, 0.05) << "the lease's timer did not see the suspend";
+        co_await g.async_release(use_awaitable);
+        // the session lives on and is vouched for again
+        auto g2 = co_await m.async_acquire(use_awaitable);
+        co_await sleep_for(500ms);
+        EXPECT_FALSE(g2.is_lost()) << g2.loss_reason().message();
+        co_await g2.async_release(use_awaitable);
+    });
+}
+
+TEST_F(QuorumLease, AHeartbeatFindsADeletedNodeWithoutAWatch) {
+    // The heartbeat checks every held node: a node deleted by someone else is reported within
+    // one heartbeat (T/10) even when the holder never asked for the node watch.
+    const auto T = 2000ms;
+    run_test([&]() -> awaitable<void> {
+        auto o = options();
+        o.session_timeout = T;
+        auto a = co_await connect(o);
+        auto b = co_await connect(o);
+        auto path = lock_path("deleted");
+        auto other = lock_path("kept");
+        zklock::mutex m(*a, path), m2(*a, other);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto g2 = co_await m2.async_acquire(use_awaitable);
+        auto children = co_await zklock::async_get_children(*b, path, use_awaitable);
+        CO_REQUIRE(children.size() == 1);
+        co_await zklock::async_delete_node(*b, path + "/" + children[0], -1, use_awaitable);
+        const auto t0 = clk::now();
+        co_await eventually([&] { return g.is_lost(); }, 2000ms);
+        const double after = std::chrono::duration<double>(clk::now() - t0).count();
+        std::printf("  the deleted node was found lost %.0f ms after the delete\n", after * 1000);
+        EXPECT_TRUE(g.is_lost());
+        EXPECT_EQ(g.loss_reason(), errc::lock_node_deleted) << g.loss_reason().message();
+        EXPECT_LT(after, 0.2 * 2 + 0.1) << "not within a heartbeat";
+        co_await sleep_for(600ms); // the other lock's lease goes on (the failed multi renewed nothing)
+        EXPECT_FALSE(g2.is_lost()) << g2.loss_reason().message();
+        co_await g.async_release(use_awaitable);
+        co_await g2.async_release(use_awaitable);
+    });
+}

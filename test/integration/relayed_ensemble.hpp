@@ -1,0 +1,100 @@
+// The suite's second 3-server ensemble, whose server-to-server links go through zk.sh's
+// freezable relays ($ZK_RELAY_ENSEMBLE_DIR): its roles, and the faults zk.sh injects into it.
+#pragma once
+
+#include "common.hpp"
+#include "ensemble.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace zt {
+
+inline std::string env_or_empty(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+/// The ensemble with quorum relays: its state dir, zk.sh, connect strings per server.
+struct relayed_ensemble {
+    std::string dir, scripts;
+    int leader = 0;
+    std::vector<int> followers;
+
+    /// False (with a test failure) if the suite's ensemble has no relays or no leader now.
+    bool find_roles() {
+        dir = env_or_empty("ZK_RELAY_ENSEMBLE_DIR");
+        scripts = env_or_empty("ZKLOCK_SCRIPTS");
+        if (dir.empty() || scripts.empty()) {
+            ADD_FAILURE() << "ZK_RELAY_ENSEMBLE_DIR / ZKLOCK_SCRIPTS not set: run the suite with scripts/test.sh";
+            return false;
+        }
+        if (!std::ifstream(dir + "/relays")) {
+            ADD_FAILURE() << dir << " has no quorum relays: scripts/test.sh starts this ensemble with --relay";
+            return false;
+        }
+        // (an earlier test may have restarted a server: wait until all three serve)
+        for (int i = 1; i <= 3; ++i) sh("wait", i);
+        leader = 0;
+        followers.clear();
+        for (int i = 1; i <= 3; ++i) {
+            auto mode = server_mode(dir, i);
+            if (mode == "leader") leader = i;
+            else if (mode == "follower") followers.push_back(i);
+        }
+        if (leader == 0 || followers.size() != 2) {
+            ADD_FAILURE() << "no leader with two followers in " << dir;
+            return false;
+        }
+        return true;
+    }
+    std::string connect_to(int i) const { return "127.0.0.1:" + std::to_string(server_port(dir, i)); }
+    void sh(const std::string& what, int i = 0, int j = 0) const {
+        std::string cmd = scripts + "/zk.sh " + what + " " + dir;
+        if (i) cmd += " " + std::to_string(i);
+        if (j) cmd += " " + std::to_string(j);
+        EXPECT_EQ(std::system((cmd + " >/dev/null").c_str()), 0) << cmd;
+    }
+    void freeze(int i, int j) const { sh("freeze", i, j); }
+    /// zk.sh depose: leader `l` cut off from its quorum both ways, the other servers restarted at
+    /// once; they elect a new leader among themselves while `l` still leads alone. Returns the
+    /// new leader's id (0 on a failure, with the command's output on stderr). Blocks ~2-3 s.
+    int depose(int l) const {
+        std::string cmd = scripts + "/zk.sh depose " + dir + " " + std::to_string(l) + " 2>" + dir + "/depose.err";
+        FILE* p = ::popen(cmd.c_str(), "r");
+        if (!p) return 0;
+        char buf[256];
+        int id = 0;
+        while (std::fgets(buf, sizeof buf, p))
+            if (std::sscanf(buf, "NEW_LEADER=%d", &id) == 1) break;
+        const int rc = ::pclose(p);
+        if (rc != 0 || id == 0) {
+            std::fprintf(stderr, "zk.sh depose failed (%d):\n", rc);
+            (void)std::system(("cat " + dir + "/depose.err >&2").c_str());
+            return 0;
+        }
+        return id;
+    }
+    void thaw_all() const { sh("thaw"); }
+    /// Lines of server i's log that contain `what`.
+    int log_count(int i, const std::string& what) const {
+        std::ifstream in(dir + "/server" + std::to_string(i) + ".log");
+        int n = 0;
+        for (std::string line; std::getline(in, line);) n += line.find(what) != std::string::npos;
+        return n;
+    }
+    void print_logs() const {
+        for (int i = 1; i <= 3; ++i) {
+            auto cmd = "tail -n 40 " + dir + "/server" + std::to_string(i) + ".log >&2";
+            std::fprintf(stderr, "  --- server %d\n", i);
+            (void)std::system(cmd.c_str());
+        }
+        (void)std::system(("tail -n 5 " + dir + "/relay.log >&2").c_str());
+    }
+};
+
+
+} // namespace zt
