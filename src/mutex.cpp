@@ -147,7 +147,14 @@ private:
                 fatal_ = asio::error::operation_aborted;
                 session_ended_ = true;
                 co_return false;
-            default: break; // connecting, suspended, expired (renewing)
+            default: // connecting, suspended, expired (renewing)
+                // A try-acquire does not wait for a reconnect that may take any time (issue 31):
+                // it fails now, naming the connection.
+                if (req_.try_only) {
+                    fatal_ = zk_error(ZCONNECTIONLOSS);
+                    co_return false;
+                }
+                break;
             }
             recheck_ = false;
             co_await wait_event();

@@ -1307,7 +1307,8 @@ void session_impl::arm_heartbeat(bool now, bool restart) {
         auto s = w.lock();
         if (!s) return;
         s->heartbeat_armed_ = false;
-        s->arm_heartbeat(true);
+        // (not connected: the next connection's event re-arms it)
+        if (s->state() == session_state::connected) s->arm_heartbeat(true);
     });
 }
 

@@ -338,11 +338,10 @@ int run_command(const run_args& a) {
     int status = 0;
     asio::steady_timer kill_timer(io);
     // After a loss, the command must be gone before the lock can go to someone else: the lease
-    // reports the loss at s + 0.3 T (s: its last renewing send), and the lock node stays until
-    // the release or s + 0.65 T, which is also the earliest a cut-off follower's leader could
-    // expire the session (README, "The lease"). So SIGKILL comes no later than 0.25 x T after
-    // the SIGTERM (s + 0.55 T), whatever --kill-after says. After a revoke the lock is still
-    // held, and --kill-after applies as given.
+    // reports the loss at least 0.35 T (with its default fraction) before the earliest moment a
+    // leader could expire the session, and the lock node stays until the release or that moment
+    // (docs/lease.md). So SIGKILL comes no later than 0.25 x T after the SIGTERM, whatever
+    // --kill-after says. After a revoke the lock is still held, and --kill-after applies as given.
     auto terminate_child = [&](std::chrono::milliseconds grace) {
         if (terminating) { // a second reason (loss after revoke): only ever bring SIGKILL closer
             if (kill_timer.expiry() - std::chrono::steady_clock::now() <= grace) return;

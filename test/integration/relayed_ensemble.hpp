@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace zt {
@@ -36,20 +37,27 @@ struct relayed_ensemble {
             ADD_FAILURE() << dir << " has no quorum relays: scripts/test.sh starts this ensemble with --relay";
             return false;
         }
-        // (an earlier test may have restarted a server: wait until all three serve)
+        // (an earlier test may have restarted a server: wait until all three serve; and a leader
+        // deposed by an earlier test may still believe it leads for up to syncLimit ticks after
+        // the links came back: wait, up to 20 s, for one leader and two followers)
         for (int i = 1; i <= 3; ++i) sh("wait", i);
-        leader = 0;
-        followers.clear();
-        for (int i = 1; i <= 3; ++i) {
-            auto mode = server_mode(dir, i);
-            if (mode == "leader") leader = i;
-            else if (mode == "follower") followers.push_back(i);
+        std::string modes;
+        for (int attempt = 0; attempt < 100; ++attempt) {
+            leader = 0;
+            followers.clear();
+            modes.clear();
+            int leaders = 0;
+            for (int i = 1; i <= 3; ++i) {
+                auto mode = server_mode(dir, i);
+                modes += " " + std::to_string(i) + "=" + (mode.empty() ? "-" : mode);
+                if (mode == "leader") leader = i, ++leaders;
+                else if (mode == "follower") followers.push_back(i);
+            }
+            if (leaders == 1 && followers.size() == 2) return true;
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
-        if (leader == 0 || followers.size() != 2) {
-            ADD_FAILURE() << "no leader with two followers in " << dir;
-            return false;
-        }
-        return true;
+        ADD_FAILURE() << "no leader with two followers in " << dir << " (20 s):" << modes;
+        return false;
     }
     std::string connect_to(int i) const { return "127.0.0.1:" + std::to_string(server_port(dir, i)); }
     void sh(const std::string& what, int i = 0, int j = 0) const {
