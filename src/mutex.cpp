@@ -49,6 +49,15 @@ public:
             });
         });
         auto& strand = op->s_->strand();
+        // A deadline that has already passed when the operation starts (async_acquire_for(0)) is
+        // one try, as a try-acquire, whose "busy" is the deadline's acquire_timeout (issue 31).
+        if (op->req_.deadline && *op->req_.deadline <= clock::now()) {
+            op->req_.deadline.reset();
+            op->req_.try_only = true;
+            op->zero_deadline_ = true;
+        }
+        // An acquire on a session closed before it started says so (not a bare "canceled").
+        if (op->s_->state() == session_state::closed) op->fatal_ = errc::session_closed;
         if (op->req_.deadline && *op->req_.deadline != clock::time_point::max()) {
             op->deadline_timer_.expires_at(*op->req_.deadline);
             op->deadline_timer_.async_wait([w = op->weak_from_this()](error_code ec) {
@@ -112,6 +121,8 @@ private:
     }
     bool timed_out() const { return req_.deadline && clock::now() >= *req_.deadline; }
     bool should_stop() const { return cancelled_ || fatal_ || timed_out(); }
+    /// A try that found the lock taken: lock_busy, or acquire_timeout for a zero deadline.
+    error_code busy_code() const { return zero_deadline_ ? make_error_code(errc::acquire_timeout) : make_error_code(errc::lock_busy); }
     error_code stop_reason() const {
         if (fatal_) return fatal_;
         if (cancelled_) return asio::error::operation_aborted;
@@ -351,7 +362,7 @@ private:
             if (g.rc == ZOK || g.rc == ZNONODE) maybe_created = false; // the answer is in: not ours
             if (g.rc == ZOK && op.req_.try_only) {
                 s.drop_watch(wid, true);
-                co_return op.finish(errc::lock_busy);
+                co_return op.finish(op.busy_code());
             }
             if (g.rc == ZOK) co_await op.wait_event();
             s.drop_watch(wid, g.rc == ZOK);
@@ -457,7 +468,7 @@ private:
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
-            if (op.req_.try_only) co_return co_await op.abandon(errc::lock_busy);
+            if (op.req_.try_only) co_return co_await op.abandon(op.busy_code());
 
             op.recheck_ = false;
             op.pred_deleted_ = false;
@@ -500,6 +511,7 @@ private:
     pending<void(error_code, guard)> handler_;
     asio::steady_timer wake_;
     asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
+    bool zero_deadline_ = false;        // a deadline already past at the start: one try
     asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
     bool grace_armed_ = false;
     std::uint64_t listener_id_ = 0;

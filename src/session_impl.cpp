@@ -844,7 +844,7 @@ void session_impl::connect(pending<void(error_code)> h) {
             if (!s.auth_confirmed_) s.connect_waiters_.emplace_back(id, std::move(h));
             else h.complete({});
             return;
-        case session_state::closed: h.complete(asio::error::operation_aborted); return;
+        case session_state::closed: h.complete(errc::session_closed); return; // (issue 31: not a bare "canceled")
         case session_state::connecting:
         case session_state::suspended:
         case session_state::expired: s.connect_waiters_.emplace_back(id, std::move(h)); return;

@@ -152,7 +152,9 @@ public:
 
     /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed since the
     /// operation started: with a deferred token (asio::deferred, use_awaitable awaited later),
-    /// when it is launched, not when this call made it.
+    /// when it is launched, not when this call made it. A zero timeout (a deadline already past
+    /// when it starts) is one try, as async_try_acquire, failing with errc::acquire_timeout when
+    /// the lock is taken. While the session is disconnected the deadline still holds.
     template <class Rep, class Period, class CompletionToken>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
         return initiate(detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
@@ -166,7 +168,8 @@ public:
 
     /// Takes the lock only if no other contender is queued: errc::lock_busy otherwise
     /// (the node it created is deleted before completion). Costs the same round trips as an
-    /// uncontended acquire.
+    /// uncontended acquire. While the session is disconnected it fails at once with
+    /// zk_errc::connection_loss: it never waits for a reconnect.
     template <class CompletionToken>
     auto async_try_acquire(CompletionToken&& token) {
         return initiate({}, true, std::forward<CompletionToken>(token));

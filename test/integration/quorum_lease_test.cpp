@@ -145,6 +145,54 @@ TEST_F(QuorumLease, AGrantAfterALongWaitIsVouchedForAtEveryPhase) {
     if (::testing::Test::HasFailure()) e.print_logs();
 }
 
+TEST_F(QuorumLease, AHeartbeatDelayedByABusyStrandStillLeavesTheMargin) {
+    // The holder's io_context is blocked for a quarter of T right after a heartbeat (its next
+    // heartbeat, due T/10 later, goes out only after the block); as the block ends, its
+    // follower is cut off from the leader. The lease's deadline rests on evidence sent before
+    // the block, so the loss must still come (0.65 - f) T before the next holder's grant.
+    // (The old rule credited the late heartbeat's send; its margin here was still 0.7 T less
+    // the block, above its stated bound: this test guards the new rule, it did not fail before.)
+    relayed_ensemble e;
+    ASSERT_TRUE(e.find_roles());
+    const auto T = 2000ms;
+    const double f = zklock::loss_policy::default_lease_fraction;
+    const double bound = session_lease::guaranteed_margin(f) * 2.0;
+    const double allowance = 0.15;
+    const int fol = e.followers.front();
+    run_test([&]() -> awaitable<void> {
+        auto ob = options(e.connect_to(e.leader));
+        ob.session_timeout = 4000ms;
+        auto b = co_await connect_session(ob);
+        for (int k = 0; k < 2; ++k) {
+            auto path = unique_path("busy" + std::to_string(k));
+            auto oa = options(e.connect_to(fol));
+            oa.session_timeout = T;
+            oa.renew_after_expiry = false;
+            auto a = co_await connect_session(oa);
+            CO_REQUIRE(a->negotiated_timeout() == T);
+            auto r = co_await race_loss_against_grant(*a, *b, path, std::chrono::milliseconds(50 * k), [&] {
+                std::this_thread::sleep_for(500ms); // the strand (the whole io_context) is busy
+                e.freeze(fol, e.leader);
+                e.freeze(e.leader, fol);
+            });
+            CO_REQUIRE(r.lost);
+            CO_REQUIRE(r.granted);
+            std::printf("  phase %d ms, blocked 500 ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s "
+                        "(bound %.3f s)\n", 50 * k, r.loss_s, r.grant_s, r.margin(), bound);
+            EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
+            EXPECT_GE(r.margin(), bound - allowance);
+            e.thaw_all();
+            co_await r.holder.async_release(use_awaitable);
+            co_await r.next.async_release(use_awaitable);
+            a.reset();
+            e.sh("wait", fol);
+            co_await expect_no_leftovers(*b, path);
+        }
+    }, 150s);
+    e.thaw_all();
+    if (::testing::Test::HasFailure()) e.print_logs();
+}
+
 TEST_F(QuorumLease, ASuspendReportsTheLossAtOnceOnResume) {
     // A suspend stops CLOCK_MONOTONIC (Asio's steady timers) but not CLOCK_BOOTTIME (the lease's
     // clock, and the servers'). Simulated through the lease clock's test hook, right after a
