@@ -13,7 +13,8 @@ while [ $# -gt 0 ]; do
     *) sed -n '2,6p' "$0"; exit 2;;
   esac
 done
-out=$("$root/scripts/zk.sh" start --fsync "$fsync"); dir=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
+# (the server as bench/compare runs it: a full JIT, quiet logs)
+out=$(ZK_JVM_OPTS="-XX:+UseParallelGC" ZK_LOG_LEVEL=warn "$root/scripts/zk.sh" start --fsync "$fsync"); dir=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
 connect=$(echo "$out" | sed -n 's/^ZK_CONNECT=//p')
 trap '"$root/scripts/zk.sh" stop "$dir"' EXIT
 res=$(mktemp)
