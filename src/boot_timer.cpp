@@ -34,7 +34,7 @@ int make_timerfd() {
 } // namespace
 
 boot_timer::boot_timer(const asio::any_io_executor& ex)
-    : st_(std::make_shared<state>(state{make_timerfd(), 0})), sd_(ex, st_->fd) {
+    : st_(std::make_shared<state>(make_timerfd())), sd_(ex, st_->fd) {
     std::lock_guard lk(registry_mu());
     registry().insert(this);
 }
@@ -42,7 +42,7 @@ boot_timer::boot_timer(const asio::any_io_executor& ex)
 boot_timer::~boot_timer() {
     std::lock_guard lk(registry_mu());
     registry().erase(this);
-    ++st_->gen; // a success still queued must not read the closed (maybe reused) descriptor
+    st_->gen.fetch_add(1, std::memory_order_acq_rel); // a success still queued must not read the closed (maybe reused) descriptor
     // (sd_ closes the timerfd; a completion still queued reads only st_)
 }
 
@@ -58,7 +58,7 @@ void boot_timer::arm() noexcept {
 }
 
 void boot_timer::expires_at(lease_ns at) {
-    ++st_->gen;
+    st_->gen.fetch_add(1, std::memory_order_acq_rel);
     boost::system::error_code ignored;
     sd_.cancel(ignored);
     std::lock_guard lk(registry_mu());
@@ -67,7 +67,7 @@ void boot_timer::expires_at(lease_ns at) {
 }
 
 void boot_timer::cancel() {
-    ++st_->gen;
+    st_->gen.fetch_add(1, std::memory_order_acq_rel);
     boost::system::error_code ignored;
     sd_.cancel(ignored);
     std::lock_guard lk(registry_mu());
@@ -77,12 +77,12 @@ void boot_timer::cancel() {
 
 void boot_timer::async_wait(std::function<void(boost::system::error_code)> h) {
     sd_.async_wait(asio::posix::stream_descriptor::wait_read,
-                   [st = st_, gen = st_->gen, h = std::move(h)](boost::system::error_code ec) mutable {
+                   [st = st_, gen = st_->gen.load(std::memory_order_acquire), h = std::move(h)](boost::system::error_code ec) mutable {
                        if (ec) return h(ec);
-                       if (gen != st->gen) return h(asio::error::operation_aborted);
-                       std::uint64_t n = 0;
-                       (void)!::read(st->fd, &n, sizeof n); // (clears the readiness; still open:
-                       // a timer that is gone has moved gen)
+                       if (gen != st->gen.load(std::memory_order_acquire)) return h(asio::error::operation_aborted);
+                       // (No read of the descriptor: it may be closed by now, on another thread.
+                       // Every wait follows an expires_at, whose timerfd_settime clears the
+                       // expiration, so the next one is a new edge for the reactor.)
                        h(ec);
                    });
 }

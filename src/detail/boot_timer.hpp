@@ -11,6 +11,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -35,7 +36,7 @@ public:
     /// The deadline set last (0: none).
     lease_ns expiry() const noexcept { return at_; }
     /// `h(ec)` on the timer's executor: success at the deadline, operation_aborted if cancelled
-    /// or moved first.
+    /// or moved first. Call expires_at (or expires_after) before each wait.
     void async_wait(std::function<void(boost::system::error_code)> h);
     void cancel();
 
@@ -49,8 +50,11 @@ private:
     void arm() noexcept; // (under the registry's lock)
     /// What a wait's completion reads: shared with it, since it may run after the timer is gone.
     struct state {
-        int fd = -1;
-        std::uint64_t gen = 0; // moved by expires_at and cancel: an older wait's success is stale
+        explicit state(int f) : fd(f) {}
+        const int fd;
+        /// Moved by expires_at, cancel and the destructor: an older wait's success is stale.
+        /// (Atomic: the destructor may run on another thread than a completion still queued.)
+        std::atomic<std::uint64_t> gen{0};
     };
     std::shared_ptr<state> st_;
     asio::posix::stream_descriptor sd_;

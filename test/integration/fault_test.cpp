@@ -365,7 +365,7 @@ TEST_F(Faults, BadInputGetsNamedErrorsAndTouchesNothing) {
         zklock::session s0(co_await asio::this_coro::executor, o);
         auto [ec0] = co_await s0.async_connect(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec0, errc::invalid_argument);
-        for (double f : {0.5, 0.33, 0.1, 0.0}) { // outside (0.1, 0.325]: no derivation covers it
+        for (double f : {0.55, 0.51, 0.1, 0.0}) { // outside (0.1, 0.5]
             auto of = options();
             of.loss = zklock::loss_policy::lease(f);
             zklock::session sf(co_await asio::this_coro::executor, of);

@@ -119,8 +119,8 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         auto path = unique_path("lock");
         auto o = options(connect);
         // What is tested is the session's failover: the lock lives as long as the session does
-        // (on_expiry). The lease, at most 0.325 T, would report a loss for a failover of more
-        // than (0.325 - 0.1) T, 2.25 s here, and a leader's election can take that long.
+        // (on_expiry). The lease would report a loss for a failover longer than its deadline
+        // (about 0.35 T after the last heartbeat), and a leader's election can take that long.
         o.session_timeout = 10000ms;
         o.loss = zklock::loss_policy::on_expiry();
         auto a = co_await connect_session(o);

@@ -6,6 +6,7 @@
 
 #include "common.hpp"
 #include "loss_race.hpp"
+#include "proxy.hpp"
 #include "raw_zk.hpp"
 #include "relayed_ensemble.hpp"
 
@@ -190,6 +191,90 @@ TEST_F(QuorumLease, AHeartbeatDelayedByABusyStrandStillLeavesTheMargin) {
         }
     }, 150s);
     e.thaw_all();
+    if (::testing::Test::HasFailure()) e.print_logs();
+}
+
+TEST_F(QuorumLease, ATimeoutRenegotiatedOnAReconnectKeepsTheMargin) {
+    // The holder's session asks for T = 4 s and gets it from its first server; the next one caps
+    // sessions at 2 s (maxSessionTimeout). The session's link to the first server is cut (a test
+    // proxy drops it and answers nothing more): it moves to the second, and T halves. At once,
+    // that server is cut off from the leader. The old evidence was counted against 4 s, the new
+    // handshake touched the session with 2 s: the loss must come (0.65 - f) x 2 s before the
+    // next holder's grant. (T can only shrink on a reconnect: the C client asks every new server
+    // for the timeout it last negotiated, zh->recv_timeout, which the first handshake's answer
+    // overwrote; seen here: a session capped at 2 s did not get 4 s back from a server that
+    // allows it. The growing case is checked on the bookkeeping only, by the unit test
+    // Lease.ALongerTimeoutAfterAReconnectDoesNotStretchOldEvidence. This test was not run against
+    // the code before it.)
+    relayed_ensemble e;
+    ASSERT_TRUE(e.find_roles());
+    const int full = e.followers[0], capped = e.followers[1];
+    const std::string cfg = e.dir + "/zoo" + std::to_string(capped) + ".cfg";
+    auto set_cap = [&](bool on) {
+        (void)std::system(("kill -9 $(cat " + e.dir + "/server" + std::to_string(capped) + ".pid) 2>/dev/null; sleep 0.2").c_str());
+        std::string cmd = "sed -i '/^maxSessionTimeout=/d' " + cfg;
+        if (on) cmd += " && echo maxSessionTimeout=2000 >> " + cfg;
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        e.sh("restart", capped);
+    };
+    set_cap(true);
+    const double f = zklock::loss_policy::default_lease_fraction;
+    const double bound = session_lease::guaranteed_margin(f) * 2.0;
+    const double allowance = 0.15;
+    run_test([&]() -> awaitable<void> {
+        auto ob = options(e.connect_to(e.leader));
+        ob.session_timeout = 10000ms;
+        auto b = co_await connect_session(ob);
+        auto path = unique_path("renegotiated");
+        tcp_proxy proxy(server_port(e.dir, full));
+        // (the C client picks a server of its list at random: connect until it took the full one)
+        std::unique_ptr<zklock::session> a;
+        for (int i = 0; i < 20; ++i) {
+            auto oa = options("127.0.0.1:" + std::to_string(proxy.port()) + "," + e.connect_to(capped));
+            oa.session_timeout = 4000ms;
+            oa.renew_after_expiry = false;
+            a = co_await connect_session(oa);
+            if (a->negotiated_timeout() == 4000ms) break;
+            a.reset();
+        }
+        CO_REQUIRE(a && a->negotiated_timeout() == 4000ms);
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        auto lost_at = std::make_shared<clk::time_point>();
+        auto why = std::make_shared<zklock::error_code>();
+        g.async_wait_lost([lost_at, why](zklock::error_code ec) {
+            *why = ec;
+            *lost_at = clk::now();
+        });
+        auto next = in_background([&](auto h) { mb.async_acquire_for(30s, h); });
+        co_await wait_for_children(*b, path, 2);
+        auto n = a->statistics().heartbeats;
+        co_await eventually([&] { return a->statistics().heartbeats >= n + 5; }, 5000ms);
+        proxy.blackhole(true);
+        proxy.drop(); // the session moves to the other follower, which caps it at 2 s
+        co_await eventually([&] { return a->negotiated_timeout() == 2000ms; }, 5000ms);
+        CO_REQUIRE(a->negotiated_timeout() == 2000ms);
+        e.freeze(capped, e.leader); // at once after the reconnect
+        e.freeze(e.leader, capped);
+        const auto t0 = clk::now();
+        co_await eventually([&] { return *lost_at != clk::time_point{} && next->done; }, 20000ms);
+        CO_REQUIRE(*lost_at != clk::time_point{});
+        CO_REQUIRE(next->granted());
+        const double loss_s = std::chrono::duration<double>(*lost_at - t0).count();
+        const double grant_s = std::chrono::duration<double>(next->at - t0).count();
+        std::printf("  T 4 s -> 2 s: loss at %+.3f s, other holder at %+.3f s, margin %.3f s (bound %.3f s)\n", loss_s,
+                    grant_s, grant_s - loss_s, bound);
+        EXPECT_EQ(*why, errc::lease_expired) << why->message();
+        EXPECT_GE(grant_s - loss_s, bound - allowance);
+        e.thaw_all();
+        co_await g.async_release(use_awaitable);
+        co_await next->guard.async_release(use_awaitable);
+        a.reset();
+        e.sh("wait", capped);
+        co_await expect_no_leftovers(*b, path);
+    }, 150s);
+    e.thaw_all();
+    set_cap(false);
     if (::testing::Test::HasFailure()) e.print_logs();
 }
 
