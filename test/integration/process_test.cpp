@@ -151,6 +151,9 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
         EXPECT_EQ(a->state(), zklock::session_state::connected);
         EXPECT_EQ(a->session_id(), id);
         EXPECT_FALSE(g.is_lost()) << g.loss_reason().message();
+        // (B's session may be failing over too: a try-acquire while disconnected fails at once
+        // with connection_loss, so it waits for B's connection first)
+        co_await eventually([&] { return b->state() == zklock::session_state::connected; }, 25000ms);
         auto [ec, g2] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::lock_busy) << ec.message();
         co_await g.async_release(use_awaitable);
