@@ -193,13 +193,6 @@ void on_stat(int rc, const Stat* stat, const void* data) {
     finish(op);
 }
 
-void on_string(int rc, const char*, const void* data) { // (sync)
-    rc = reply_rc(rc);
-    auto* op = as_op(data);
-    note_reply(op, rc);
-    op->res.rc = rc;
-    finish(op);
-}
 
 void on_void(int rc, const void* data) {
     rc = reply_rc(rc);
