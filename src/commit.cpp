@@ -22,7 +22,7 @@ error_code transaction::validate() const noexcept {
     std::size_t bytes = 0;
     for (const auto& o : ops_) {
         if (auto ec = validate_lock_path(o.path)) return ec;
-        if (o.version < -1) return errc::invalid_argument;
+        if (o.version < -1) return errc::invalid_version;
         bytes += o.path.size() + o.data.size() + 64;
         if (o.what == kind::create && !o.node_acl.is_open())
             for (const auto& e : o.node_acl.entries()) bytes += e.scheme.size() + e.id.size() + 16;

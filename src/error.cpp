@@ -20,10 +20,10 @@ public:
         case errc::path_relative_segment: return "invalid lock path: the path contains a \".\" or \"..\" segment";
         case errc::path_bad_character: return "invalid lock path: the path contains NUL or a control character";
         case errc::path_reserved: return "invalid lock path: \"/\" and the /zookeeper tree are reserved";
-        case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535";
-        case errc::invalid_argument: return "invalid argument: a timeout or option is out of range";
+        case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535 (no scheme such as http://)";
+        case errc::invalid_argument: return "invalid argument (no longer returned by zklock: every mistake has an errc of its own)";
         case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.5] (above the heartbeat's period, T/10; at most 0.5, which leaves the holder (0.65 - f) T = 0.15 T to stop)";
-        case errc::not_a_lock_node: return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", \"__READ__\", \"__WRIT__\", \"__rlock__\"), so break refuses to delete it";
+        case errc::not_a_lock_node: return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", \"__READ__\", \"__WRIT__\", \"__rlock__\", a semaphore's \"-lease-\"), so break refuses to delete it";
         case errc::transaction_empty: return "empty transaction: async_commit needs at least one operation";
         case errc::transaction_too_large: return "transaction too large: its paths and data are over zklock::max_transaction_bytes (900 KiB, 64 bytes per operation included); ZooKeeper would drop the connection";
         case errc::lock_lost: return "lock lost: the lock node was gone when the transaction was committed (or the guard was already lost); nothing was applied";
@@ -45,6 +45,21 @@ public:
         case errc::create_retries_exhausted: return "creating the lock node failed with connection loss 5 times in a row";
         case errc::internal_error: return "an unexpected exception inside zklock (e.g. out of memory): the operation was abandoned and its node is deleted in the background";
         case errc::lease_expired: return "lock lost: no request sent within the lease (loss_policy::lease) got a reply that went through the ZooKeeper leader, so the server may expire the session soon";
+        case errc::path_used_by_semaphore: return "recipe conflict: the lock path is a semaphore's (it has leases under <path>/leases); a mutex or read/write lock cannot share a path with a semaphore";
+        case errc::path_used_by_lock: return "recipe conflict: the semaphore path holds nodes of a mutex or read/write lock; a semaphore cannot share a path with them";
+        case errc::strategy_conflict: return "recipe conflict: lock_strategy::unique_node (one node \"<path>/lock\") and the sequential lock nodes of the other strategies and recipes cannot share a path";
+        case errc::invalid_session_timeout: return "invalid session_options::session_timeout: it must be between 100 ms and 2147483647 ms (the server then negotiates it into [2, 20] x its tickTime)";
+        case errc::invalid_connect_timeout: return "invalid session_options::connect_timeout: it must be positive";
+        case errc::invalid_chroot: return "invalid connect string: the chroot (the part after the first '/') must be an absolute path without empty segments, \".\" or \"..\" segments, control characters or a trailing '/'";
+        case errc::chroot_missing: return "the connect string's chroot does not exist on the server: create it first (zklock creates lock paths, never the chroot)";
+        case errc::invalid_max_leases: return "invalid semaphore max_leases: it must be at least 1";
+        case errc::semaphore_size_mismatch: return "semaphore max_leases differs from the N stored in <path>/leases by the path's first acquire: every client of a path must use the same N (delete the path to change it)";
+        case errc::invalid_local_handoff: return "invalid mutex_options::local_handoff: it must be between 0 and 4096 grants per node";
+        case errc::local_handoff_unsupported: return "mutex_options::local_handoff is for the exclusive mutex only: the read/write lock does not hand off in process";
+        case errc::multi_lock_empty: return "async_acquire_all: the list of locks is empty";
+        case errc::multi_lock_duplicate_path: return "async_acquire_all: two locks of the list have the same path (a multi-lock would wait for itself)";
+        case errc::not_a_write_guard: return "async_downgrade: the guard is not a held write lock of this shared_mutex's path (it has been released)";
+        case errc::invalid_version: return "invalid transaction version: it must be -1 (any version) or a node version (0 or more)";
         case errc::upgrade_not_supported: return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, then acquire the write lock";
         }
         return "zklock error " + std::to_string(ev);

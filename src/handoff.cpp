@@ -384,7 +384,8 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     if (req.loss && req.loss->validate()) return p.complete(req.loss->validate(), guard{});
-    if (req.rw || req.local_handoff > max_local_grants) return p.complete(errc::invalid_argument, guard{});
+    if (req.rw) return p.complete(errc::local_handoff_unsupported, guard{});
+    if (req.local_handoff > max_local_grants) return p.complete(errc::invalid_local_handoff, guard{});
     if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (req.metered) s->meter_acquire(req.path, p);
     auto t = std::make_shared<ticket>();

@@ -9,6 +9,8 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 
+#include <algorithm>
+#include <charconv>
 #include <type_traits>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -43,18 +45,23 @@ std::vector<contender_info> lock_nodes(const std::vector<std::string>& children,
     return nodes;
 }
 
-/// Fills in what each node's getData returned; drops the nodes gone meanwhile. ZOK or the first error.
-int fill_in(std::vector<contender_info>& nodes, std::vector<zk_result>& results, const std::string& path) {
+/// Fills in what each node's getData returned; drops the nodes gone meanwhile. ZOK or the first
+/// error. `max_leases`: the semaphore's N, for its leases.
+int fill_in(std::vector<contender_info>& nodes, std::vector<zk_result>& results, const std::string& path,
+            std::size_t max_leases) {
     auto now = std::chrono::system_clock::now();
     std::vector<contender_info> out;
     bool writer_seen = false, holder_seen = false;
+    std::size_t leases_seen = 0;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
         auto& r = results[i];
         if (r.rc == ZNONODE) continue; // went away meanwhile
         if (r.rc != ZOK) return r.rc;
         contender_info c = std::move(nodes[i]);
-        c.node_path = path + "/" + c.name;
-        if (!c.foreign) {
+        c.node_path = path + (c.lease ? "/leases/" : "/") + c.name;
+        if (c.lease) {
+            c.holder = leases_seen++ < max_leases;
+        } else if (!c.foreign) {
             c.holder = !holder_seen || (!c.writer && !writer_seen);
             holder_seen = true;
             writer_seen = writer_seen || c.writer;
@@ -76,17 +83,46 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
     if (l.rc == ZNONODE) co_return std::make_pair(ZOK, std::vector<contender_info>{});
     if (l.rc != ZOK) co_return std::make_pair(l.rc, std::vector<contender_info>{});
     auto nodes = lock_nodes(l.children, o, s.listed_cversion(l));
+    // The unique_node strategy's one node: its holder.
+    if (std::find(l.children.begin(), l.children.end(), "lock") != l.children.end()) {
+        contender_info i;
+        i.name = "lock";
+        nodes.insert(nodes.begin(), std::move(i));
+    }
+    // A semaphore's leases, in their order (Curator's layout: "<path>/leases", N as its data).
+    std::size_t max_leases = 0;
+    if (std::find(l.children.begin(), l.children.end(), "leases") != l.children.end()) {
+        auto n = co_await s.async_get_data(path + "/leases", 0, use_awaitable);
+        auto ll = co_await s.async_get_children(path + "/leases", use_awaitable);
+        if (n.rc != ZOK && n.rc != ZNONODE) co_return std::make_pair(n.rc, std::vector<contender_info>{});
+        if (ll.rc != ZOK && ll.rc != ZNONODE) co_return std::make_pair(ll.rc, std::vector<contender_info>{});
+        if (n.rc == ZOK) (void)std::from_chars(n.data.data(), n.data.data() + n.data.size(), max_leases);
+        std::vector<contender_info> leases;
+        for (const auto& name : ll.children) {
+            if (!is_semaphore_lease(name)) continue;
+            contender_info i;
+            i.name = name;
+            i.sequence = *parse_sequence(std::string_view(name).substr(name.size() - 10));
+            i.writer = false;
+            i.lease = true;
+            leases.push_back(std::move(i));
+        }
+        std::sort(leases.begin(), leases.end(), [](const contender_info& a, const contender_info& b) {
+            return a.name.substr(a.name.size() - 10) < b.name.substr(b.name.size() - 10);
+        });
+        nodes.insert(nodes.begin(), std::make_move_iterator(leases.begin()), std::make_move_iterator(leases.end()));
+    }
     // pipelined reads: ZooKeeper answers one session's requests in order
     auto remaining = std::make_shared<std::size_t>(nodes.size());
     auto results = std::make_shared<std::vector<zk_result>>(nodes.size());
     asio::steady_timer done(s.strand(), std::chrono::steady_clock::time_point::max());
     for (std::size_t i = 0; i < nodes.size(); ++i)
-        s.get_data(path + "/" + nodes[i].name, 0, zk_handler([results, remaining, i, &done](zk_result r) {
+        s.get_data(path + (nodes[i].lease ? "/leases/" : "/") + nodes[i].name, 0, zk_handler([results, remaining, i, &done](zk_result r) {
             (*results)[i] = std::move(r);
             if (--*remaining == 0) done.cancel();
         }));
     if (!nodes.empty()) co_await done.async_wait(asio::as_tuple(use_awaitable));
-    int rc = fill_in(nodes, *results, path);
+    int rc = fill_in(nodes, *results, path, max_leases);
     if (rc != ZOK) nodes.clear();
     co_return std::make_pair(rc, std::move(nodes));
 }
@@ -135,9 +171,8 @@ void start_break_lock(const std::shared_ptr<session_impl>& s, std::string node_p
     pending<void(error_code)> p(std::move(h), s->executor());
     if (auto ec = check(s, node_path)) return p.complete(ec);
     auto name = last_segment(node_path);
-    auto lock_node = [&](lock_family f, lock_dialect d) { return classify_child(name, f, d, std::nullopt) != child_kind::other; };
-    if (!lock_node(lock_family::mutex, lock_dialect::kazoo) && !lock_node(lock_family::rw, lock_dialect::curator) &&
-        !lock_node(lock_family::rw, lock_dialect::kazoo))
+    if (classify_child(name, lock_family::mutex, lock_dialect::curator, std::nullopt) == child_kind::other &&
+        !is_semaphore_lease(name))
         return p.complete(errc::not_a_lock_node); // refuse to delete anything else
     asio::post(s->strand(), [s, node_path = std::move(node_path), p = std::move(p)]() mutable {
         s->remove(node_path, -1, zk_handler([p = std::move(p)](zk_result r) mutable { p.complete(rc_error(r.rc)); }));

@@ -75,14 +75,14 @@ void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::stea
                        asio::any_completion_handler<void(error_code, std::vector<guard>)> handler) {
     if (locks.empty()) {
         pending<void(error_code, std::vector<guard>)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
-        return p.complete(errc::invalid_argument, {});
+        return p.complete(errc::multi_lock_empty, {});
     }
     auto ex = locks.front().session_impl()->executor();
     pending<void(error_code, std::vector<guard>)> p(std::move(handler), ex);
     // The canonical order: by path, so that two callers with overlapping sets take them alike.
     std::stable_sort(locks.begin(), locks.end(), [](const mutex& a, const mutex& b) { return a.path() < b.path(); });
     for (std::size_t i = 1; i < locks.size(); ++i)
-        if (locks[i].path() == locks[i - 1].path()) return p.complete(errc::invalid_argument, {});
+        if (locks[i].path() == locks[i - 1].path()) return p.complete(errc::multi_lock_duplicate_path, {});
     std::make_shared<multi_op>(std::move(locks), deadline, std::move(p), asio::make_strand(ex))->start();
 }
 

@@ -135,6 +135,12 @@ private:
         if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) return errc::session_expired;
         return zk_error(rc);
     }
+    /// A create that kept failing with ZNONODE although we made the parents: under a chroot that
+    /// does not exist, every path does (zklock creates lock paths, never the chroot).
+    error_code no_parent_code() const {
+        if (!parse_connect_string(s_->options().connect).chroot.empty()) return errc::chroot_missing;
+        return fail_code(ZNONODE);
+    }
     bool session_gone() const {
         return session_ended_ || s_->generation() != gen_;
     }
@@ -265,6 +271,25 @@ private:
         }
     }
 
+    /// One path, one lock: a semaphore's path has a "leases" child (Curator's layout). If it holds
+    /// a lease, this lock would not exclude the lease holders: ZAPIERROR then (the caller fails with
+    /// errc::path_used_by_semaphore). Once is enough, on a listing made after our create: a lease
+    /// created after this check is followed by the semaphore's own listing of the path
+    /// (semaphore.cpp), which sees our node and refuses. An empty "leases" left behind (a container
+    /// the server has not reaped yet) is no conflict.
+    /// The same for the unique_node strategy's "<path>/lock" (errc::strategy_conflict: ZNODEEXISTS;
+    /// run_unique lists the path after its create and refuses when it sees our node).
+    asio::awaitable<int> check_no_semaphore(const std::vector<std::string>& children) {
+        if (std::find(children.begin(), children.end(), "lock") != children.end()) co_return ZNODEEXISTS;
+        if (std::find(children.begin(), children.end(), "leases") == children.end()) co_return ZOK;
+        auto l = co_await s_->async_get_children(req_.path + "/leases", use_awaitable);
+        if (l.rc == ZNONODE) co_return ZOK;
+        if (l.rc != ZOK) co_return l.rc;
+        for (const auto& c : l.children)
+            if (is_semaphore_lease(c)) co_return ZAPIERROR;
+        co_return ZOK;
+    }
+
     /// Gives up: deletes our node (waiting for the delete when connected, so the caller sees
     /// no leftover; in the background otherwise) and completes with `ec`.
     asio::awaitable<void> abandon(error_code ec) {
@@ -330,6 +355,21 @@ private:
             if (r.rc == ZOK) {
                 op.my_node_ = node;
                 op.czxid_ = r.stat.czxid;
+                // One path, one lock: sequential lock nodes (of any recipe) or a semaphore's leases
+                // here would not see our node. Listed after our create, so that of two clients
+                // racing, one sees the other (their own check: check_no_semaphore).
+                for (;;) {
+                    auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
+                    if (is_connection_rc(l.rc)) {
+                        if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                        continue;
+                    }
+                    if (l.rc != ZOK) co_return co_await op.abandon(op.fail_code(l.rc));
+                    bool conflict = std::find(l.children.begin(), l.children.end(), "leases") != l.children.end();
+                    for (const auto& c : l.children) conflict = conflict || parse_contender(c).has_value();
+                    if (conflict) co_return co_await op.abandon(errc::strategy_conflict);
+                    break;
+                }
                 if (!co_await op.renew_before_grant()) co_return;
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
@@ -341,6 +381,7 @@ private:
                 continue;
             }
             if (is_connection_rc(r.rc)) maybe_created = true;
+            else if (r.rc == ZNONODE) co_return op.finish(op.no_parent_code());
             else if (r.rc != ZNODEEXISTS) co_return op.finish(op.fail_code(r.rc));
             // Taken (or our reply was lost): see whose it is, and watch it.
             op.recheck_ = false;
@@ -418,7 +459,7 @@ private:
                 }
                 if (!co_await op.recover_create(children, cv, listed)) co_return co_await op.abandon(op.stop_reason());
             } else {
-                co_return op.finish(op.fail_code(r.rc));
+                co_return op.finish(r.rc == ZNONODE ? op.no_parent_code() : op.fail_code(r.rc));
             }
         }
         const std::string my_name(last_segment(op.my_node_));
@@ -439,6 +480,19 @@ private:
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             }
             listed = false;
+            if (!op.semaphore_checked_) {
+                op.semaphore_checked_ = true;
+                if (int rc = co_await op.check_no_semaphore(children); rc != ZOK) {
+                    if (rc == ZAPIERROR) co_return co_await op.abandon(errc::path_used_by_semaphore);
+                    if (rc == ZNODEEXISTS) co_return co_await op.abandon(errc::strategy_conflict);
+                    if (is_connection_rc(rc)) { // (decide on a fresh listing once reconnected)
+                        op.semaphore_checked_ = false;
+                        if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                        continue;
+                    }
+                    co_return co_await op.abandon(op.fail_code(rc));
+                }
+            }
             // Another child with our guid is ours too: a create whose reply was lost, committed
             // at the leader but not yet visible when we looked for it, then created again. It
             // sorts before our node, so we would wait on ourselves: delete it, and decide without it.
@@ -522,6 +576,7 @@ private:
     bool cancelled_ = false;
     bool recheck_ = false;
     bool pred_deleted_ = false; // the watch that woke us was the predecessor's deletion
+    bool semaphore_checked_ = false; // check_no_semaphore passed on a listing made after our create
     error_code fatal_;
     bool session_ended_ = false; // expired (for whatever end_reason) or closed: its nodes are not ours to delete
 };

@@ -21,6 +21,12 @@ std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
     return static_cast<std::int32_t>(v);
 }
 
+bool is_semaphore_lease(std::string_view name) noexcept {
+    constexpr std::string_view marker = "-lease-";
+    return name.size() >= marker.size() + 10 && name.substr(name.size() - 10 - marker.size(), marker.size()) == marker &&
+           parse_sequence(name.substr(name.size() - 10)).has_value();
+}
+
 std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcept {
     if (f == lock_family::mutex) return d == lock_dialect::kazoo ? "__lock__" : "-lock-";
     if (d == lock_dialect::kazoo) return reader ? "__rlock__" : "__lock__";
@@ -28,23 +34,22 @@ std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcep
 }
 
 std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept {
-    (void)d; // (the mutex family reads both dialects' names; the rw family uses `d` below)
+    // Every recipe on a path sees every other's nodes, whatever its family and dialect (issue 31:
+    // a mutex and a read/write lock on one path must exclude each other). The family and the
+    // dialect only decide the names zklock creates (node_marker).
+    (void)f;
+    (void)d;
     auto ends_with_marker = [&](std::string_view marker) {
         return child.size() >= marker.size() + 10 &&
                child.substr(child.size() - 10 - marker.size(), marker.size()) == marker;
     };
     bool writer = true;
-    if (f == lock_family::mutex) {
-        // Curator names its nodes "[_c_<uuid>-]lock-<seq>": the 5 characters before the 10-character
-        // suffix must be "lock-". kazoo's are "<hex>__lock__<seq>". Both dialects count both, so
-        // that zklock excludes kazoo and Curator peers alike (the dialect only decides our names).
-        if (!ends_with_marker("lock-") && !ends_with_marker("__lock__")) return std::nullopt;
-    } else if (d == lock_dialect::curator) {
-        if (ends_with_marker("__READ__")) writer = false;
-        else if (!ends_with_marker("__WRIT__")) return std::nullopt;
-    } else {
-        if (ends_with_marker("__rlock__")) writer = false;
-        else if (!ends_with_marker("__lock__")) return std::nullopt;
+    if (ends_with_marker("__READ__") || ends_with_marker("__rlock__")) {
+        writer = false; // Curator's and kazoo's read nodes
+    } else if (!ends_with_marker("lock-") && !ends_with_marker("__lock__") && !ends_with_marker("__WRIT__")) {
+        // Exclusive nodes: Curator's mutex "[_c_<uuid>-]lock-<seq>", kazoo's Lock and WriteLock
+        // "<hex>__lock__<seq>", Curator's write lock "_c_<uuid>-__WRIT__<seq>".
+        return std::nullopt;
     }
     auto seq_text = child.substr(child.size() - 10);
     auto seq = parse_sequence(seq_text);
@@ -57,16 +62,14 @@ std::optional<contender> parse_contender(std::string_view child, lock_dialect d)
 }
 
 namespace {
-/// True if `child` carries one of the family's markers followed by something: a lock node's
+/// True if `child` carries one of the lock markers followed by something: a lock node's
 /// name, whether or not its suffix is well formed.
-bool has_marker(std::string_view child, lock_family f, lock_dialect d) noexcept {
+bool has_marker(std::string_view child) noexcept {
     auto after = [&](std::string_view marker) {
         auto at = child.rfind(marker);
         return at != std::string_view::npos && at + marker.size() < child.size();
     };
-    if (f == lock_family::mutex) return after("lock-") || after("__lock__");
-    if (d == lock_dialect::curator) return after("__READ__") || after("__WRIT__");
-    return after("__rlock__") || after("__lock__");
+    return after("lock-") || after("__lock__") || after("__READ__") || after("__WRIT__") || after("__rlock__");
 }
 } // namespace
 
@@ -75,7 +78,7 @@ child_kind classify_child(std::string_view child, lock_family f, lock_dialect d,
         if (!counter_may_have_wrapped(cv) && (p->seq < 0 || p->seq >= *cv)) return child_kind::foreign;
         return child_kind::contender;
     }
-    return has_marker(child, f, d) ? child_kind::foreign : child_kind::other;
+    return has_marker(child) ? child_kind::foreign : child_kind::other;
 }
 
 std::vector<contender> sorted_contenders(std::span<const std::string> children, lock_dialect dialect,
@@ -260,13 +263,14 @@ error_code validate_lock_path(std::string_view p) noexcept {
 }
 
 error_code validate_connect_string(std::string_view s) noexcept {
-    if (s.empty()) return errc::invalid_connect_string;
+    if (s.empty() || s.find("://") != std::string_view::npos) return errc::invalid_connect_string;
     auto slash = s.find('/');
     auto hosts = s.substr(0, slash);
     if (slash != std::string_view::npos) {
         auto chroot = s.substr(slash);
         if (chroot != "/") {
-            if (auto ec = validate_lock_path(chroot); ec && ec != errc::path_reserved) return ec;
+            if (auto ec = validate_lock_path(chroot); ec && ec != errc::path_reserved)
+                return ec == errc::path_too_long ? ec : errc::invalid_chroot;
         }
     }
     if (hosts.empty()) return errc::invalid_connect_string;

@@ -20,12 +20,6 @@ namespace {
 using asio::use_awaitable;
 using clock = std::chrono::steady_clock;
 
-bool is_lease(std::string_view name) {
-    constexpr std::string_view marker = "-lease-";
-    return name.size() >= marker.size() + 10 && name.substr(name.size() - 10 - marker.size(), marker.size()) == marker &&
-           parse_sequence(name.substr(name.size() - 10)).has_value();
-}
-
 /// start_acquire as an Asio operation, with the given cancellation slot.
 template <class Token>
 auto async_acquire_internal(std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot, Token&& token) {
@@ -139,7 +133,7 @@ private:
         op.listener_id_ = s.add_listener(self);
         if (fault_injection::take(s.faults.throw_in_acquire))
             throw std::bad_alloc();
-        if (op.n_ < 1) co_return co_await op.finish(errc::invalid_argument);
+        if (op.n_ < 1) co_return co_await op.finish(errc::invalid_max_leases);
 
         for (;;) { // a round; a round starts over when the internal lock is lost while we wait
         if (op.stop()) co_return co_await op.finish(op.reason());
@@ -172,14 +166,15 @@ private:
             d = co_await s.async_get_data(leases, 0, use_awaitable);
         }
         if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
-        if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::invalid_argument);
+        if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::semaphore_size_mismatch);
         const auto guid = make_guid();
         if (fault_injection::take(s.faults.reap_leases_before_create))
             (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
         zk_result c;
         for (int attempt = 0;; ++attempt) {
-            c = co_await s.async_create(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
-                                        op.node_acl_);
+            // The path's children ride in the same flight (one path, one lock: see below).
+            c = co_await s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL,
+                                                 op.path_, use_awaitable, op.node_acl_);
             if (c.rc != ZNONODE || attempt == 5) break;
             // "<path>/leases" (a container) was reaped between our calls: make it again
             auto made = co_await op.create_leases_node();
@@ -195,6 +190,28 @@ private:
         if (c.rc != ZOK) co_return co_await op.finish(op.fail_code(c.rc));
         op.lease_node_ = c.path;
         const std::string mine(last_segment(c.path));
+        // One path, one lock: the path's listing, made after our lease was created, must hold no
+        // lock node (of a mutex, a read/write lock, or the unique_node strategy's "lock"). A lock
+        // node created after this listing is followed by its owner's own listing, which sees
+        // our lease and refuses (mutex.cpp, check_no_semaphore): of two racing, one sees the other.
+        for (;;) {
+            if (c.list_rc == ZOK) {
+                bool conflict = false;
+                for (const auto& k : c.children) conflict = conflict || k == "lock" || parse_contender(k).has_value();
+                if (conflict) co_return co_await op.finish(errc::path_used_by_lock); // (deletes our lease)
+                break;
+            }
+            if (c.list_rc != ZCONNECTIONLOSS && c.list_rc != ZOPERATIONTIMEOUT)
+                co_return co_await op.finish(op.fail_code(c.list_rc));
+            while (!op.stop() && s.state() != session_state::connected) { // list again once reconnected
+                op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+            }
+            if (op.stop()) co_return co_await op.finish(op.reason());
+            auto l = co_await s.async_get_children(op.path_, use_awaitable);
+            c.list_rc = l.rc;
+            c.children = std::move(l.children);
+        }
 
         // 3. wait while more than N leases exist (only the internal lock's holder waits)
         bool restart = false;
@@ -227,7 +244,7 @@ private:
             std::size_t count = 0;
             bool present = false;
             for (auto& k : l.children) {
-                if (!is_lease(k)) continue;
+                if (!is_semaphore_lease(k)) continue;
                 ++count;
                 present = present || k == mine;
             }
@@ -301,7 +318,7 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
                  asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
-    if (max_leases < 1) return p.complete(errc::invalid_argument, guard{});
+    if (max_leases < 1) return p.complete(errc::invalid_max_leases, guard{});
     if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (data.empty()) data = "zklock lease";
     s->meter_acquire(path, p);

@@ -844,9 +844,12 @@ void session_impl::connect(pending<void(error_code)> h) {
         case session_state::disconnected: break;
         }
         if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
-        if (s.opts_.session_timeout.count() <= 0 || s.opts_.connect_timeout.count() <= 0 ||
-            s.opts_.session_timeout.count() > INT32_MAX)
-            return h.complete(errc::invalid_argument);
+        // Below 100 ms, the C client's connection attempts, timed by the requested timeout until
+        // the server negotiates one, can expire before a handshake completes: a session timeout
+        // of 2 ms never connected in a test (the server grants at least 2 tickTime anyway).
+        if (s.opts_.session_timeout.count() < 100 || s.opts_.session_timeout.count() > INT32_MAX)
+            return h.complete(errc::invalid_session_timeout);
+        if (s.opts_.connect_timeout.count() <= 0) return h.complete(errc::invalid_connect_timeout);
         if (auto ec = s.opts_.loss.validate()) return h.complete(ec);
         if (!s.resolved_connect_.empty() || !needs_resolution(s.opts_.connect)) {
             s.start_handle();

@@ -19,7 +19,7 @@ void start_downgrade(const std::shared_ptr<session_impl>& s, acquire_request req
     if (!ok) {
         pending<void(error_code, guard)> p(std::move(handler), s->executor());
         write.release_in_background();
-        return p.complete(errc::invalid_argument, guard{});
+        return p.complete(errc::not_a_write_guard, guard{});
     }
     req.own_writer = std::string(name);
     // Our write node is the lowest node. The read node is granted at once unless a writer queued

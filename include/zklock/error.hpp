@@ -55,6 +55,23 @@ enum class errc {
     create_retries_exhausted, ///< the lock node's create kept failing with connection loss
     internal_error,         ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
     lock_lost,              ///< async_commit: the lock was not held at the commit; nothing was applied
+    // -- one path, one lock: recipes that cannot share a path --
+    path_used_by_semaphore = 70, ///< a mutex or read/write lock on a path whose semaphore has leases
+    path_used_by_lock,           ///< a semaphore on a path that holds mutex or read/write lock nodes
+    strategy_conflict,           ///< lock_strategy::unique_node and the sequential strategies on one path
+    // -- bad input, one code per mistake (nothing was sent to ZooKeeper) --
+    invalid_session_timeout = 80, ///< session_options::session_timeout outside [100 ms, 2^31 - 1 ms]
+    invalid_connect_timeout,      ///< session_options::connect_timeout not positive
+    invalid_chroot,               ///< the connect string's chroot (after the first '/') is not a valid path
+    chroot_missing,               ///< the connect string's chroot does not exist on the server
+    invalid_max_leases,           ///< semaphore: max_leases below 1
+    semaphore_size_mismatch,      ///< semaphore: max_leases differs from the N the path stores
+    invalid_local_handoff,        ///< mutex_options::local_handoff above 4096
+    local_handoff_unsupported,    ///< mutex_options::local_handoff on a read/write lock
+    multi_lock_empty,             ///< async_acquire_all with no lock
+    multi_lock_duplicate_path,    ///< async_acquire_all with two locks on one path
+    not_a_write_guard,            ///< async_downgrade of a guard that is not a held write lock of this path
+    invalid_version,              ///< a transaction operation's version below -1
 };
 
 /// Input limits, checked before anything is sent. ZooKeeper closes the connection on a request

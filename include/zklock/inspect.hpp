@@ -24,7 +24,8 @@ struct contender_info {
     std::string node_path;              ///< its full path
     std::int32_t sequence = 0;
     bool holder = false;                ///< granted (for a read/write lock: every reader below the first writer)
-    bool writer = true;                 ///< false for read nodes of a read/write lock
+    bool writer = true;                 ///< false for read nodes of a read/write lock and for semaphore leases
+    bool lease = false;                 ///< a semaphore's lease ("<path>/leases/..."): the first N are held
     std::string data;                   ///< the holder description ("zklock <host> pid <pid>", Curator's IP, ...)
     std::chrono::milliseconds age{0};   ///< now minus the node's creation time (server clock)
     std::int64_t session_id = 0;        ///< the ephemeralOwner
@@ -35,10 +36,11 @@ struct contender_info {
     bool foreign = false;
 };
 
-/// Which nodes to list: the mutex's or the read/write lock's, in a dialect.
+/// Every recipe's nodes are listed whatever these say: one path, one lock (a mutex's, a read/write
+/// lock's or a semaphore's). Kept so that code written against earlier versions still compiles.
 struct inspect_options {
-    lock_dialect dialect = lock_dialect::curator;
-    bool read_write = false;
+    lock_dialect dialect = lock_dialect::curator; ///< (no effect: both dialects' nodes are listed)
+    bool read_write = false;                      ///< (no effect: read and write nodes are always listed)
 };
 
 namespace detail {
@@ -51,8 +53,9 @@ void start_revoke(const std::shared_ptr<session_impl>&, std::string, inspect_opt
 } // namespace detail
 
 /// Lists a lock's contenders in queue order, holder(s) first, each with its node data and age,
-/// then the foreign children (contender_info::foreign). Children that are not lock nodes are
-/// left out. A path that does not exist has no contenders.
+/// then the foreign children (contender_info::foreign): the nodes of every recipe (mutex, read
+/// and write nodes, in Curator's and kazoo's naming), and a semaphore's leases. Children that are
+/// not lock nodes are left out. A path that does not exist has no contenders.
 /// Completion signature: void(error_code, std::vector<contender_info>). Not cancellable.
 /// Errors: the path's (errc::path_*), errc::not_connected, and the server's own code for a
 /// request it refused (zk_errc::no_auth, zk_errc::connection_loss, ...).
@@ -67,7 +70,8 @@ auto async_list_contenders(session& s, std::string path, inspect_options o, Comp
 /// Admin: breaks a lock by deleting one contender's node (e.g. the node_path of a holder whose
 /// process hangs without its session expiring). The holder is told through its loss signal
 /// (errc::lock_node_deleted) if it watches its node. `node_path` must name a lock node, a
-/// contender or a foreign one (else errc::not_a_lock_node, and nothing is deleted).
+/// contender or a foreign one, or a semaphore lease (else errc::not_a_lock_node, and nothing is
+/// deleted).
 /// Completion signature: void(error_code). zk_errc::no_node if it is already gone,
 /// zk_errc::no_auth if its ACL does not let this session delete it.
 template <class CompletionToken>

@@ -33,7 +33,7 @@ void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::stea
 /// each guard (or wait on its loss) before relying on it.
 ///
 /// Completion signature: void(error_code, std::vector<guard>), the guards in canonical (path)
-/// order. Errors: errc::invalid_argument (empty set, or one path twice: it would wait for
+/// order. Errors: errc::multi_lock_empty, errc::multi_lock_duplicate_path (one path twice: it would wait for
 /// itself), errc::acquire_timeout, asio::error::operation_aborted, and any error of
 /// mutex::async_acquire. Per-operation cancellation: terminal, partial, total (no node is left).
 /// Executor: the handler's associated executor (default: the first lock's session executor; an
@@ -43,7 +43,7 @@ template <class CompletionToken>
 auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l) {
-            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::invalid_argument), std::vector<guard>{});
+            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
             detail::start_acquire_all(std::move(l), std::nullopt,
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },
@@ -56,7 +56,7 @@ auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, 
                            CompletionToken&& token) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l, detail::deadline_spec d) {
-            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::invalid_argument), std::vector<guard>{});
+            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
             detail::start_acquire_all(std::move(l), d.resolve(), // (the clock starts with the operation)
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },

@@ -52,14 +52,15 @@ struct mutex_options {
     /// Trade-off: far more grants per second for coroutines of one process, at the price of
     /// fairness across processes (up to N local holds go before a remote waiter) and of
     /// ZooKeeper's view: inspection shows one node for the whole local queue. A hand-off only
-    /// happens while the session is connected and the node is held. At most 4096; exclusive
-    /// locks only (mutex, reentrant_mutex). A revocation request (zklock::async_revoke) on the
+    /// happens while the session is connected and the node is held. At most 4096 (else
+    /// errc::invalid_local_handoff); exclusive locks only (mutex, reentrant_mutex; on a
+    /// shared_mutex: errc::local_handoff_unsupported). A revocation request (zklock::async_revoke) on the
     /// queue's node always ends the run of hand-offs (the queue watches its node for it, whether
     /// or not `revocable` is set), so an operator can make a busy process let others in; the
     /// grant that is out is told only if it was acquired with `revocable`.
     std::uint32_t local_handoff = 0;
     /// This lock's loss policy; empty: the session's (session_options::loss). An invalid lease
-    /// fraction fails the acquire with errc::invalid_argument.
+    /// fraction fails the acquire with errc::invalid_lease_fraction.
     std::optional<loss_policy> loss;
     /// The ACL of the lock nodes and of the lock path node when zklock creates it (an existing
     /// node keeps its own; ancestors above the lock path are created open: they are shared).

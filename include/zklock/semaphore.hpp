@@ -35,7 +35,7 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
 /// lock ever waits on the children, so a released lease wakes one client, not all of them.
 ///
 /// The source of truth for N: the first acquire on a path writes N as the data of
-/// "<path>/leases"; an acquire with another N fails with errc::invalid_argument instead of
+/// "<path>/leases"; an acquire with another N fails with errc::semaphore_size_mismatch instead of
 /// letting clients with different views overrun the limit. (Delete the path to change N.)
 ///
 /// A lease is a guard: release it (or let it go out of scope), watch it for loss
@@ -50,7 +50,9 @@ public:
     int max_leases() const noexcept { return max_; }
 
     /// Waits for a lease. Completion signature: void(error_code, guard). Errors as
-    /// mutex::async_acquire, plus errc::invalid_argument (N < 1, or N differs from the path's).
+    /// mutex::async_acquire, plus errc::invalid_max_leases (N < 1),
+    /// errc::semaphore_size_mismatch (N differs from the path's), errc::path_used_by_lock (the path
+    /// holds mutex or read/write lock nodes: one path, one lock).
     /// Per-operation cancellation: terminal, partial, total.
     template <class CompletionToken>
     auto async_acquire(CompletionToken&& token) {

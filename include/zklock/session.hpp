@@ -42,10 +42,11 @@ const char* to_string(session_state s) noexcept;
 struct session_options {
     /// Comma-separated host:port list, with an optional chroot: "127.0.0.1:2181,127.0.0.1:2182/app".
     std::string connect;
-    /// Requested session timeout. The server clamps it to [2, 20] x tickTime; the negotiated
-    /// value is session::negotiated_timeout().
+    /// Requested session timeout, at least 100 ms (else errc::invalid_session_timeout). The
+    /// server clamps it to [2, 20] x tickTime; the negotiated value is session::negotiated_timeout().
     std::chrono::milliseconds session_timeout{10'000};
-    /// async_connect fails with errc::connect_timeout if no server answers within this time.
+    /// async_connect fails with errc::connect_timeout if no server answers within this time
+    /// (positive, else errc::invalid_connect_timeout).
     std::chrono::milliseconds connect_timeout{10'000};
     /// When held locks are reported lost while the session cannot vouch for them (see
     /// loss_policy; each lock may override it with mutex_options::loss). The default, a lease of
@@ -132,7 +133,7 @@ public:
     /// Connects, completing on the first ZOO_CONNECTED_STATE event.
     ///
     /// Completion signature: void(error_code). Errors: errc::invalid_connect_string,
-    /// errc::invalid_argument, errc::connect_timeout (no server answered within
+    /// errc::invalid_session_timeout, errc::invalid_connect_timeout, errc::connect_timeout (no server answered within
     /// options().connect_timeout; the attempt is abandoned), asio::error::operation_aborted
     /// (closed meanwhile). Completes at once (posted) if already connected.
     /// Cancellation: terminal, partial (the attempt is abandoned, state back to disconnected).

@@ -85,7 +85,7 @@ public:
     ///    while we held the lock. Its node is lower than the read node we would create, so it
     ///    would be granted the moment our write node goes, while we read: the downgrade is refused
     ///    rather than letting a writer and a reader overlap (Curator's downgrade has that hole).
-    ///  - errc::invalid_argument if `write` is not a write guard of this path (it is released).
+    ///  - errc::not_a_write_guard if `write` is not a write guard of this path (it is released).
     ///  - a session error: the write lock is released too.
     /// Not cancellable.
     template <class CompletionToken>

@@ -77,7 +77,7 @@ public:
 
     /// What async_commit checks before sending anything: errc::transaction_empty,
     /// errc::transaction_too_large (over max_transaction_bytes), a bad path (errc::path_*), or
-    /// a version below -1 (errc::invalid_argument).
+    /// a version below -1 (errc::invalid_version).
     error_code validate() const noexcept;
 
 private:

@@ -498,6 +498,9 @@ int with_session(const admin_args& a, bool path_is_node, Start start) {
 /// (ignored for ordering; `zklock break` removes it).
 const char* role(const zklock::contender_info& c) { return c.foreign ? "foreign" : c.holder ? "holder" : "waiter"; }
 
+/// What a node is to the lock: "write" (a mutex's node or a write node), "read" or "lease".
+const char* kind(const zklock::contender_info& c) { return c.lease ? "lease" : c.writer ? "write" : "read"; }
+
 int list_command(const admin_args& a) {
     return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc, bool& done) {
         zklock::async_list_contenders(s, a.path, o, [&](error_code ec, std::vector<zklock::contender_info> cs) {
@@ -512,7 +515,7 @@ int list_command(const admin_args& a) {
                     auto& c = cs[i];
                     std::cout << (i ? ",\n " : "") << "{\"role\":" << json_string(role(c))
                               << ",\"node\":" << json_string(c.node_path) << ",\"sequence\":" << c.sequence
-                              << ",\"kind\":" << json_string(c.writer ? "write" : "read")
+                              << ",\"kind\":" << json_string(kind(c))
                               << ",\"age_ms\":" << c.age.count() << ",\"session\":" << json_string(hex(c.session_id))
                               << ",\"czxid\":" << c.czxid << ",\"data\":" << json_string(c.data) << "}";
                 }
@@ -521,7 +524,7 @@ int list_command(const admin_args& a) {
                 for (auto& c : cs)
                     std::cout << role(c) << "  " << c.node_path << "  age "
                               << c.age.count() / 1000.0 << "s  session " << hex(c.session_id)
-                              << (a.read_write ? (c.writer ? "  write" : "  read") : "") << "  " << printable(c.data)
+                              << "  " << kind(c) << "  " << printable(c.data)
                               << "\n";
             }
             rc = 0;
@@ -582,14 +585,15 @@ int main(int argc, char** argv) {
     auto* list = app.add_subcommand("list", "show a lock's holder and waiters");
     add_connection_options(*list, l.conn);
     list->add_flag("--json", l.json, "machine-readable output");
-    list->add_flag("--read-write", l.read_write, "list a read/write lock's nodes (zklock run --shared)");
+    // (every recipe's nodes are listed: the flag is kept, without effect, for older scripts)
+    list->add_flag("--read-write", l.read_write, "(no effect: every kind of node is listed)")->group("");
     list->add_option("path", l.path, "the lock path")->required();
     auto* brk = app.add_subcommand("break", "delete one lock node (a stuck holder's, say)");
     add_connection_options(*brk, b.conn, false); // (a node path: no naming dialect involved)
     brk->add_option("node", b.path, "the node's full path, as `zklock list` shows it")->required();
     auto* rev = app.add_subcommand("revoke", "ask the holder of a lock to let go");
     add_connection_options(*rev, v.conn);
-    rev->add_flag("--read-write", v.read_write, "a read/write lock");
+    rev->add_flag("--read-write", v.read_write, "(no effect: the first holder of any kind is asked)")->group("");
     rev->add_option("path", v.path, "the lock path")->required();
 
     try {

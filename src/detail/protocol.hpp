@@ -16,7 +16,10 @@ namespace zklock::detail {
 /// Our node prefix: "_c_" + 36-char uuid (Curator's "protected" naming).
 inline constexpr std::string_view protected_prefix = "_c_";
 
-/// Which recipe's nodes live on a path: the exclusive lock's, or the read/write lock's.
+/// Which recipe names a node: the exclusive lock ("lock-", "__lock__") or the read/write lock
+/// ("__READ__"/"__WRIT__", "__rlock__"/"__lock__"). It decides the names zklock creates, never
+/// which children count: every recipe counts every lock node on its path, so a mutex and a
+/// read/write lock on one path exclude each other (a mutex node is a writer to a reader).
 enum class lock_family { mutex, rw };
 
 /// A child recognised as a lock contender.
@@ -30,13 +33,18 @@ struct contender {
 /// The marker before the sequence of a node this library creates.
 std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcept;
 
-/// Parses "<anything>lock-<seq>" (Curator's form, with or without its "_c_<uuid>-" prefix) where <seq> is exactly what ZooKeeper appends: "%010d" of an
-/// int32, i.e. 10 digits, or '-' and 9 digits. Anything else is not a contender.
-/// With lock_dialect::kazoo, "<anything>__lock__<seq>" (kazoo's form) is recognised as well.
+/// Parses "<anything><marker><seq>" where <seq> is exactly what ZooKeeper appends: "%010d" of an
+/// int32, i.e. 10 digits, or '-' and 9 digits. Anything else is not a contender. The markers, in
+/// every family and dialect: writers "lock-" (Curator's mutex, with or without its "_c_<uuid>-"
+/// prefix), "__lock__" (kazoo's Lock and WriteLock), "__WRIT__" (Curator's write lock); readers
+/// "__READ__" (Curator) and "__rlock__" (kazoo).
 std::optional<contender> parse_contender(std::string_view child, lock_dialect d = lock_dialect::curator) noexcept;
-/// The same for any family: rw recognises "__READ__"/"__WRIT__" (Curator's InterProcessReadWriteLock),
-/// and in the kazoo dialect "__rlock__"/"__lock__" (kazoo's ReadLock/WriteLock).
+/// The same (`f` and `d` do not change what counts: see lock_family).
 std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept;
+
+/// A semaphore lease's name: "<anything>-lease-<seq>" (Curator's InterProcessSemaphoreV2 layout,
+/// under "<path>/leases").
+bool is_semaphore_lease(std::string_view child) noexcept;
 
 /// Parses a sequence suffix: 10 digits, or '-' followed by 9 digits.
 std::optional<std::int32_t> parse_sequence(std::string_view text) noexcept;
@@ -85,7 +93,7 @@ struct exclusive_decision {
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
                                     lock_dialect d = lock_dialect::curator, parent_cversion cv = std::nullopt);
 
-/// The read/write rules (recipes.md "shared locks"), over the rw family's nodes:
+/// The read/write rules (recipes.md "shared locks"), over every lock node of the path:
 ///  - a writer (or a mutex contender) holds when it is the lowest node, else it watches the next
 ///    lower node of any kind;
 ///  - a reader holds when no writer is below it, else it watches the nearest lower writer

@@ -228,6 +228,27 @@ class CliTest(unittest.TestCase):
         self.assertEqual(holder.wait(timeout=15), 128 + signal.SIGTERM)
         self.assert_no_leftovers()
 
+    def test_a_shared_run_and_an_exclusive_run_on_one_path_exclude_each_other(self):
+        # issue 31, item 1: a reader was granted while a mutex held the path, and the reverse
+        for first, second in ((["run"], ["run", "--shared"]), (["run", "--shared"], ["run"])):
+            holder = self.spawn(*first, "--data", "first", self.path, "--", "sleep", "30")
+            self.wait_children(1)
+            r = zklock(*second, "--nonblock", self.path, "--", "echo", "OVERLAP")
+            self.assertEqual(r.returncode, EX_BUSY, r.stdout + r.stderr)
+            self.assertNotIn("OVERLAP", r.stdout)
+            # list shows the holder whatever its kind, and revoke finds it
+            listed = zklock("list", self.path)
+            self.assertEqual(listed.returncode, 0, listed.stderr)
+            lines = listed.stdout.strip().splitlines()
+            self.assertEqual(len(lines), 1, listed.stdout)
+            self.assertTrue(lines[0].startswith("holder") and "first" in lines[0], lines[0])
+            self.assertIn("read" if "--shared" in first else "write", lines[0])
+            rv = zklock("revoke", self.path)
+            self.assertEqual(rv.returncode, 0, rv.stderr)
+            holder.send_signal(signal.SIGTERM)
+            holder.wait(timeout=15)
+            self.assert_no_leftovers()
+
     def test_sigterm_is_passed_on_and_the_lock_released_when_the_command_ends(self):
         marker = os.path.join(self.tmp, "got-term")
         ready = os.path.join(self.tmp, "ready")

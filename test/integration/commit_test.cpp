@@ -250,7 +250,7 @@ TEST_F(Commit, BadTransactionsAreRefusedBeforeAnythingIsSent) {
         EXPECT_EQ(co_await refused(zklock::transaction{}.set_data("relative", "x")), errc::path_not_absolute);
         EXPECT_EQ(co_await refused(zklock::transaction{}.create(path + "//x")), errc::path_empty_segment);
         EXPECT_EQ(co_await refused(zklock::transaction{}.remove("/zookeeper/quota")), errc::path_reserved);
-        EXPECT_EQ(co_await refused(zklock::transaction{}.check(path, -7)), errc::invalid_argument);
+        EXPECT_EQ(co_await refused(zklock::transaction{}.check(path, -7)), errc::invalid_version);
         EXPECT_EQ(a->statistics().requests(), before) << "a request was sent";
         // an empty guard
         co_await g.async_release(use_awaitable);

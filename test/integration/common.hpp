@@ -222,6 +222,15 @@ protected:
         checked_.push_back(p);
         return p;
     }
+    /// A path no other test uses, for locks and semaphores alike: empty after the test (a
+    /// semaphore's "leases" and "locks" are containers, which the server reaps once empty).
+    std::string mixed_path(const std::string& what = "mixed") {
+        auto p = unique_path(what);
+        checked_.push_back(p + "/leases");
+        checked_.push_back(p + "/locks");
+        checked_.push_back(p);
+        return p;
+    }
     /// A semaphore path no other test uses: no lease and no lock node after the test.
     std::string semaphore_path(const std::string& what = "sem") {
         auto p = unique_path(what);

@@ -428,10 +428,10 @@ TEST_F(Handoff, BadOptionsAreRefused) {
         auto path = lock_path();
         zklock::mutex too_many(*s, path, handoff(4097));
         auto [ec, g] = co_await too_many.async_acquire(asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec, errc::invalid_argument);
+        EXPECT_EQ(ec, errc::invalid_local_handoff);
         zklock::shared_mutex rw(*s, path, handoff(4));
         auto [ec2, g2] = co_await rw.async_acquire_shared(asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec2, errc::invalid_argument);
+        EXPECT_EQ(ec2, errc::local_handoff_unsupported);
         zklock::mutex bad_path(*s, "no-slash", handoff(4));
         auto [ec3, g3] = co_await bad_path.async_acquire(asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec3.category(), zklock::make_error_code(errc::invalid_argument).category());

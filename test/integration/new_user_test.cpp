@@ -85,3 +85,44 @@ TEST_F(NewUser, AClosedSessionSaysItIsClosed) {
         EXPECT_NE(ec2.message().find("closed"), std::string::npos) << ec2.message();
     });
 }
+
+TEST_F(NewUser, ConnectStringAndOptionMistakesAreNamedAtOnce) {
+    // Before (items 5 to 7): "http://..." was "an empty segment" of a lock path, a chroot with a
+    // trailing '/' "must not end with '/'", a missing chroot "ZooKeeper: no node"; a session
+    // timeout of 0 or a connect timeout of 0 "a timeout or option is out of range", and one of
+    // 1 ms hung until the connect timeout.
+    run_test([&]() -> awaitable<void> {
+        auto ex = co_await asio::this_coro::executor;
+        auto refused = [&](zklock::session_options o) -> awaitable<zklock::error_code> {
+            zklock::session s(ex, std::move(o));
+            auto start = clk::now();
+            auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+            EXPECT_LT(clk::now() - start, 1s) << "a mistake must be refused at once";
+            co_return ec;
+        };
+        EXPECT_EQ(co_await refused(options("http://127.0.0.1:2181")), errc::invalid_connect_string);
+        EXPECT_EQ(co_await refused(options(zk_connect() + "/chroot/")), errc::invalid_chroot);
+        EXPECT_EQ(co_await refused(options(zk_connect() + "/a//b")), errc::invalid_chroot);
+        for (auto t : {0ms, -5000ms, 1ms, 2ms, 99ms}) {
+            auto o = options();
+            o.session_timeout = t;
+            EXPECT_EQ(co_await refused(o), errc::invalid_session_timeout) << t.count();
+        }
+        auto o = options();
+        o.connect_timeout = 0ms;
+        EXPECT_EQ(co_await refused(o), errc::invalid_connect_timeout);
+        // 100 ms is accepted (the server negotiates its minimum)
+        auto two = options();
+        two.session_timeout = 100ms;
+        auto s2 = co_await connect(two);
+        EXPECT_GE(s2->negotiated_timeout(), 100ms);
+        co_await s2->async_close(use_awaitable);
+
+        // a chroot that does not exist: the acquire names it
+        auto missing = co_await connect(options(zk_connect() + unique_path("no-such-chroot")));
+        zklock::mutex m(*missing, "/locks/x");
+        auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::chroot_missing) << ec.message();
+        co_await missing->async_close(use_awaitable);
+    });
+}

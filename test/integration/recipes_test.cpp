@@ -83,12 +83,12 @@ TEST_F(MultiLock, AllOrNothingInCanonicalOrderWithoutDeadlock) {
         co_await held.async_release(use_awaitable);
         // bad sets
         auto [e1, g1] = co_await zklock::async_acquire_all(std::vector<zklock::mutex>{}, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(e1, errc::invalid_argument);
+        EXPECT_EQ(e1, errc::multi_lock_empty);
         std::vector<zklock::mutex> twice;
         twice.emplace_back(*s1, paths[0]);
         twice.emplace_back(*s2, paths[0]);
         auto [e2, g2] = co_await zklock::async_acquire_all(twice, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(e2, errc::invalid_argument);
+        EXPECT_EQ(e2, errc::multi_lock_duplicate_path);
         for (auto& p : paths) co_await expect_no_leftovers(*s1, p);
     }, 90s);
 }
@@ -323,7 +323,7 @@ TEST_F(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
         EXPECT_EQ((co_await children_of(*ss[0], path + "/leases")).size(), static_cast<std::size_t>(n)) << "orphaned lease";
         zklock::semaphore other(*ss[1], path, n + 1);
         auto [ec2, g2] = co_await other.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec2, errc::invalid_argument) << "a different N must be refused";
+        EXPECT_EQ(ec2, errc::semaphore_size_mismatch) << "a different N must be refused";
         for (auto& h : held) co_await h.async_release(use_awaitable);
     }, 120s);
 }

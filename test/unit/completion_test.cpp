@@ -126,7 +126,7 @@ TEST(Completion, OperationsWithoutASessionCompleteOnTheCallersExecutorAndStartNo
     zklock::async_acquire_all(std::vector<zklock::mutex>{},
                               asio::bind_executor(io, [&](error_code ec, std::vector<zklock::guard> v) {
                                   EXPECT_TRUE(v.empty());
-                                  expect_here(ec, zklock::errc::invalid_argument);
+                                  expect_here(ec, zklock::errc::multi_lock_empty);
                               }));
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         zklock::guard empty;

@@ -49,7 +49,9 @@ TEST(ConnectString, Validates) {
     EXPECT_EQ(validate_connect_string("h:21x"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h:1,,h:2"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h 1:2181"), errc::invalid_connect_string);
-    EXPECT_EQ(validate_connect_string("h:1/bad//chroot"), errc::path_empty_segment);
+    EXPECT_EQ(validate_connect_string("h:1/bad//chroot"), errc::invalid_chroot);
+    EXPECT_EQ(validate_connect_string("h:1/chroot/"), errc::invalid_chroot);
+    EXPECT_EQ(validate_connect_string("http://h:1"), errc::invalid_connect_string);
 }
 
 // ---- what the session resolves itself (asynchronously) before the C client sees the hosts ----

@@ -32,7 +32,7 @@ TEST(Protocol, RejectsForeignChildren) {
     for (const char* bad : {"0", "lock", "-lock-", "x-lock-12345", "x-lock-00000000001", "x-lock-00000a0001",
                             "x-lock-+000000001", "x-lock- 000000001", "x-lock-0000000001 ", "leader", "",
                             "x-lock-9999999999" /* above INT32_MAX */, "x-lock---00000001",
-                            "abc__lock__000000001", "abc__lock_0000000001", "abc__rlock__0000000001"}) {
+                            "abc__lock__000000001", "abc__lock_0000000001", "abc__rlock__000000001", "x-__READ_0000000001"}) {
         EXPECT_FALSE(parse_contender(bad)) << bad;
     }
 }
@@ -283,9 +283,34 @@ TEST(Protocol, ReadWriteRules) {
     std::vector<std::string> c3{W(1), R(2)};
     EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator).what, exclusive_decision::wait);
     EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator, W(1)).what, exclusive_decision::acquired);
-    // mutex nodes are not rw contenders and vice versa
-    EXPECT_FALSE(parse_contender("_c_x-lock-0000000007", lock_family::rw, lock_dialect::curator));
-    EXPECT_FALSE(parse_contender(W(3), lock_family::mutex, lock_dialect::curator));
+    // one path, one lock whatever the recipe: a mutex node is a writer to the read/write lock,
+    // and read and write nodes are contenders to a mutex (issue 31)
+    EXPECT_TRUE(parse_contender("_c_x-lock-0000000007", lock_family::rw, lock_dialect::curator)->writer);
+    EXPECT_TRUE(parse_contender(W(3), lock_family::mutex, lock_dialect::curator)->writer);
+    EXPECT_FALSE(parse_contender(R(1), lock_family::mutex, lock_dialect::curator)->writer);
+}
+
+TEST(Protocol, EveryRecipeOnAPathExcludesEveryOther) {
+    using zklock::lock_dialect;
+    const std::string M1 = "_c_m-lock-0000000001", R2 = "_c_r-__READ__0000000002", W3 = "_c_w-__WRIT__0000000003",
+                      K4 = "ab__lock__0000000004", KR5 = "cd__rlock__0000000005", M6 = "_c_n-lock-0000000006";
+    std::vector<std::string> c{M1, R2, W3, K4, KR5, M6};
+    for (auto f : {lock_family::mutex, lock_family::rw})
+        for (auto dl : {lock_dialect::curator, lock_dialect::kazoo}) {
+            EXPECT_EQ(decide(c, M1, f, dl).what, exclusive_decision::acquired);
+            EXPECT_EQ(decide(c, R2, f, dl).predecessor, M1); // a reader waits for a mutex holder
+            EXPECT_EQ(decide(c, W3, f, dl).predecessor, R2); // a writer for a reader
+            EXPECT_EQ(decide(c, K4, f, dl).predecessor, W3); // kazoo's lock for Curator's writer
+            EXPECT_EQ(decide(c, KR5, f, dl).predecessor, K4);
+            EXPECT_EQ(decide(c, M6, f, dl).predecessor, KR5); // a mutex for a kazoo reader
+            EXPECT_EQ(sorted_contenders(c, dl, f).size(), c.size());
+        }
+    // the mutex's herd-free hand-off: a mutex behind a reader is granted once that reader goes
+    std::vector<std::string> c2{R2, M6};
+    EXPECT_TRUE(granted_once_gone(c2, M6, R2, lock_family::mutex, lock_dialect::curator));
+    // readers behind a mutex node share once it goes
+    std::vector<std::string> c3{M1, R2, KR5};
+    EXPECT_TRUE(granted_once_gone(c3, KR5, M1, lock_family::rw, lock_dialect::kazoo));
 }
 
 TEST(Protocol, ReadWriteKazooNames) {
