@@ -13,13 +13,13 @@ public:
     std::string message(int ev) const override {
         switch (static_cast<errc>(ev)) {
         case errc::ok: return "success";
-        case errc::path_empty: return "invalid lock path: the path is empty";
-        case errc::path_not_absolute: return "invalid lock path: the path must start with '/'";
-        case errc::path_trailing_slash: return "invalid lock path: the path must not end with '/'";
-        case errc::path_empty_segment: return "invalid lock path: the path contains an empty segment (\"//\")";
-        case errc::path_relative_segment: return "invalid lock path: the path contains a \".\" or \"..\" segment";
-        case errc::path_bad_character: return "invalid lock path: the path contains NUL or a control character";
-        case errc::path_reserved: return "invalid lock path: \"/\" and the /zookeeper tree are reserved";
+        case errc::path_empty: return "invalid path: the path is empty";
+        case errc::path_not_absolute: return "invalid path: the path must start with '/'";
+        case errc::path_trailing_slash: return "invalid path: the path must not end with '/'";
+        case errc::path_empty_segment: return "invalid path: the path contains an empty segment (\"//\")";
+        case errc::path_relative_segment: return "invalid path: the path contains a \".\" or \"..\" segment";
+        case errc::path_bad_character: return "invalid path: the path contains NUL or a control character";
+        case errc::path_reserved: return "invalid path: \"/\" and the /zookeeper tree are reserved";
         case errc::invalid_connect_string: return "invalid connect string: expected host:port[,host:port...][/chroot] with ports 1-65535 (no scheme such as http://)";
         case errc::invalid_argument: return "invalid argument (no longer returned by zklock: every mistake has an errc of its own)";
         case errc::invalid_lease_fraction: return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.5] (above the heartbeat's period, T/10; at most 0.5, which leaves the holder (0.65 - f) T = 0.15 T to stop)";
@@ -39,7 +39,7 @@ public:
         case errc::not_held: return "the guard holds no lock (empty, moved-from or released)";
         case errc::revocation_requested: return "revocation requested: another client asked the holder to release the lock";
         case errc::not_revocable: return "the lock was not acquired with mutex_options::revocable";
-        case errc::path_too_long: return "lock path too long (more than zklock::max_path_length = 4096 bytes)";
+        case errc::path_too_long: return "path too long (more than zklock::max_path_length = 4096 bytes)";
         case errc::data_too_large: return "node data too large (more than zklock::max_node_data = 65536 bytes); ZooKeeper would drop the connection";
         case errc::sequence_overflow: return "the lock path's sequence counter has overflowed (2^31 creates under one parent): the order of its contenders is unknown; let the path empty (its container is then recreated with a fresh counter) or use a new path";
         case errc::create_retries_exhausted: return "creating the lock node failed with connection loss 5 times in a row";

@@ -52,11 +52,12 @@ void held_lock::start() {
         lease_registered = true;
         // (first: gaps from now on are recorded)
         lease_id = session->lease_register(policy.lease_fraction(), node, [w = weak_from_this()] {
-            if (auto self = w.lock()) self->lose(errc::lock_node_deleted); // a heartbeat's check failed
+            // a heartbeat's check failed (answered on the session: it lives; the node was deleted)
+            if (auto self = w.lock()) self->lose(errc::lock_node_deleted);
         });
         lease_since = lease_clock::now();
         // Granted on a reply so slow that the lease has already lapsed: not vouched for.
-        if (session->lease_lapsed(policy.lease_fraction())) lose_by_policy(errc::lease_expired);
+        if (session->lease_lapsed(policy.lease_fraction())) lose_after_finding_the_cause(errc::lease_expired, true);
     } else if (policy.type() == loss_policy::kind::on_disconnect && session->state() != session_state::connected) {
         lose_by_policy(errc::lock_lost_suspended);
     }
@@ -72,6 +73,7 @@ void held_lock::unregister() {
 
 bool held_lock::is_lost_now() const noexcept {
     if (lost.load(std::memory_order_acquire)) return true;
+    if (finding_cause.load(std::memory_order_acquire)) return true;
     if (policy.type() != loss_policy::kind::lease) return false; // (fixed by start(), before the grant)
     if (lease_seen_lapsed.load(std::memory_order_acquire)) return true;
     if (!session->lease_lapsed_since(lease_since, policy.lease_fraction())) return false;
@@ -81,6 +83,7 @@ bool held_lock::is_lost_now() const noexcept {
 
 error_code held_lock::loss_reason_now() const {
     if (lost.load(std::memory_order_acquire)) return reason;
+    if (finding_cause.load(std::memory_order_acquire)) return tentative_reason;
     if (is_lost_now()) return errc::lease_expired;
     return {};
 }
@@ -111,8 +114,42 @@ void held_lock::delete_lost_node() {
     session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
 }
 
+void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
+    if (st != status::held) return;
+    if (finding_cause.load(std::memory_order_relaxed)) return; // (one search at a time)
+    // Before the earliest expiry the session is alive (the lease's premises): `why` is the cause.
+    if (policy.type() != loss_policy::kind::lease || session->lease_handover_at() > lease_clock::now())
+        return by_policy ? lose_by_policy(why) : lose(why);
+    tentative_reason = why;
+    finding_cause.store(true, std::memory_order_release);
+    auto decide = [w = weak_from_this(), why, by_policy](bool alive) {
+        auto self = w.lock();
+        if (!self || !self->finding_cause.load(std::memory_order_relaxed) || self->st != status::held) return;
+        self->finding_cause.store(false, std::memory_order_release);
+        if (self->cause_timer) self->cause_timer->cancel();
+        // (an expiry reaches us as session_event::expired, which loses with its own reason)
+        if (!alive && self->session->state() == session_state::expired) return self->lose(self->session->end_reason());
+        by_policy ? self->lose_by_policy(why) : self->lose(why);
+    };
+    // An answered write on this session proves it alive at the quorum (a read could be answered
+    // by a follower cut off from the leader); a reconnect to an expired session ends every request
+    // with ZSESSIONEXPIRED (and the expired event).
+    session->renew_lease(zk_handler([decide](zk_result r) {
+        if (is_server_reply(r.rc)) decide(true);
+        else if (r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE) decide(false);
+        // else: connection trouble; the session event or the bound decides
+    }));
+    cause_timer.emplace(session->strand());
+    cause_timer->expires_after(session->negotiated_timeout() / 10);
+    cause_timer->async_wait([decide](error_code ec) {
+        if (!ec) decide(false);
+    });
+}
+
 void held_lock::lose(error_code why) {
     if (st != status::held) return;
+    finding_cause.store(false, std::memory_order_release);
+    if (cause_timer) cause_timer->cancel();
     st = status::lost;
     cancelled_early.clear();
     reason = why;
@@ -135,7 +172,7 @@ void held_lock::on_session_event(session_event e) {
         if (policy.type() == loss_policy::kind::lease &&
             (lease_seen_lapsed.load(std::memory_order_acquire) ||
              session->lease_lapsed_since(lease_since, policy.lease_fraction())))
-            lose_by_policy(errc::lease_expired);
+            lose_after_finding_the_cause(errc::lease_expired, true);
         break;
     case session_event::expired: lose(session->end_reason()); break;
     case session_event::closed: lose(errc::session_closed); break;
@@ -229,7 +266,7 @@ void held_lock::arm_watch() {
         if (!self) return;
         self->watch_id = 0;
         if (type == ZOO_DELETED_EVENT)
-            self->lose(errc::lock_node_deleted);
+            self->lose_after_finding_the_cause(errc::lock_node_deleted, false); // (maybe the expiry's)
         else
             self->arm_watch(); // data changed: keep watching
     });
@@ -241,7 +278,7 @@ void held_lock::arm_watch() {
         } else if (r.rc == ZNONODE) {
             self->session->drop_watch(self->watch_id);
             self->watch_id = 0;
-            self->lose(errc::lock_node_deleted);
+            self->lose(errc::lock_node_deleted); // (answered on the session: it lives)
         } else {
             // Connection trouble: the session events decide; re-arm after reconnecting.
             self->session->drop_watch(self->watch_id);

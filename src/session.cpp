@@ -36,6 +36,7 @@ const session_options& session::options() const noexcept { return impl_->options
 session_state session::state() const noexcept { return impl_->state(); }
 std::int64_t session::session_id() const noexcept { return impl_->session_id(); }
 std::chrono::milliseconds session::negotiated_timeout() const noexcept { return impl_->negotiated_timeout(); }
+std::string session::last_connect_attempts() const { return impl_->last_connect_attempts(); }
 session_statistics session::statistics() const noexcept { return impl_->statistics(); }
 metrics_snapshot session::metrics() const { return impl_->metrics_snapshot_now(); }
 

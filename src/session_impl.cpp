@@ -431,6 +431,36 @@ bool zk_handle::session_info(std::int64_t& id, int& timeout_ms) {
     return true;
 }
 
+void zk_handle::note_failed_attempt(int err) {
+    // (right after the failure the C client still names the server it tried: it moves on at the
+    // next zookeeper_interest)
+    const char* server = zoo_get_current_server(zh_);
+    if (!server || !*server) return;
+    std::string what;
+    switch (err) {
+    case ECONNREFUSED: what = "connection refused"; break;
+    case ETIMEDOUT: what = "timed out"; break;
+    case ECONNRESET: what = "connection reset"; break;
+    case EHOSTUNREACH: what = "host unreachable"; break;
+    case ENETUNREACH: what = "network unreachable"; break;
+    case 0: what = "connection lost"; break;
+    default: what = std::strerror(err);
+    }
+    for (auto& [s, w] : attempts_)
+        if (s == server) {
+            w = std::move(what);
+            return;
+        }
+    if (attempts_.size() < 64) attempts_.emplace_back(server, std::move(what));
+}
+
+std::string zk_handle::attempts() const {
+    std::lock_guard lk(client_lock());
+    std::string out;
+    for (const auto& [s, w] : attempts_) out += (out.empty() ? "" : ", ") + s + ": " + w;
+    return out;
+}
+
 bool zk_handle::take(c_op* op) {
     std::lock_guard lk(client_lock());
     return inflight_.erase(op) == 1;
@@ -478,7 +508,13 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         // No reactor wait on the connection (a socket the duplicate could not be made of, or one
         // dropped after an error the C client kept it open through): read on every timer drive.
         if (events == 0 && !sd_.is_open() && zoo_state(zh_) == ZOO_CONNECTED_STATE) events = ZOOKEEPER_READ;
-        if (events & ZOOKEEPER_WRITE) zookeeper_process(zh_, ZOOKEEPER_WRITE);
+        if (events & ZOOKEEPER_WRITE) {
+            // (a connection attempt's outcome: a refused connect shows here, with its errno)
+            const bool attempting = zoo_state(zh_) != ZOO_CONNECTED_STATE;
+            errno = 0;
+            const int wrc = zookeeper_process(zh_, ZOOKEEPER_WRITE);
+            if (attempting && wrc != ZOK && wrc != ZNOTHING) note_failed_attempt(errno);
+        }
         // The reactor reports a readiness once (edge-triggered): read it all.
         if (events & ZOOKEEPER_READ) more = !read_replies();
         // What to wait for next. It also connects (a new socket each attempt), sends the pings,
@@ -489,8 +525,10 @@ void zk_handle::drive(int events, std::uint64_t gen) {
             fd = -1;
             interest = 0;
             tv = {};
+            errno = 0;
             rc = zookeeper_interest(zh_, &fd, &interest, &tv);
             if (rc == ZOK || rc == ZNOTHING || rc == ZINVALIDSTATE) break;
+            note_failed_attempt(errno);
             if (rc == ZSYSTEMERROR || tries == 8) { // (no address resolved; or a burst of refusals)
                 fd = -1;
                 interest = 0;
@@ -959,6 +997,16 @@ void session_impl::abandon_attempt(error_code why) {
     {
         std::lock_guard lk(handle_mu_);
         old = std::move(handle_);
+    }
+    if (old && why == errc::connect_timeout) {
+        auto tried = old->attempts();
+        {
+            std::lock_guard lk(attempts_mu_);
+            last_attempts_ = tried;
+        }
+        log_line("zklock: no ZooKeeper server of " + opts_.connect + " answered within the connect timeout" +
+                 (tried.empty() ? std::string(" (no attempt failed outright: the servers accepted the connection but never answered the handshake)")
+                                : "; the last attempts: " + tried));
     }
     generation_.fetch_add(1); // events the abandoned handle already posted are stale
     ++resolve_epoch_;         // and so is a resolution still under way

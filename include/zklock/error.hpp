@@ -20,16 +20,16 @@ using boost::system::error_code;
 enum class errc {
     ok = 0,
     // -- bad input (nothing was sent to ZooKeeper) --
-    path_empty = 1,         ///< a lock path is empty
-    path_not_absolute,      ///< a lock path does not start with '/'
-    path_trailing_slash,    ///< a lock path ends with '/'
-    path_empty_segment,     ///< a lock path contains "//"
-    path_relative_segment,  ///< a lock path contains a "." or ".." segment
-    path_bad_character,     ///< a lock path contains NUL or a control/unassigned character
-    path_reserved,          ///< a lock path is in ZooKeeper's reserved /zookeeper tree
+    path_empty = 1,         ///< a path (lock or data path) is empty
+    path_not_absolute,      ///< a path does not start with '/'
+    path_trailing_slash,    ///< a path ends with '/'
+    path_empty_segment,     ///< a path contains "//"
+    path_relative_segment,  ///< a path contains a "." or ".." segment
+    path_bad_character,     ///< a path contains NUL or a control/unassigned character
+    path_reserved,          ///< a path is in ZooKeeper's reserved /zookeeper tree
     invalid_connect_string, ///< the connect string is not host:port[,host:port...][/chroot]
     invalid_argument,       ///< another argument is out of range (e.g. a session timeout <= 0)
-    path_too_long,          ///< a lock path is longer than max_path_length bytes
+    path_too_long,          ///< a path is longer than max_path_length bytes
     data_too_large,         ///< node data is larger than max_node_data bytes
     invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.5]
     not_a_lock_node,        ///< async_break_lock: the path does not name a lock node (nothing was deleted)

@@ -122,7 +122,10 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
 /// Children not of the form "...-lock-<10-char sequence>" are ignored.
 ///
 /// A mutex object is a cheap description (session + path); it may be destroyed while its
-/// operations are pending. Thread safety: distinct and shared objects: safe.
+/// operations are pending: the session owns them, so destroying the mutex ends nothing (an
+/// acquire goes on, and completes, as if the object were alive). To end a pending acquire,
+/// cancel it (per-operation cancellation), give it a deadline, or close the session.
+/// Thread safety: distinct and shared objects: safe.
 class mutex {
 public:
     mutex(session& s, std::string path, mutex_options opts = {})

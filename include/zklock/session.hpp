@@ -114,9 +114,11 @@ void set_log_handler(std::function<void(std::string_view)> handler);
 /// concurrently; completion handlers run on their own associated executor (default: the
 /// session's executor), never inside the initiating function.
 ///
-/// Destroying a session closes it (blocking for the close request: up to ~4.5 s against a dead
-/// server); operations in flight complete with asio::error::operation_aborted and held locks
-/// report errc::session_closed. Destroy it before its execution context.
+/// Destroying a session closes it without waiting: the close request goes out behind the
+/// requests already sent, and no reply is awaited (against a dead or silent server the session
+/// then ends at its timeout, on the server). Operations in flight complete with
+/// asio::error::operation_aborted and held locks report errc::session_closed. Destroy it before
+/// its execution context.
 class session {
 public:
     using executor_type = asio::any_io_executor;
@@ -178,6 +180,11 @@ public:
     std::int64_t session_id() const noexcept;
     /// The negotiated session timeout (0 before the first connect).
     std::chrono::milliseconds negotiated_timeout() const noexcept;
+    /// After async_connect failed with errc::connect_timeout: what the last connection attempt to
+    /// each server got, e.g. "127.0.0.1:2181: connection refused, 10.0.0.2:2181: timed out"
+    /// (an error_code cannot carry it; it is also logged). Empty when no attempt failed outright
+    /// (servers that accept the connection but never answer the handshake).
+    std::string last_connect_attempts() const;
     /// A snapshot of the request and watch counters.
     session_statistics statistics() const noexcept;
     /// The lock metrics (include <zklock/metrics.hpp>): per path and in total, with wait and hold

@@ -19,6 +19,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,9 +73,9 @@ struct connection_args {
 
 void add_connection_options(CLI::App& cmd, connection_args& c, bool with_dialect = true) {
     cmd.add_option("-c,--connect", c.connect, "ZooKeeper connect string host:port[,host:port...][/chroot] (default: $ZK_CONNECT)");
-    cmd.add_option("--session-timeout", c.session_timeout, "session timeout T (the lock is lost within about 0.3 T of a partition)")
+    cmd.add_option("--session-timeout", c.session_timeout, "session timeout T, at least 100ms (the lock is lost within about 0.3 T of a partition)")
         ->capture_default_str();
-    cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server")->capture_default_str();
+    cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server (positive)")->capture_default_str();
     if (with_dialect)
         cmd.add_option("--dialect", c.dialect, "lock node naming: curator (also Apache Curator's) or kazoo")
         ->check(CLI::IsMember({"curator", "kazoo"}))
@@ -96,6 +97,7 @@ int make_session_options(const connection_args& c, zklock::session_options& o, z
     if (*st < std::chrono::milliseconds(100)) return fail(ex_usage, "--session-timeout: at least 100ms");
     auto ct = zklock::cli::parse_duration(c.connect_timeout, err);
     if (!ct) return fail(ex_usage, "--connect-timeout: " + err);
+    if (ct->count() <= 0) return fail(ex_usage, "--connect-timeout: must be positive");
     o.connect = connect;
     o.session_timeout = *st;
     o.connect_timeout = *ct;
@@ -112,9 +114,12 @@ int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullp
     io.restart(); // (an io_context that ran out of work stops itself)
     if (stopped && *stopped) return 0;
     if (!result) return fail(ex_software, "connect did not complete");
-    if (*result)
+    if (*result) {
+        auto tried = s.last_connect_attempts();
         return fail(*result == errc::connect_timeout ? ex_unavailable : ex_failure,
-                    "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message());
+                    "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message() +
+                        (tried.empty() ? "" : " (last attempts: " + tried + ")"));
+    }
     return 0;
 }
 
@@ -141,7 +146,39 @@ struct run_args {
     bool ignore_revoke = false;
     std::string kill_after = "10s";
     std::string data;
+    bool data_given = false; // --data was given (even empty: refused)
 };
+
+/// The guardian: a small process that kills the command's whole process group when zklock dies,
+/// however it dies (SIGKILL, OOM killer). The child's parent-death signal reaches the command's
+/// first process only: a shell's children (`sh -c 'sleep 31'` forks `sleep`) would run on,
+/// reparented to init, without the lock. The guardian waits for EOF on a pipe whose write end only
+/// zklock holds (close-on-exec: the command does not inherit it); EOF comes when zklock exits.
+/// It lives in a process group of its own, so a signal to zklock's group does not take it along,
+/// and ignores the terminal's signals. Not covered: processes that leave the command's group
+/// (setsid, setpgid: daemons), and a guardian killed on its own (zklock_run's --help says so).
+void start_guardian(pid_t group) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return; // (without a guardian, the parent-death signal still covers the first process)
+    pid_t g = fork();
+    if (g == 0) {
+        // async-signal-safe calls only (see spawn)
+        close(fds[1]);
+        setpgid(0, 0);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) signal(sig, SIG_IGN);
+        // every other descriptor is closed: the guardian holds no socket, no terminal
+        for (int fd = 0; fd < 1024; ++fd)
+            if (fd != fds[0]) close(fd);
+        char c;
+        while (read(fds[0], &c, 1) < 0 && errno == EINTR) {
+        }
+        kill(-group, SIGKILL); // (ESRCH when the group has ended: nothing to do)
+        _exit(0);
+    }
+    close(fds[0]);
+    if (g < 0) close(fds[1]);
+    // else: fds[1] stays open (close-on-exec) until zklock exits, whichever way
+}
 
 /// Starts `argv` in a process group of its own (so that a lost lock stops the whole command,
 /// not only a shell in front of it), with `extra_env` added. Returns the pid, or -1 with errno.
@@ -194,6 +231,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         errno = err;
         return -1;
     }
+    start_guardian(pid);
     return pid;
 }
 
@@ -206,17 +244,19 @@ void release_and_wait(asio::io_context& io, zklock::guard& g) {
 }
 
 int run_command(const run_args& a) {
-    zklock::session_options so;
-    zklock::lock_dialect dialect{};
-    if (int rc = make_session_options(a.conn, so, dialect)) return rc;
+    // The run's own arguments first: a mistake in them is named even without ZK_CONNECT.
     if (auto ec = zklock::validate_lock_path(a.path)) return fail(ex_usage, "bad lock path '" + a.path + "': " + ec.message());
     if (a.command.empty()) return fail(ex_usage, "no command to run: zklock run [options] /lock/path -- command [args...]");
     if (a.nonblock && !a.timeout.empty()) return fail(ex_usage, "--nonblock and --timeout exclude each other");
+    if (a.data_given && a.data.empty()) return fail(ex_usage, "--data: the node data must not be empty (leave --data out for the default)");
     std::string err;
     std::optional<std::chrono::milliseconds> timeout;
     if (!a.timeout.empty() && !(timeout = zklock::cli::parse_duration(a.timeout, err))) return fail(ex_usage, "--timeout: " + err);
     auto kill_after = zklock::cli::parse_duration(a.kill_after, err);
     if (!kill_after) return fail(ex_usage, "--kill-after: " + err);
+    zklock::session_options so;
+    zklock::lock_dialect dialect{};
+    if (int rc = make_session_options(a.conn, so, dialect)) return rc;
 
     asio::io_context io;
     // One handler for the termination signals, for the whole run; what it does depends on the
@@ -251,7 +291,8 @@ int run_command(const run_args& a) {
     };
     arm_term();
     auto interrupted = [&](const char* when) {
-        return fail(128 + stopped_by, std::string("interrupted by ") + strsignal(stopped_by) + when);
+        const char* abbrev = sigabbrev_np(stopped_by);
+        return fail(128 + stopped_by, std::string("interrupted by ") + (abbrev ? std::string("SIG") + abbrev : std::to_string(stopped_by)) + when);
     };
 
     zklock::session s(io.get_executor(), so);
@@ -526,6 +567,8 @@ int list_command(const admin_args& a) {
                               << c.age.count() / 1000.0 << "s  session " << hex(c.session_id)
                               << "  " << kind(c) << "  " << printable(c.data)
                               << "\n";
+                // (a typo in the path lists nothing as well: say so, on stderr, exit 0)
+                if (cs.empty()) std::cerr << "zklock: no holder and no waiter on " << a.path << " (or no such path)\n";
             }
             rc = 0;
         });
@@ -559,10 +602,33 @@ int revoke_command(const admin_args& a) {
 
 } // namespace
 
+/// CLI11's parse errors, in zklock's words: an unknown subcommand or option is named as such.
+std::string usage_error(const CLI::ParseError& e, int argc, char** argv) {
+    static const std::set<std::string> subcommands{"run", "list", "break", "revoke"};
+    if (argc >= 2 && argv[1][0] != '-' && !subcommands.count(argv[1]))
+        return std::string("unknown subcommand '") + argv[1] + "': use run, list, break or revoke";
+    if (argc >= 2 && argv[1][0] == '-' && std::string_view(argv[1]) != "-h" && std::string_view(argv[1]) != "--help")
+        return std::string("unknown option '") + argv[1] + "' (options go after the subcommand: zklock run --timeout 5s /path -- cmd)";
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && argc < 2) return "a subcommand is required: run, list, break or revoke";
+    if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+        // the first unexpected argument, as given (CLI11's list adds "--" separators of its own)
+        for (int i = 1; i < argc; ++i) {
+            std::string_view arg = argv[i];
+            if (arg == "--") break;
+            if (arg.size() > 1 && arg[0] == '-' && std::string_view(e.what()).find(arg) != std::string_view::npos)
+                return "unknown option '" + std::string(arg) + "'";
+        }
+        std::string what = e.what();
+        for (const char* prefix : {"The following arguments were not expected: ", "The following argument was not expected: "})
+            if (what.rfind(prefix, 0) == 0) return "unexpected argument: " + what.substr(std::strlen(prefix));
+    }
+    return e.what();
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"zklock: distributed locks on ZooKeeper from the command line (flock(1) across machines)", "zklock"};
     app.require_subcommand(1);
-    app.footer(exit_codes_help);
+    app.footer(std::string("Durations: 30s, 500ms, 2m, 1h; a bare number is seconds.\n\n") + exit_codes_help);
 
     run_args r;
     auto* run = app.add_subcommand("run", "run a command while holding a lock");
@@ -573,13 +639,17 @@ int main(int argc, char** argv) {
     run->add_option("--kill-after", r.kill_after, "after a lost lock or a revoke, SIGKILL the command this long after SIGTERM")
         ->capture_default_str();
     run->add_flag("--ignore-revoke", r.ignore_revoke, "do not stop the command when `zklock revoke` asks");
-    run->add_option("--data", r.data, "the lock node's data, non-empty (default: zklock <host> pid <pid>)");
+    run->add_option("--data", r.data, "the lock node's data, non-empty (default: zklock <host> pid <pid>)")
+        ->each([&r](const std::string&) { r.data_given = true; });
     run->add_option("path", r.path, "the lock path, e.g. /locks/nightly-backup")->required();
     run->add_option("command", r.command, "the command and its arguments, after --")->required();
     run->footer("The command gets ZKLOCK_FENCING_TOKEN, ZKLOCK_NODE, ZKLOCK_SESSION_ID and ZKLOCK_PATH in its\n"
                 "environment and runs in a process group of its own. SIGINT, SIGTERM and SIGHUP are passed on\n"
-                "to it; the lock is released when it ends. If zklock itself is killed, the command is killed\n"
-                "too (the lock goes with zklock's session).");
+                "to it; the lock is released when it ends. If zklock itself is killed (even by SIGKILL), a\n"
+                "guardian process kills the command's whole process group at once (the lock goes with\n"
+                "zklock's session, within the session timeout). Not covered: processes that leave the\n"
+                "group (setsid, setpgid: daemons), and a guardian killed on its own.\n"
+                "Durations: 30s, 500ms, 2m, 1h; a bare number is seconds.");
 
     admin_args l, b, v;
     auto* list = app.add_subcommand("list", "show a lock's holder and waiters");
@@ -603,7 +673,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        return fail(ex_usage, std::string(e.what()) + " (see zklock --help)");
+        return fail(ex_usage, usage_error(e, argc, argv) + " (see zklock --help)");
     }
     try {
         if (run->parsed()) return run_command(r);

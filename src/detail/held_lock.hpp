@@ -73,6 +73,14 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     void arm_watch();
     void on_session_event(session_event e) override;
     void lose(error_code why);
+    /// A loss seen once the server could have expired the session (past the lease's earliest
+    /// expiry: after a pause of the process, a suspend, a blocked io_context): a deleted node or a
+    /// lapsed lease may then be the expiry itself, so neither "deleted by another client" nor
+    /// "the server may expire the session soon" may be said yet. is_lost() is true at once; the
+    /// signal goes out with session_expired if the session turns out expired, else with
+    /// `why`, as soon as one request on the session is answered (or after T/10: the reason is
+    /// then `why`). `by_policy`: lose_by_policy rather than lose. Strand.
+    void lose_after_finding_the_cause(error_code why, bool by_policy);
     /// Lost by the loss policy while the session may live on: the node is deleted at the
     /// release, or once the server could have expired the session anyway
     /// (session_impl::lease_handover_at), whichever comes first; the holder must have stopped by
@@ -112,6 +120,9 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t lease_id = 0;                 // strand: session_impl::lease_register's
     lease_ns lease_since = 0;                   // lease_clock: when start() found the lease valid
     mutable std::atomic<bool> lease_seen_lapsed{false};
+    std::atomic<bool> finding_cause{false};     // lose_after_finding_the_cause is under way
+    error_code tentative_reason;                // written on the strand before finding_cause is set
+    std::optional<boot_timer> cause_timer;      // strand: its bound
     std::optional<boot_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
     bool delete_deferred = false;                     // strand
     bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation

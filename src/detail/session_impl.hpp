@@ -109,6 +109,9 @@ public:
     void set_servers(const std::string& hosts);
     /// The session id and negotiated timeout, unless closed.
     bool session_info(std::int64_t& id, int& timeout_ms);
+    /// What the last connection attempt to each server got ("127.0.0.1:1: connection refused",
+    /// one per server, in the order first tried), for a connect that times out. Any thread.
+    std::string attempts() const;
 
     const std::weak_ptr<session_impl> session;
     const asio::strand<asio::any_io_executor> strand;
@@ -132,6 +135,9 @@ private:
     bool closed_ = false;     // under the client lock
     std::unordered_set<c_op*> inflight_; // under the client lock
     int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
+    /// Under the client lock: server -> what its last failed connection attempt got.
+    std::vector<std::pair<std::string, std::string>> attempts_;
+    void note_failed_attempt(int err); // (under the client lock)
     /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
     /// The next drive takes the cork off, and the requests of one strand turn go out together.
     int corked_fd_ = -1;
@@ -165,6 +171,11 @@ public:
     const asio::any_io_executor& executor() const noexcept { return ex_; }
     strand_type& strand() noexcept { return strand_; }
     const session_options& options() const noexcept { return opts_; }
+    /// What the last connect that timed out got from each server (zk_handle::attempts); "" if none.
+    std::string last_connect_attempts() const {
+        std::lock_guard lk(attempts_mu_);
+        return last_attempts_;
+    }
 
     // -- thread-safe snapshots --
     session_state state() const noexcept { return state_.load(std::memory_order_acquire); }
@@ -411,6 +422,8 @@ private:
 
     std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
     std::mutex handle_mu_;               // guards handle_ against shutdown()
+    mutable std::mutex attempts_mu_;     // guards last_attempts_
+    std::string last_attempts_;          // zk_handle::attempts() of the last attempt that timed out
     asio::steady_timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
     boot_timer lease_timer_;     // fires at the earliest lease deadline in use

@@ -276,6 +276,21 @@ class CliTest(unittest.TestCase):
         self.assert_gone(child)  # the command did not outlive its zklock run
         self.assert_no_leftovers()
 
+    def test_a_sigkilled_run_takes_the_commands_children_along(self):
+        # issue 31, item 4: `sh -c 'sleep 31'` under a SIGKILLed zklock: sh died of its
+        # parent-death signal, sleep ran on without the lock. The guardian kills the whole group.
+        pidfile = os.path.join(self.tmp, "grandchild")
+        holder = self.spawn("run", "--session-timeout", "2s", self.path, "--", "sh", "-c",
+                            "sleep 60 & echo $! > %s; wait" % pidfile)
+        self.wait_children(1)
+        grandchild = int(self.wait_file(pidfile))
+        holder.kill()
+        holder.wait()
+        self.assert_gone(grandchild)  # the command's children did not outlive zklock either
+        r = zklock("run", "--timeout", "10s", self.path, "--", "true")  # (the node goes with the session)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_no_leftovers()
+
     def test_a_command_that_ignores_sigterm_is_killed_soon_after_a_loss(self):
         # --kill-after is long, but after a loss SIGKILL comes within T/4: before the server can
         # hand the lock on (the loss comes at s + 0.3 T, the node stays until s + 0.65 T).
@@ -306,7 +321,7 @@ class CliTest(unittest.TestCase):
         self.wait_children(2)
         waiter.send_signal(signal.SIGINT)
         self.assertEqual(waiter.wait(timeout=15), 128 + signal.SIGINT)
-        self.assertIn("interrupted", waiter.stderr.read())
+        self.assertIn("interrupted by SIGINT", waiter.stderr.read())
         self.wait_children(1)
         holder.send_signal(signal.SIGTERM)
         holder.wait(timeout=15)
@@ -507,21 +522,37 @@ class CliTest(unittest.TestCase):
             (["run", self.path], "command"),
             (["run"], "path"),
             (["run", "-c", "not a connect string", self.path, "--", "true"], "connect string"),
-            (["run", "--no-such-option", self.path, "--", "true"], "no-such-option"),
+            (["run", "--no-such-option", self.path, "--", "true"], "unknown option '--no-such-option'"),
+            (["--bogus"], "unknown option '--bogus'"),
+            (["bogus"], "unknown subcommand 'bogus'"),
+            (["run", "--data", "", self.path, "--", "true"], "--data"),
+            (["run", "--connect-timeout", "0", self.path, "--", "true"], "--connect-timeout"),
+            (["run", "-c", "http://127.0.0.1:2181", self.path, "--", "true"], "invalid connect string"),
+            (["run", "-c", "127.0.0.1:2181/chroot/", self.path, "--", "true"], "chroot"),
             (["list", "bad"], "bad lock path"),
             (["break", "bad"], "bad node path"),
             ([], "subcommand"),
         ]
+        lines = []
         for args, needle in cases:
             r = zklock(*args)
             self.assertEqual(r.returncode, EX_USAGE, "%s: %s" % (args, r.stderr))
             line = self.assert_one_error_line(r)
             self.assertIn(needle, line, args)
+            lines.append(line)
+        # no two different mistakes share one message
+        self.assertEqual(len(set(lines)), len(lines), "\n".join(lines))
         env = dict(os.environ)
         del env["ZK_CONNECT"]
         r = zklock("run", self.path, "--", "true", env=env)
         self.assertEqual(r.returncode, EX_USAGE)
         self.assertIn("ZK_CONNECT", self.assert_one_error_line(r))
+        # the run's own mistakes are named first, even without ZK_CONNECT (issue 31, item 12)
+        r = zklock("run", "--timeout", "abc", self.path, "--", "true", env=env)
+        self.assertEqual(r.returncode, EX_USAGE)
+        self.assertIn("--timeout", self.assert_one_error_line(r))
+        # a bare number is seconds, and --help says so
+        self.assertIn("bare number is seconds", zklock("run", "--help").stdout)
         self.assertIsNone(self.zk.exists(self.path), "bad arguments created something")
 
     def test_an_unreachable_server_is_reported(self):
@@ -533,7 +564,10 @@ class CliTest(unittest.TestCase):
         finally:
             s.close()
         self.assertEqual(r.returncode, EX_UNAVAILABLE)
-        self.assertIn("cannot connect", self.assert_one_error_line(r))
+        line = self.assert_one_error_line(r)
+        self.assertIn("cannot connect", line)
+        # issue 31, item 9: what the attempts got, per server
+        self.assertIn("127.0.0.1:%d: connection refused" % port, line)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@
 
 #include <boost/asio/as_tuple.hpp>
 
+#include <optional>
+#include <thread>
+
 using namespace zt;
 using zklock::errc;
 using zklock::session_state;
@@ -124,5 +127,74 @@ TEST_F(NewUser, ConnectStringAndOptionMistakesAreNamedAtOnce) {
         auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::chroot_missing) << ec.message();
         co_await missing->async_close(use_awaitable);
+    });
+}
+
+TEST_F(NewUser, AStallLongerThanTheSessionReportsTheExpiryNotADeletionOrALapse) {
+    // Before (item 3): a holder stopped for 2 T, then resumed, reported lock_node_deleted
+    // ("deleted by another client": the server's expiry had deleted it, and the watch event was
+    // waiting in the socket) or lease_expired ("the server may expire the session soon": it had
+    // expired T earlier), whichever of the socket and the lease timer the io_context served first.
+    // The stall here blocks the io_context's only thread, as SIGSTOP, a debugger or a swap storm
+    // would; with and without a loss waiter (and its watch) armed before it.
+    for (bool armed_before : {true, false}) {
+        run_test([&]() -> awaitable<void> {
+            auto o = options();
+            o.session_timeout = 2000ms;
+            auto s = co_await connect(o);
+            zklock::mutex m(*s, lock_path("stalled"));
+            auto g = co_await m.async_acquire(use_awaitable);
+            const auto T = s->negotiated_timeout();
+            std::optional<zklock::error_code> why;
+            auto wait = [&] { g.async_wait_lost([&](zklock::error_code ec) { why = ec; }); };
+            if (armed_before) {
+                wait();
+                co_await sleep_for(100ms); // (the watch's getData is answered)
+            }
+            std::this_thread::sleep_for(T * 5 / 2); // the process stalls: nothing of it runs
+            if (!armed_before) wait();
+            for (int i = 0; i < 500 && !why; ++i) co_await sleep_for(10ms);
+            EXPECT_TRUE(why.has_value()) << "no loss reported after the stall";
+            if (why) EXPECT_EQ(*why, errc::session_expired) << (armed_before ? "armed: " : "not armed: ") << why->message();
+            EXPECT_EQ(g.loss_reason(), errc::session_expired) << g.loss_reason().message();
+        });
+    }
+}
+
+TEST_F(NewUser, AStallShorterThanTheSessionStillReportsTheLapseAtOnce) {
+    // The other side of the above: a stall past the lease but short of the earliest expiry (0.8 T)
+    // is reported as lease_expired at once, with no question asked of the server.
+    run_test([&]() -> awaitable<void> {
+        auto o = options();
+        o.session_timeout = 4000ms;
+        auto s = co_await connect(o);
+        zklock::mutex m(*s, lock_path("stalled"));
+        auto g = co_await m.async_acquire(use_awaitable);
+        const auto T = s->negotiated_timeout();
+        std::optional<zklock::error_code> why;
+        g.async_wait_lost([&](zklock::error_code ec) { why = ec; });
+        co_await sleep_for(100ms);
+        std::this_thread::sleep_for(T * 8 / 10);
+        EXPECT_TRUE(g.is_lost()) << "the lease lapsed during the stall";
+        for (int i = 0; i < 100 && !why; ++i) co_await sleep_for(10ms);
+        EXPECT_TRUE(why.has_value());
+        if (why) EXPECT_EQ(*why, errc::lease_expired) << why->message();
+        EXPECT_EQ(s->state(), zklock::session_state::connected) << "the session survived the stall";
+    });
+}
+
+TEST_F(NewUser, AConnectTimeoutSaysWhatEachServerGot) {
+    // Before (item 9): "no ZooKeeper server answered", for a port that refused every attempt.
+    run_test([&]() -> awaitable<void> {
+        asio::ip::tcp::acceptor bound(co_await asio::this_coro::executor);
+        bound.open(asio::ip::tcp::v4());
+        bound.bind({asio::ip::make_address("127.0.0.1"), 0}); // bound, never listening: refused
+        const auto port = bound.local_endpoint().port();
+        auto o = options("127.0.0.1:" + std::to_string(port));
+        o.connect_timeout = 1000ms;
+        zklock::session s(co_await asio::this_coro::executor, o);
+        auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::connect_timeout) << ec.message();
+        EXPECT_EQ(s.last_connect_attempts(), "127.0.0.1:" + std::to_string(port) + ": connection refused");
     });
 }
