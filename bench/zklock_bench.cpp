@@ -11,6 +11,7 @@
 //   zklock_bench --connect C [--workers 8] [--sessions 8] [--processes 1] [--locks 1] [--hold-ms 0] [--duration 5]
 //                [--handoff N] [--strategy predecessor|children|unique] [--release background] [--label x]
 //                [--metrics on|off]   (with metrics on, exits 3 unless the sessions' metrics count every grant)
+//                [--tls-dir D]        (TLS with D/ca.pem, D/client.pem, D/client.key: zk.sh start --tls)
 #include <zklock.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -54,6 +55,7 @@ struct config {
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
     bool background_release = false; // release_in_background(): the next request is queued behind the delete
     bool metrics = true;             // session_options::metrics (--metrics off: to measure their cost)
+    std::string tls_dir;             // --tls-dir D: TLS with D/ca.pem, D/client.pem, D/client.key (zk.sh --tls)
     int workers = 8, sessions = 8, locks = 1, hold_ms = 0, processes = 1;
     std::uint32_t handoff = 0;
     double duration = 5, warmup = 1;
@@ -119,6 +121,13 @@ static run_result run_process(const config& cfg, const std::string& base, int in
             zklock::session_options o;
             o.connect = cfg.connect;
             o.metrics = cfg.metrics;
+            if (!cfg.tls_dir.empty()) {
+                zklock::tls_options t;
+                t.ca_file = cfg.tls_dir + "/ca.pem";
+                t.certificate_file = cfg.tls_dir + "/client.pem";
+                t.private_key_file = cfg.tls_dir + "/client.key";
+                o.tls = t;
+            }
             sessions.push_back(std::make_unique<zklock::session>(ex, o));
             co_await sessions.back()->async_connect(use_awaitable);
         }
@@ -279,6 +288,7 @@ int main(int argc, char** argv) {
         else if (k == "--handoff") cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
         else if (k == "--release") cfg.background_release = v == "background";
         else if (k == "--metrics") cfg.metrics = v != "off";
+        else if (k == "--tls-dir") cfg.tls_dir = v;
         else if (k == "--strategy") {
             if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
             else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;

@@ -27,13 +27,14 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
-eval "$("$root/scripts/zk.sh" start)"; zk1=$ZK_DIR
-export ZK_CONNECT ZK_DIR
+# (the standalone server also serves TLS: tls_test.cpp; its PKI is in $ZK_DIR/tls)
+eval "$("$root/scripts/zk.sh" start --tls)"; zk1=$ZK_DIR
+export ZK_CONNECT ZK_TLS_CONNECT ZK_DIR
 out=$("$root/scripts/zk.sh" start --servers 3)
 zk3=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
 export ZK_ENSEMBLE_CONNECT=$(echo "$out" | sed -n 's/^ZK_CONNECT=//p') ZK_ENSEMBLE_DIR=$zk3
 # a second ensemble whose server-to-server links go through freezable relays (partition_test.cpp)
-out=$("$root/scripts/zk.sh" start --servers 3 --relay)
+out=$("$root/scripts/zk.sh" start --servers 3 --relay --tls)
 zk3r=$(echo "$out" | sed -n 's/^ZK_DIR=//p')
 export ZK_RELAY_ENSEMBLE_DIR=$zk3r
 export ZKLOCK_SCRIPTS="$root/scripts"

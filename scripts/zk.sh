@@ -2,9 +2,18 @@
 # Throwaway ZooKeeper servers from Debian's jars, on loopback ports outside the ephemeral range, in a temp dir.
 #
 #   scripts/zk.sh start [--servers N] [--tick MS] [--sync-limit N] [--fsync yes|no] [--dir DIR] [--relay]
+#                       [--tls [--tls-client-auth need|want|none] [--tls-server-cert server|wrongname|expired]]
 #       Starts a standalone server (N=1, default) or an N-server ensemble on 127.0.0.1
 #       (tickTime 500 ms, initLimit 20, syncLimit 10 ticks unless given).
-#       Prints two lines:  ZK_CONNECT=host:port[,host:port...]  and  ZK_DIR=<state dir>
+#       Prints ZK_CONNECT=host:port[,host:port...] and ZK_DIR=<state dir>, one a line (eval-able).
+#       --tls: each server also serves TLS (1.3 and 1.2, Netty) on a secureClientPort of its own, with
+#       a throwaway PKI in DIR/tls (scripts/tls_certs.sh), and authenticates a client by its
+#       certificate as x509:<subject> (client.pem: "x509:CN=zklock-client"); the plain clientPort
+#       stays, quorum links stay plain. Prints one more line, between the two:
+#       ZK_TLS_CONNECT=127.0.0.1:port[,...] (also in DIR/tls_connect; server i's port in DIR/tls_port<i>).
+#       --tls-client-auth: ssl.clientAuth, whether a client must show a certificate (default need).
+#       --tls-server-cert: the certificate the servers show: server (default), or tls_certs.sh's
+#       wrongname (names wrong.example only) or expired one.
 #       --relay: server i reaches server j's quorum and election ports through freezable relays
 #       (scripts/quorum_relay.py); the client ports stay direct. (A server answers an election
 #       connection from a lower id by connecting back to its advertised port, past the relay.)
@@ -145,11 +154,18 @@ direct_links() { # direct_links PID PID... : established TCP connections between
               print "  " l " (pid " a ") <-> " p " (pid " owner[p] ")" } }'
 }
 
-wait_up() { # wait_up DIR I : until srvr answers with a mode
-  local dir=$1 i=$2 port
+listening() { # listening PORT : true if a socket listens on local port PORT (java's are IPv6 sockets)
+  awk -v p=":$(printf %04X "$1")" 'substr($2, length($2) - 4) == p && $4 == "0A" { f = 1 } END { exit !f }' \
+    /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
+wait_up() { # wait_up DIR I : until srvr answers with a mode (and the TLS port listens: a standalone
+  # server binds it after it serves on the plain port, ~0.2 s later)
+  local dir=$1 i=$2 port tport=""
   port=$(cat "$dir/port$i")
+  [ -f "$dir/tls_port$i" ] && tport=$(cat "$dir/tls_port$i")
   for _ in $(seq 1 300); do
-    if four "$port" srvr 2>/dev/null | grep -q '^Mode: '; then return 0; fi
+    if four "$port" srvr 2>/dev/null | grep -q '^Mode: ' && { [ -z "$tport" ] || listening "$tport"; }; then return 0; fi
     kill -0 "$(cat "$dir/server$i.pid")" 2>/dev/null || { tail -20 "$dir/server$i.log" >&2; die "server $i died"; }
     sleep 0.1
   done
@@ -159,11 +175,16 @@ wait_up() { # wait_up DIR I : until srvr answers with a mode
 cmd=${1:-}; shift || true
 case "$cmd" in
   start)
-    n=1 tick=500 sync_limit=10 fsync=no dir="" relay=no
+    n=1 tick=500 sync_limit=10 fsync=no dir="" relay=no tls=no client_auth=need server_cert=server
     while [ $# -gt 0 ]; do
       case "$1" in
         --servers) n=$2; shift 2;;
         --relay) relay=yes; shift;;
+        --tls) tls=yes; shift;;
+        --tls-client-auth) client_auth=$2; shift 2
+          case "$client_auth" in need|want|none) ;; *) die "--tls-client-auth: need, want or none";; esac;;
+        --tls-server-cert) server_cert=$2; shift 2
+          case "$server_cert" in server|wrongname|expired) ;; *) die "--tls-server-cert: server, wrongname or expired";; esac;;
         --tick) tick=$2; shift 2;;
         --sync-limit) sync_limit=$2; shift 2;;
         --fsync) fsync=$2; shift 2;;
@@ -184,7 +205,8 @@ case "$cmd" in
     # the ensemble without a leader (see zk_ports.py).
     [ "$relay" = no ] || [ "$n" -gt 1 ] || die "--relay needs an ensemble (--servers N, N > 1)"
     nrelay=0; [ "$relay" = yes ] && nrelay=$((2 * n * (n - 1)))
-    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n + nrelay)) "$dir") || die "no ports (see above)"
+    ntls=0; [ "$tls" = yes ] && ntls=$n
+    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n + nrelay + ntls)) "$dir") || die "no ports (see above)"
     mapfile -t picked <<<"$ports"
     declare -a cports qports eports
     declare -A rports reports
@@ -202,7 +224,12 @@ case "$cmd" in
         done
       done
     fi
-    connect=""
+    declare -a tports
+    if [ "$tls" = yes ]; then
+      for i in $(seq 1 "$n"); do tports[$i]=${picked[$((3 * n + nrelay + i - 1))]}; done
+      "$(dirname "$0")/tls_certs.sh" "$dir/tls" || die "tls_certs.sh failed"
+    fi
+    connect="" tls_connect=""
     for i in $(seq 1 "$n"); do
       mkdir -p "$dir/data$i"
       {
@@ -218,6 +245,33 @@ case "$cmd" in
         echo "forceSync=$fsync"
         echo "extendedTypesEnabled=true"
         echo "emulate353TTLNodes=false"
+        if [ "$tls" = yes ]; then
+          # TLS on a client port of its own, served by Netty (the NIO factory has no TLS); the plain
+          # clientPort stays. Key store: ZooKeeper 3.8's PEM loader reads the key and the
+          # certificate chain from one file (tls_certs.sh's NAME-keystore.pem); trust store: the CA.
+          # Protocols: 3.8 enables only ssl.protocol (default TLSv1.2) and TLS 1.2 cipher suites
+          # unless told; TLS 1.3 is enabled here too (its suites, then 3.8's default GCM ones).
+          # x509: this provider, registered under its scheme "x509" (the N of authProvider.N is any
+          # name), authenticates each client that shows a certificate as x509:<its subject, RFC
+          # 2253>; without it the server closes every connection that shows one ("X509 Auth
+          # provider not found: x509").
+          # Host names: ssl.hostnameVerification stays on (the default); on a server it checks only
+          # quorum peers (plain here). 3.8.0 never checks a client certificate's names against
+          # the client's address on a client port (ClientX509Util verifies no client host name;
+          # it reads no ssl.clientHostnameVerification), and the client certificates name
+          # localhost and 127.0.0.1 anyway, so a server that did check would accept them.
+          echo "secureClientPort=${tports[$i]}"
+          echo "secureClientPortAddress=127.0.0.1"
+          echo "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory"
+          echo "ssl.keyStore.location=$dir/tls/$server_cert-keystore.pem"
+          echo "ssl.keyStore.type=PEM"
+          echo "ssl.trustStore.location=$dir/tls/ca.pem"
+          echo "ssl.trustStore.type=PEM"
+          echo "ssl.clientAuth=$client_auth"
+          echo "ssl.enabledProtocols=TLSv1.3,TLSv1.2"
+          echo "ssl.ciphersuites=TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384,TLS_CHACHA20_POLY1305_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"
+          echo "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+        fi
         if [ "$n" -gt 1 ]; then
           echo "standaloneEnabled=false"
           for j in $(seq 1 "$n"); do
@@ -232,7 +286,12 @@ case "$cmd" in
       [ "$n" -gt 1 ] && echo "$i" >"$dir/data$i/myid"
       echo "${cports[$i]}" >"$dir/port$i"
       connect="${connect:+$connect,}127.0.0.1:${cports[$i]}"
+      if [ "$tls" = yes ]; then
+        echo "${tports[$i]}" >"$dir/tls_port$i"
+        tls_connect="${tls_connect:+$tls_connect,}127.0.0.1:${tports[$i]}"
+      fi
     done
+    [ "$tls" = yes ] && echo "$tls_connect" >"$dir/tls_connect"
     echo "$n" >"$dir/servers"
     echo "$connect" >"$dir/connect"
     if [ "$relay" = yes ]; then write_frozen "$dir" ""; launch_relay "$dir"; fi
@@ -240,6 +299,7 @@ case "$cmd" in
     for i in $(seq 1 "$n"); do wait_up "$dir" "$i"; done
     trap - EXIT
     echo "ZK_CONNECT=$connect"
+    [ "$tls" = no ] || echo "ZK_TLS_CONNECT=$tls_connect"
     echo "ZK_DIR=$dir"
     ;;
   stop)

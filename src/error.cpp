@@ -60,6 +60,14 @@ public:
         case errc::multi_lock_duplicate_path: return "async_acquire_all: two locks of the list have the same path (a multi-lock would wait for itself)";
         case errc::not_a_write_guard: return "async_downgrade: the guard is not a held write lock of this shared_mutex's path (it has been released)";
         case errc::invalid_version: return "invalid transaction version: it must be -1 (any version) or a node version (0 or more)";
+        case errc::tls_config_invalid: return "invalid TLS options: a CA, certificate or key that cannot be read or does not fit (session::last_connect_attempts() says which)";
+        case errc::tls_unknown_ca: return "TLS: the server's certificate is not signed by a trusted CA (tls_options::ca_file)";
+        case errc::tls_server_name_mismatch: return "TLS: the server's certificate does not name the server (host name or address mismatch; see tls_options::server_name)";
+        case errc::tls_certificate_expired: return "TLS: the server's certificate has expired or is not valid yet";
+        case errc::tls_client_certificate_required: return "TLS: the server requires a client certificate, and none is set (tls_options::certificate_file)";
+        case errc::tls_client_certificate_rejected: return "TLS: the server refused the client certificate";
+        case errc::tls_not_tls_server: return "TLS: the server did not answer the TLS handshake (a plain, non-TLS port?)";
+        case errc::tls_handshake_failed: return "TLS: the handshake with the server failed (session::last_connect_attempts() says why)";
         case errc::upgrade_not_supported: return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, then acquire the write lock";
         }
         return "zklock error " + std::to_string(ev);

@@ -37,7 +37,8 @@ std::function<void(std::string_view)> g_log;
 
 void log_callback(const char* message) {
     std::shared_lock lk(g_log_mu);
-    if (g_log) g_log(message ? std::string_view(message) : std::string_view());
+    // (Through the TLS relay the C client knows its servers as 127.0.0.1:<port>: name them.)
+    if (g_log) g_log(name_relayed_servers(message ? std::string_view(message) : std::string_view()));
 }
 
 } // namespace
@@ -454,6 +455,16 @@ void zk_handle::note_failed_attempt(int err) {
     if (attempts_.size() < 64) attempts_.emplace_back(server, std::move(what));
 }
 
+std::optional<asio::ip::tcp::endpoint> zk_handle::client_socket_address() {
+    std::lock_guard lk(client_lock());
+    if (closed_ || !zh_ || last_fd_ < 0) return std::nullopt;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (::getsockname(last_fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0 || ss.ss_family != AF_INET) return std::nullopt;
+    const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+    return asio::ip::tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
+}
+
 std::string zk_handle::attempts() const {
     std::lock_guard lk(client_lock());
     std::string out;
@@ -846,6 +857,7 @@ void session_impl::start_handle() {
     auto ms = static_cast<int>(opts_.session_timeout.count());
     auth_confirmed_ = opts_.auth.empty();
     auth_probe_needed_ = auth_probe_in_flight_ = false;
+    if (relay_) relay_->new_attempt();
     if (!h->init(resolved_connect_.empty() ? opts_.connect : resolved_connect_, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
@@ -889,7 +901,9 @@ void session_impl::connect(pending<void(error_code)> h) {
             return h.complete(errc::invalid_session_timeout);
         if (s.opts_.connect_timeout.count() <= 0) return h.complete(errc::invalid_connect_timeout);
         if (auto ec = s.opts_.loss.validate()) return h.complete(ec);
-        if (!s.resolved_connect_.empty() || !needs_resolution(s.opts_.connect)) {
+        if (error_code ec; !s.make_relay(ec)) return h.complete(ec);
+        // (With TLS the C client gets the relay's loopback listeners, made once the addresses are known.)
+        if (!s.resolved_connect_.empty() || (!needs_resolution(s.opts_.connect) && !s.relay_)) {
             s.start_handle();
             if (!s.handle_) return h.complete(errc::invalid_connect_string);
             s.connect_waiters_.emplace_back(id, std::move(h));
@@ -951,11 +965,28 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
     r->per_host.resize(spec.hosts.size());
     r->left = spec.hosts.size();
     r->then = std::move(then);
-    auto done = [this, r, chroot = spec.chroot] {
+    std::vector<std::string> names;
+    for (auto& h : spec.hosts) names.push_back(h.host.size() > 1 && h.host.front() == '[' ? h.host.substr(1, h.host.size() - 2) : h.host);
+    auto done = [this, r, chroot = spec.chroot, names] {
         if (--r->left != 0) return;
         std::vector<std::pair<std::string, unsigned short>> all;
         for (auto& v : r->per_host) all.insert(all.end(), v.begin(), v.end());
         if (all.empty()) return r->then(r->error ? r->error : make_error_code(asio::error::host_not_found));
+        if (relay_) {
+            // One loopback listener per address, which keeps the host name it came from (the
+            // name the server's certificate must carry).
+            std::vector<tls_target> targets;
+            for (std::size_t i = 0; i < r->per_host.size(); ++i)
+                for (auto& [addr, port] : r->per_host[i]) targets.push_back({names[i], addr, port});
+            error_code ec;
+            auto loopback = relay_->listen(targets, ec);
+            if (ec) {
+                log_line("zklock: TLS: cannot listen on loopback for the relay: " + ec.message());
+                return r->then(ec);
+            }
+            resolved_connect_ = loopback + chroot;
+            return r->then({});
+        }
         resolved_connect_ = numeric_connect_string(all, chroot);
         r->then({});
     };
@@ -979,6 +1010,41 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
     }
 }
 
+bool session_impl::make_relay(error_code& ec) {
+    if (!opts_.tls || relay_) return true;
+    std::string why;
+    relay_ = tls_relay::make(strand_, *opts_.tls, ec, why);
+    if (!relay_) {
+        log_line("zklock: " + why);
+        std::lock_guard lk(attempts_mu_);
+        last_attempts_ = why;
+        return false;
+    }
+    // The handshake's deadline: within the C client's own budget for a connection (the server's
+    // answer to its handshake within 2/3 T), so that a silent TLS server costs a failover no
+    // more than a silent plain one.
+    relay_->handshake_timeout = opts_.tls->handshake_timeout.count() > 0 ? opts_.tls->handshake_timeout
+                                                                          : std::max(opts_.session_timeout / 3, std::chrono::milliseconds(100));
+    relay_->flush_timeout = std::min(std::chrono::milliseconds(1000), relay_->handshake_timeout);
+    relay_->client_socket = [w = weak_from_this()]() -> std::optional<asio::ip::tcp::endpoint> {
+        auto s = w.lock();
+        if (!s || !s->handle_) return std::nullopt;
+        return s->handle_->client_socket_address();
+    };
+    relay_->on_failure = [w = weak_from_this()](const std::string& server, const tls_failure& f) {
+        if (auto s = w.lock()) s->on_tls_failure(server, f);
+    };
+    return true;
+}
+
+void session_impl::on_tls_failure(const std::string& server, const tls_failure& f) {
+    log_line("zklock: " + server + ": " + f.detail);
+    if (!f.definitive || !attempt_in_progress() || !relay_) return;
+    // Every server refused the handshake for a reason that does not pass (a CA, a name, a date, a
+    // certificate): waiting for the connect timeout would only hide it.
+    if (auto all = relay_->all_failed()) abandon_attempt(all->ec);
+}
+
 void session_impl::cancel_connect(std::uint64_t id) {
     auto it = std::find_if(connect_waiters_.begin(), connect_waiters_.end(), [&](auto& w) { return w.first == id; });
     if (it == connect_waiters_.end()) {
@@ -998,8 +1064,8 @@ void session_impl::abandon_attempt(error_code why) {
         std::lock_guard lk(handle_mu_);
         old = std::move(handle_);
     }
-    if (old && why == errc::connect_timeout) {
-        auto tried = old->attempts();
+    if (old && (why == errc::connect_timeout || (relay_ && why.category() == error_category()))) {
+        auto tried = relay_ ? relay_->attempts() : old->attempts();
         {
             std::lock_guard lk(attempts_mu_);
             last_attempts_ = tried;
@@ -1203,6 +1269,7 @@ void session_impl::wait_state(session_state last_seen, pending<void(error_code, 
 void session_impl::enter_closed() {
     if (closed_done_) return;
     closed_done_ = true;
+    if (relay_) relay_->close(); // (relayed connections still deliver what the C client sent last)
     connect_timer_.cancel();
     lease_timer_.cancel();
     heartbeat_timer_.cancel();

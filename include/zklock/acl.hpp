@@ -42,6 +42,15 @@ public:
     /// credentials (session_options::auth) can become contenders, release, break or revoke.
     /// Needs credentials on the session (else the server refuses the create: zk_errc::invalid_acl).
     static acl creator_all_world_read() { return acl({{perm::all, "auth", ""}, {perm::read, "world", "anyone"}}); }
+    /// For sessions over mutual TLS (session_options::tls with a client certificate): the x509
+    /// identity `subject` gets every permission, everyone else may read. ZooKeeper names a
+    /// certificate's identity by its subject, in RFC 2253 form as Java prints it: "CN=svc" or
+    /// "CN=svc,O=Acme" (`openssl x509 -noout -subject -nameopt RFC2253` prints it). Only
+    /// sessions presenting a certificate with that subject, signed by a CA the server trusts,
+    /// can become contenders, release, break or revoke; any session can list the contenders.
+    static acl x509_all_world_read(std::string subject) {
+        return acl({{perm::all, "x509", std::move(subject)}, {perm::read, "world", "anyone"}});
+    }
     /// Any list of entries, e.g. a digest identity made with `zkCli.sh`'s digest tool.
     static acl custom(std::vector<acl_entry> entries) { return acl(std::move(entries)); }
 

@@ -72,6 +72,15 @@ enum class errc {
     multi_lock_duplicate_path,    ///< async_acquire_all with two locks on one path
     not_a_write_guard,            ///< async_downgrade of a guard that is not a held write lock of this path
     invalid_version,              ///< a transaction operation's version below -1
+    // -- TLS (session_options::tls); the details: session::last_connect_attempts() and the log --
+    tls_config_invalid = 100,        ///< a CA, certificate or key that cannot be read or does not fit
+    tls_unknown_ca,                  ///< the server's certificate is not signed by a trusted CA
+    tls_server_name_mismatch,        ///< the server's certificate does not name the server
+    tls_certificate_expired,         ///< the server's certificate has expired (or is not valid yet)
+    tls_client_certificate_required, ///< the server requires a client certificate, and none is set
+    tls_client_certificate_rejected, ///< the server refused the client certificate
+    tls_not_tls_server,              ///< the server did not answer the TLS handshake (a plain port?)
+    tls_handshake_failed,            ///< the TLS handshake failed for another reason
 };
 
 /// Input limits, checked before anything is sent. ZooKeeper closes the connection on a request

@@ -4,6 +4,7 @@
 #include <zklock/acl.hpp>
 #include <zklock/error.hpp>
 #include <zklock/loss_policy.hpp>
+#include <zklock/tls.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -61,8 +63,15 @@ struct session_options {
     /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Refused on a
     /// later reconnect, they end the session too: its locks are lost and its waiting acquires
     /// fail, with zk_errc::auth_failed. Sent in clear
-    /// text: Debian's C client has neither TLS nor SASL (see the README).
+    /// text unless `tls` is set (Debian's C client has no SASL).
     std::vector<credentials> auth;
+    /// Connect with TLS (to the servers' secureClientPort): see tls_options. Without it the
+    /// connections are plain TCP. Errors of async_connect: errc::tls_config_invalid (a file that
+    /// cannot be read; what and why: last_connect_attempts()), and, once every server of the list
+    /// refused the handshake for the same kind of reason, that reason: errc::tls_unknown_ca,
+    /// tls_server_name_mismatch, tls_certificate_expired, tls_client_certificate_required,
+    /// tls_client_certificate_rejected, tls_not_tls_server, tls_handshake_failed.
+    std::optional<tls_options> tls;
     /// Keep per-path lock metrics (session::metrics()): relaxed atomic counters and one shared
     /// (reader) lock per acquire to find the path's record.
     bool metrics = true;
@@ -183,7 +192,9 @@ public:
     /// After async_connect failed with errc::connect_timeout: what the last connection attempt to
     /// each server got, e.g. "127.0.0.1:2181: connection refused, 10.0.0.2:2181: timed out"
     /// (an error_code cannot carry it; it is also logged). Empty when no attempt failed outright
-    /// (servers that accept the connection but never answer the handshake).
+    /// (servers that accept the connection but never answer the handshake). With TLS, also after
+    /// a TLS error: "zk1:2281: TLS: the server's certificate is not valid now (certificate has
+    /// expired), ...", or what in the TLS options could not be read.
     std::string last_connect_attempts() const;
     /// A snapshot of the request and watch counters.
     session_statistics statistics() const noexcept;

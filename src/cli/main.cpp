@@ -69,6 +69,7 @@ struct connection_args {
     std::string session_timeout = "10s";
     std::string connect_timeout = "10s";
     std::string dialect = "curator";
+    std::string tls_ca, tls_cert, tls_key, tls_server_name;
 };
 
 void add_connection_options(CLI::App& cmd, connection_args& c, bool with_dialect = true) {
@@ -76,6 +77,10 @@ void add_connection_options(CLI::App& cmd, connection_args& c, bool with_dialect
     cmd.add_option("--session-timeout", c.session_timeout, "session timeout T, at least 100ms (the lock is lost within about 0.3 T of a partition)")
         ->capture_default_str();
     cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server (positive)")->capture_default_str();
+    cmd.add_option("--tls-ca", c.tls_ca, "connect with TLS, trusting the CA certificates of this PEM file (default: $ZK_TLS_CA)");
+    cmd.add_option("--tls-cert", c.tls_cert, "the client certificate (PEM) for mutual TLS (default: $ZK_TLS_CERT)");
+    cmd.add_option("--tls-key", c.tls_key, "its private key (PEM; if encrypted, the password in $ZK_TLS_KEY_PASSWORD) (default: $ZK_TLS_KEY)");
+    cmd.add_option("--tls-server-name", c.tls_server_name, "the name the servers' certificates must carry (default: each server's host)");
     if (with_dialect)
         cmd.add_option("--dialect", c.dialect, "lock node naming: curator (also Apache Curator's) or kazoo")
         ->check(CLI::IsMember({"curator", "kazoo"}))
@@ -98,6 +103,26 @@ int make_session_options(const connection_args& c, zklock::session_options& o, z
     auto ct = zklock::cli::parse_duration(c.connect_timeout, err);
     if (!ct) return fail(ex_usage, "--connect-timeout: " + err);
     if (ct->count() <= 0) return fail(ex_usage, "--connect-timeout: must be positive");
+    auto arg_or_env = [](const std::string& arg, const char* var) {
+        if (!arg.empty()) return arg;
+        const char* v = std::getenv(var);
+        return std::string(v ? v : "");
+    };
+    const auto ca = arg_or_env(c.tls_ca, "ZK_TLS_CA"), cert = arg_or_env(c.tls_cert, "ZK_TLS_CERT"),
+               key = arg_or_env(c.tls_key, "ZK_TLS_KEY");
+    if (ca.empty() && (!cert.empty() || !key.empty() || !c.tls_server_name.empty()))
+        return fail(ex_usage, "--tls-cert, --tls-key and --tls-server-name need --tls-ca (or ZK_TLS_CA): the CA that signed the servers' certificates");
+    if (!ca.empty()) {
+        if (cert.empty() != key.empty())
+            return fail(ex_usage, cert.empty() ? "--tls-key without --tls-cert" : "--tls-cert without --tls-key");
+        zklock::tls_options t;
+        t.ca_file = ca;
+        t.certificate_file = cert;
+        t.private_key_file = key;
+        t.server_name = c.tls_server_name;
+        if (const char* pw = std::getenv("ZK_TLS_KEY_PASSWORD")) t.private_key_password = pw;
+        o.tls = std::move(t);
+    }
     o.connect = connect;
     o.session_timeout = *st;
     o.connect_timeout = *ct;
@@ -116,7 +141,7 @@ int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullp
     if (!result) return fail(ex_software, "connect did not complete");
     if (*result) {
         auto tried = s.last_connect_attempts();
-        return fail(*result == errc::connect_timeout ? ex_unavailable : ex_failure,
+        return fail(*result == errc::connect_timeout ? ex_unavailable : *result == errc::tls_config_invalid ? ex_usage : ex_failure,
                     "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message() +
                         (tried.empty() ? "" : " (last attempts: " + tried + ")"));
     }

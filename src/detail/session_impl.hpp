@@ -9,6 +9,7 @@
 #include <zklock/guard.hpp>
 #include "detail/metrics.hpp"
 #include "detail/pending.hpp"
+#include "detail/tls_relay.hpp"
 
 #include <zklock/session.hpp>
 #include <zklock/transaction.hpp>
@@ -109,6 +110,9 @@ public:
     void set_servers(const std::string& hosts);
     /// The session id and negotiated timeout, unless closed.
     bool session_info(std::int64_t& id, int& timeout_ms);
+    /// The local address of the C client's current socket (strand: right after the drive that
+    /// made it), for the TLS relay to know its connection from any other.
+    std::optional<asio::ip::tcp::endpoint> client_socket_address();
     /// What the last connection attempt to each server got ("127.0.0.1:1: connection refused",
     /// one per server, in the order first tried), for a connect that times out. Any thread.
     std::string attempts() const;
@@ -378,6 +382,19 @@ public:
     /// the C client the new addresses if they changed.
     void on_round_failed(std::uint64_t gen);
 private:
+public:
+    /// (strand) The TLS relay (null without TLS), for tests.
+    const std::shared_ptr<tls_relay>& relay() const noexcept { return relay_; }
+private:
+    /// (strand) The TLS relay of session_options::tls: made at the first connect; its listeners
+    /// outlive handles and reconnects. Null without TLS.
+    std::shared_ptr<tls_relay> relay_;
+    /// (strand) Makes relay_ if TLS is on and it is not made yet: false (with ec) if the options
+    /// are bad.
+    bool make_relay(error_code& ec);
+    /// (strand) A connection through the relay failed: a first connect fails at once with the
+    /// TLS error once every server refused the handshake.
+    void on_tls_failure(const std::string& server, const tls_failure& f);
     void cancel_connect(std::uint64_t id);
     void abandon_attempt(error_code why);
     void arm_lease_timer();

@@ -34,9 +34,20 @@ awaitable<double> seconds_until_dropped(zklock::session& s, clk::time_point t0, 
 
 } // namespace
 
-using Partition = zt::zk_test;
+class Partition : public zt::zk_test {
+protected:
+    void follower_cut_off(bool tls);
+};
 
-TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
+TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted) { follower_cut_off(false); }
+
+// The frozen follower again, the sessions over TLS (zklock's relay between the C client and the
+// servers): the margin must hold just the same.
+TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHolderIsGrantedOverTls) {
+    follower_cut_off(true);
+}
+
+void Partition::follower_cut_off(bool tls) {
     // The holder's session uses one follower only; the contender's, the leader only. Then only
     // the quorum link between that follower and the leader is frozen. The follower keeps
     // answering the holder's reads until its own read from the leader times out (syncLimit x
@@ -44,6 +55,7 @@ TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHol
     // relayed to it and grants the lock. The lease, renewed only through the leader, must report
     // the loss at least (0.65 - f) T before that grant, at every phase of the heartbeat.
     relayed_ensemble e;
+    e.tls = tls;
     ASSERT_TRUE(e.find_roles());
     const auto T = 2000ms;
     const double f = zklock::loss_policy::default_lease_fraction;
@@ -51,13 +63,13 @@ TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHol
     const double allowance = 0.15;
     const int fol = e.followers.front();
     run_test([&]() -> awaitable<void> {
-        auto ob = options(e.connect_to(e.leader));
+        auto ob = e.options(e.connect_to(e.leader));
         ob.session_timeout = 4000ms;
         auto b = co_await connect_session(ob);
         std::vector<double> margins;
         for (int k = 0; k < 4; ++k) {
             auto path = unique_path("cut" + std::to_string(k));
-            auto oa = options(e.connect_to(fol));
+            auto oa = e.options(e.connect_to(fol));
             oa.session_timeout = T;
             oa.renew_after_expiry = false;
             auto a = co_await connect_session(oa);
@@ -65,7 +77,7 @@ TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHol
             // A witness on the same follower that sends nothing but the C client's pings: it sees
             // when the follower gives its clients up. (The holder's own client gives the follower
             // up earlier: its pings wait behind its unanswered sync, so it hears nothing for 2/3 T.)
-            auto ow = options(e.connect_to(fol));
+            auto ow = e.options(e.connect_to(fol));
             ow.session_timeout = 10000ms;
             ow.renew_after_expiry = false;
             auto w = co_await connect_session(ow);
@@ -91,9 +103,9 @@ TEST_F(Partition, FollowerCutOffFromTheLeaderLeaseReportsTheLossBeforeAnotherHol
             const double holder_dropped =
                 *a_dropped == clk::time_point{} ? -1.0 : std::chrono::duration<double>(*a_dropped - t0).count();
             const double dropped = co_await seconds_until_dropped(*w, t0, 9000ms);
-            std::printf("  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s); "
+            std::printf("  %sphase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s); "
                         "the holder's client gave up at +%.3f s, the follower dropped its clients at +%.3f s\n",
-                        50 * k, r.loss_s, r.grant_s, r.margin(), bound, holder_dropped, dropped);
+                        tls ? "TLS: " : "", 50 * k, r.loss_s, r.grant_s, r.margin(), bound, holder_dropped, dropped);
             EXPECT_GE(r.margin(), bound - allowance);
             EXPECT_GT(dropped, 4.0) << "dropped before syncLimit x tickTime: not just the quorum link";
             EXPECT_LT(dropped, 8.0);

@@ -64,6 +64,9 @@ public:
         limited_ = n >= 0;
     }
 
+    /// Connections accepted so far (the refused ones included).
+    int accepted() const { return accepted_.load(); }
+
     /// When the server last sent the client anything that was passed on (0: never).
     std::chrono::steady_clock::time_point last_reply() const {
         return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_reply_ns_.load()));
@@ -80,6 +83,7 @@ private:
     void accept() {
         acceptor_.async_accept([this](boost::system::error_code ec, boost::asio::ip::tcp::socket s) {
             if (ec) return;
+            accepted_.fetch_add(1);
             if (limited_ && allowed_.fetch_sub(1) <= 0) { // refused: close it, keep accepting
                 boost::system::error_code ignored;
                 s.close(ignored);
@@ -132,6 +136,7 @@ private:
 
     boost::asio::io_context io_;
     boost::asio::ip::tcp::endpoint target_;
+    std::atomic<int> accepted_{0};
     boost::asio::ip::tcp::acceptor acceptor_;
     std::list<std::shared_ptr<conn>> conns_;
     std::atomic<bool> blackhole_{false};

@@ -23,9 +23,18 @@ using zklock::errc;
 using zklock::detail::session_lease;
 using clk = std::chrono::steady_clock;
 
-using QuorumLease = zt::zk_test;
+class QuorumLease : public zt::zk_test {
+protected:
+    void deposed_leader(bool tls);
+};
 
-TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLease) {
+TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLease) { deposed_leader(false); }
+
+// The same fault, the holder and the waiter over TLS (through zklock's relay): the relay adds a
+// hop on the client's side, not on the quorum's, and must not delay the loss.
+TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLeaseOverTls) { deposed_leader(true); }
+
+void QuorumLease::deposed_leader(bool tls) {
     // The outside harness's case: the holder's session uses the leader L only. L's quorum links
     // are frozen both ways and the followers are restarted at once (zk.sh depose): they elect a
     // new leader among themselves within about 2.5 s, which gives every session a full T from
@@ -37,6 +46,7 @@ TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLease) {
     // overlap of 1.94 s). The heartbeat is now a write that only a quorum commits: the loss must
     // come at least (0.65 - f) T before the grant.
     relayed_ensemble e;
+    e.tls = tls;
     ASSERT_TRUE(e.find_roles());
     const auto T = 2000ms;
     const double f = zklock::loss_policy::default_lease_fraction;
@@ -46,11 +56,11 @@ TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLease) {
     run_test([&]() -> awaitable<void> {
         // The waiter: on the followers (restarted under it: it reconnects), with the server's
         // largest T so that nothing of the fault expires it.
-        auto ob = options(e.connect_to(e.followers[0]) + "," + e.connect_to(e.followers[1]));
+        auto ob = e.options(e.connect_to(e.followers[0]) + "," + e.connect_to(e.followers[1]));
         ob.session_timeout = 10000ms;
         auto b = co_await connect_session(ob);
         auto path = unique_path("deposed");
-        auto oa = options(e.connect_to(old_leader));
+        auto oa = e.options(e.connect_to(old_leader));
         oa.session_timeout = T;
         oa.renew_after_expiry = false;
         auto a = co_await connect_session(oa);
@@ -61,8 +71,8 @@ TEST_F(QuorumLease, ADeposedLeaderThatStillAnswersCannotRenewTheLease) {
             fault = std::thread([&e, &new_leader, old_leader] { new_leader = e.depose(old_leader); });
         }, {}, 30000ms);
         fault.join();
-        std::printf("  deposed leader %d, new leader %d: loss at +%.3f s, other holder at +%.3f s, margin %.3f s "
-                    "(bound %.3f s)\n", old_leader, new_leader, r.loss_s, r.grant_s, r.margin(), bound);
+        std::printf("  %sdeposed leader %d, new leader %d: loss at +%.3f s, other holder at +%.3f s, margin %.3f s "
+                    "(bound %.3f s)\n", tls ? "TLS: " : "", old_leader, new_leader, r.loss_s, r.grant_s, r.margin(), bound);
         EXPECT_NE(new_leader, 0) << "zk.sh depose failed";
         EXPECT_NE(new_leader, old_leader) << "the old leader was elected again: not the fault meant";
         CO_REQUIRE(r.lost);

@@ -59,7 +59,30 @@ struct relayed_ensemble {
         ADD_FAILURE() << "no leader with two followers in " << dir << " (20 s):" << modes;
         return false;
     }
-    std::string connect_to(int i) const { return "127.0.0.1:" + std::to_string(server_port(dir, i)); }
+    /// Clients reach the servers over TLS (their secureClientPort: test.sh starts this ensemble
+    /// with zk.sh --tls), with options() below.
+    bool tls = false;
+    /// Server `i`'s client port (its TLS port with `tls`).
+    std::string connect_to(int i) const {
+        if (!tls) return "127.0.0.1:" + std::to_string(server_port(dir, i));
+        std::ifstream f(dir + "/tls_port" + std::to_string(i));
+        std::string port;
+        f >> port;
+        if (port.empty()) ADD_FAILURE() << dir << " has no TLS port for server " << i << ": start it with zk.sh --tls";
+        return "127.0.0.1:" + port;
+    }
+    /// zt::options(connect), with the ensemble's client certificate when `tls`.
+    zklock::session_options options(std::string connect) const {
+        auto o = zt::options(std::move(connect));
+        if (tls) {
+            zklock::tls_options t;
+            t.ca_file = dir + "/tls/ca.pem";
+            t.certificate_file = dir + "/tls/client.pem";
+            t.private_key_file = dir + "/tls/client.key";
+            o.tls = t;
+        }
+        return o;
+    }
     void sh(const std::string& what, int i = 0, int j = 0) const {
         std::string cmd = scripts + "/zk.sh " + what + " " + dir;
         if (i) cmd += " " + std::to_string(i);

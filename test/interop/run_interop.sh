@@ -27,10 +27,10 @@ run_case() {
   for c in "$@"; do
     i=$((i + 1))
     case "$c" in
-      curator) timeout 240 java -cp "$work:$CP" CuratorContender "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
+      curator) timeout 240 java ${CURATOR_OPTS:-} -cp "$work:$CP" CuratorContender "${CASE_CONNECT:-$ZK_CONNECT}" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
       kazoo) timeout 240 /usr/bin/python3 "$src/kazoo_contender.py" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
       zklock:*) IFS=: read -r _ n dialect <<<"$c"
-         timeout 240 "$build/test/zklock_interop_contender" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" "$mode" &
+         timeout 240 "$build/test/zklock_interop_contender" "${CASE_CONNECT:-$ZK_CONNECT}" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" "$mode" &
          expected=$((expected + iters * n));;
     esac
     pids+=($!)
@@ -69,6 +69,20 @@ PY
 
 # Curator's InterProcessMutex and zklock's default (Curator) dialect
 run_case curator mutex curator curator zklock:3:curator zklock:2:curator
+# The same over TLS, when the server has a secure port (scripts/test.sh starts it with zk.sh --tls):
+# Curator through the ZooKeeper Java client's TLS (Netty, PEM stores, mutual TLS) and zklock
+# through its relay, on the server's TLS port. (The checks for leftovers read the plain port.)
+if [ -n "${ZK_TLS_CONNECT:-}" ] && [ -n "${ZK_DIR:-}" ] && [ -f "$ZK_DIR/tls/ca.pem" ]; then
+  tls=$ZK_DIR/tls
+  CASE_CONNECT=$ZK_TLS_CONNECT ZKLOCK_TLS_DIR=$tls \
+  CURATOR_OPTS="-Dzookeeper.client.secure=true -Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty \
+    -Dzookeeper.ssl.keyStore.location=$tls/client-keystore.pem -Dzookeeper.ssl.keyStore.type=PEM \
+    -Dzookeeper.ssl.trustStore.location=$tls/ca.pem -Dzookeeper.ssl.trustStore.type=PEM" \
+    run_case curator-tls mutex curator curator zklock:3:curator zklock:2:curator
+else
+  echo "== curator-tls: skipped (no ZK_TLS_CONNECT: run the suite with scripts/test.sh)"
+  fail=1
+fi
 # kazoo's Lock (extra_lock_patterns=["-lock-"]) and zklock's kazoo dialect
 run_case kazoo mutex kazoo kazoo zklock:3:kazoo zklock:2:kazoo
 # kazoo's Lock and zklock's default dialect on one path (zklock counts kazoo's __lock__ nodes)

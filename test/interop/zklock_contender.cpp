@@ -31,6 +31,21 @@ static long long micros() {
     return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+/// The session's options: TLS with $ZKLOCK_TLS_DIR's CA and client certificate if it is set
+/// (zk.sh start --tls's PKI), plain otherwise.
+zklock::session_options session_options_for(std::string connect) {
+    zklock::session_options o;
+    o.connect = std::move(connect);
+    if (const char* d = std::getenv("ZKLOCK_TLS_DIR"); d && *d) {
+        zklock::tls_options t;
+        t.ca_file = std::string(d) + "/ca.pem";
+        t.certificate_file = std::string(d) + "/client.pem";
+        t.private_key_file = std::string(d) + "/client.key";
+        o.tls = t;
+    }
+    return o;
+}
+
 int main(int argc, char** argv) {
     asio::io_context io;
     int rc = 0;
@@ -72,7 +87,7 @@ int main(int argc, char** argv) {
     int overlaps = 0, finished = 0;
     asio::co_spawn(io, [&]() -> asio::awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
-        zklock::session zk{ex, {.connect = connect}};
+        zklock::session zk{ex, session_options_for(connect)};
         co_await zk.async_connect(use_awaitable);
         for (int c = 0; c < coroutines; ++c)
             asio::co_spawn(ex, [&, c]() -> asio::awaitable<void> {

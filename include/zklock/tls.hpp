@@ -1,0 +1,52 @@
+// zklock/tls.hpp: TLS to ZooKeeper's secure client port (secureClientPort), and x509 identities.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+namespace zklock {
+
+/// TLS for a session (session_options::tls): every connection to a server of the connect string
+/// is a TLS connection (1.2 or 1.3), whose server certificate must chain to `ca` and name the
+/// server. zklock does the TLS itself (OpenSSL, through Boost.Asio), between the C client and the
+/// server; see the README ("TLS") for how and why.
+///
+/// Files and PEM text: each of ca, certificate and key is given either as a file name (`*_file`)
+/// or as PEM text (`*_pem`), not both (errc::tls_config_invalid). They are read by
+/// session::async_connect, whose error names what could not be read.
+struct tls_options {
+    /// The certificate authorities that may sign a server's certificate (PEM, one or more).
+    /// Only these are trusted, not the system's store, unless `use_system_ca_store`.
+    std::string ca_file;
+    std::string ca_pem;
+    /// Also trust the system's default CA store (OpenSSL's default paths).
+    bool use_system_ca_store = false;
+
+    /// The client's certificate chain (PEM), for servers that ask for one (mutual TLS,
+    /// ZooKeeper's ssl.clientAuth=need, its default). The server then authenticates the session
+    /// as x509 with the certificate's subject, e.g. "CN=svc" (see acl::x509_all_world_read).
+    /// Optional: without it, a server that requires one refuses the connection
+    /// (errc::tls_client_certificate_required).
+    std::string certificate_file;
+    std::string certificate_pem;
+    /// The certificate's private key (PEM), and its password if it is encrypted.
+    std::string private_key_file;
+    std::string private_key_pem;
+    std::string private_key_password;
+
+    /// Check that the server's certificate names the server (its subject alternative names, by
+    /// DNS name or IP address): the host of the connect string, or `server_name` if set. On by
+    /// default; turned off, any certificate the CA signed is accepted for any server.
+    bool verify_server_name = true;
+    /// The name every server's certificate must carry (and that is sent as SNI), instead of each
+    /// server's host in the connect string: for a connect string of addresses whose certificates
+    /// name a service ("zk.example.com").
+    std::string server_name;
+
+    /// The most a connection may take from its TCP connect to the end of the TLS handshake;
+    /// then it counts as failed and the next server is tried, as a silent plain server would be.
+    /// Zero (the default): a third of the session timeout.
+    std::chrono::milliseconds handshake_timeout{0};
+};
+
+} // namespace zklock

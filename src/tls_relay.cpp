@@ -1,0 +1,546 @@
+// The TLS relay (see detail/tls_relay.hpp).
+#include "detail/tls_relay.hpp"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <set>
+
+namespace zklock::detail {
+
+namespace ssl = asio::ssl;
+using asio::ip::tcp;
+
+namespace {
+
+/// Loopback port of a listener -> its server's name, for the C client's log lines.
+std::mutex g_names_mu;
+std::map<unsigned short, std::string> g_names;
+std::atomic<bool> g_any_names{false};
+
+bool is_ip(std::string_view host) {
+    error_code ec;
+    (void)asio::ip::make_address(std::string(host), ec);
+    return !ec;
+}
+
+std::string openssl_words(const error_code& ec) {
+    auto m = ec.message();
+    return m.empty() ? "error " + std::to_string(ec.value()) : m;
+}
+
+} // namespace
+
+std::string tls_target::name() const {
+    return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+tls_failure classify_tls_failure(const error_code& ec, long verify_result, bool sent_certificate,
+                                 std::string_view server_name) {
+    tls_failure f;
+    f.ec = ec;
+    const std::string name(server_name);
+    if (verify_result != X509_V_OK) {
+        f.definitive = true;
+        const std::string why = X509_verify_cert_error_string(verify_result);
+        switch (verify_result) {
+        case X509_V_ERR_CERT_HAS_EXPIRED:
+        case X509_V_ERR_CERT_NOT_YET_VALID:
+            f.ec = errc::tls_certificate_expired;
+            f.detail = "TLS: the server's certificate is not valid now (" + why + ")";
+            return f;
+        case X509_V_ERR_HOSTNAME_MISMATCH:
+        case X509_V_ERR_IP_ADDRESS_MISMATCH:
+            f.ec = errc::tls_server_name_mismatch;
+            f.detail = "TLS: the server's certificate does not name " + name + " (" + why + ")";
+            return f;
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+        case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+        case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+        case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+        case X509_V_ERR_CERT_UNTRUSTED:
+        case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+            f.ec = errc::tls_unknown_ca;
+            f.detail = "TLS: the server's certificate is not signed by a trusted CA (" + why + ")";
+            return f;
+        default:
+            f.ec = errc::tls_handshake_failed;
+            f.detail = "TLS: the server's certificate was refused (" + why + ")";
+            return f;
+        }
+    }
+    if (ec == ssl::error::stream_truncated || ec == asio::error::eof) {
+        // A plain ZooKeeper server reads a ClientHello as a request of ~350 MB and closes the
+        // connection without a word.
+        f.definitive = true;
+        f.ec = errc::tls_not_tls_server;
+        f.detail = "TLS: the server closed the connection during the TLS handshake (a plain, non-TLS port?)";
+        return f;
+    }
+    if (ec.category() == asio::error::get_ssl_category()) {
+        const int reason = ERR_GET_REASON(static_cast<unsigned long>(ec.value()));
+        const std::string words = openssl_words(ec);
+        switch (reason) {
+        case SSL_R_WRONG_VERSION_NUMBER:
+        case SSL_R_UNKNOWN_PROTOCOL:
+        case SSL_R_PACKET_LENGTH_TOO_LONG:
+        case SSL_R_RECORD_LENGTH_MISMATCH:
+        case SSL_R_HTTP_REQUEST:
+            f.definitive = true;
+            f.ec = errc::tls_not_tls_server;
+            f.detail = "TLS: the server did not answer as a TLS server (" + words + "; a plain, non-TLS port?)";
+            return f;
+        case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+        case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+        case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+        case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+        case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+        case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+        case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+        case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+            f.definitive = true;
+            if (!sent_certificate && reason != SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE) {
+                f.ec = errc::tls_client_certificate_required;
+                f.detail = "TLS: the server requires a client certificate (" + words +
+                           "): set tls_options::certificate_file and private_key_file";
+            } else if (!sent_certificate) {
+                f.ec = errc::tls_client_certificate_required;
+                f.detail = "TLS: the server refused the handshake (" + words +
+                           "): it may require a client certificate, and none is set";
+            } else {
+                f.ec = errc::tls_client_certificate_rejected;
+                f.detail = "TLS: the server refused the client certificate (" + words + ")";
+            }
+            return f;
+        default:
+            f.definitive = true;
+            f.ec = errc::tls_handshake_failed;
+            f.detail = "TLS: handshake failed (" + words + ")";
+            return f;
+        }
+    }
+    f.detail = ec == asio::error::connection_refused ? std::string("connection refused")
+               : ec == asio::error::connection_reset ? std::string("connection reset")
+               : ec == asio::error::timed_out        ? std::string("timed out")
+                                                     : ec.message();
+    return f;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+struct tls_relay::impl_state {
+    ssl::context ctx{ssl::context::tls_client};
+    tls_options opts;
+    bool sends_certificate = false;
+};
+
+struct tls_relay::listener {
+    explicit listener(const strand_type& s) : acceptor(s) {}
+    tls_target target;
+    std::string name; // target.name()
+    tcp::acceptor acceptor;
+    unsigned short port = 0;
+    std::optional<tls_failure> failure; // since new_attempt
+    std::string outcome;                // the last connection's, since new_attempt
+    bool closed = false;
+};
+
+/// One relayed connection: the C client's socket (local) and the TLS stream to the server.
+class tls_relay::link : public std::enable_shared_from_this<link> {
+public:
+    link(strand_type strand, std::shared_ptr<impl_state> st, tcp::socket local, std::shared_ptr<listener> l,
+         std::weak_ptr<tls_relay> relay, tcp::endpoint peer)
+        : strand_(strand), st_(std::move(st)), local_(std::move(local)), remote_(strand, st_->ctx),
+          timer_(strand), l_(std::move(l)), relay_(std::move(relay)), peer_(peer) {}
+
+    void start(std::chrono::milliseconds handshake, std::chrono::milliseconds flush) {
+        flush_ = flush;
+        handshake_ = handshake;
+        error_code ig;
+        local_.set_option(tcp::no_delay(true), ig);
+        timer_.expires_after(handshake);
+        timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec) self->on_deadline();
+        });
+        tcp::endpoint server;
+        server = tcp::endpoint(asio::ip::make_address(l_->target.address, ig), l_->target.port);
+        remote_.next_layer().async_connect(server, [self = shared_from_this()](error_code ec) { self->on_connected(ec); });
+    }
+
+    ~link() {
+        if (auto r = relay_.lock()) r->claimed_.erase(peer_);
+    }
+
+private:
+    enum class phase { handshake, relaying, flushing, done };
+
+    const std::string& verify_name() const {
+        return st_->opts.server_name.empty() ? l_->target.host : st_->opts.server_name;
+    }
+
+    void on_deadline() {
+        if (phase_ == phase::handshake) {
+            timed_out_ = true;
+            error_code ig;
+            remote_.next_layer().close(ig); // the connect or handshake ends with operation_aborted
+        } else if (phase_ == phase::flushing) {
+            finish(false);
+        }
+    }
+
+    void on_connected(error_code ec) {
+        if (phase_ != phase::handshake) return;
+        if (timed_out_ || ec) return fail(ec);
+        error_code ig;
+        remote_.next_layer().set_option(tcp::no_delay(true), ig);
+        SSL* s = remote_.native_handle();
+        const std::string& name = verify_name();
+        const bool ip = is_ip(name);
+        if (!ip) SSL_set_tlsext_host_name(s, name.c_str()); // SNI (not for addresses: RFC 6066)
+        if (st_->opts.verify_server_name) {
+            if (ip) X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name.c_str());
+            else SSL_set1_host(s, name.c_str());
+        }
+        remote_.async_handshake(ssl::stream_base::client,
+                                [self = shared_from_this()](error_code ec) { self->on_handshake(ec); });
+    }
+
+    void on_handshake(error_code ec) {
+        if (phase_ != phase::handshake) return;
+        if (timed_out_ || ec) return fail(ec);
+        phase_ = phase::relaying;
+        timer_.cancel();
+        read_local();
+        read_remote();
+    }
+
+    /// The connection could not be made: the C client sees a reset at once, and tries its next
+    /// server; the relay and the session hear why.
+    void fail(error_code ec) {
+        tls_failure f;
+        if (timed_out_) {
+            f.ec = asio::error::timed_out;
+            f.detail = "timed out (no TLS connection within " + std::to_string(handshake_.count()) + " ms)";
+        } else {
+            f = classify_tls_failure(ec, SSL_get_verify_result(remote_.native_handle()), st_->sends_certificate,
+                                     verify_name());
+        }
+        report(f);
+        reset_local();
+        close_remote();
+        phase_ = phase::done;
+        timer_.cancel();
+    }
+
+    void report(const tls_failure& f) {
+        l_->outcome = f.detail;
+        if (f.definitive) l_->failure = f;
+        if (auto r = relay_.lock(); r && r->on_failure) r->on_failure(l_->name, f);
+    }
+
+    void read_local() {
+        local_.async_read_some(asio::buffer(up_), [self = shared_from_this()](error_code ec, std::size_t n) {
+            if (self->phase_ == phase::done) return;
+            if (ec == asio::error::eof) return self->local_closed();
+            if (ec) return self->finish(true); // the C client reset its connection: so do we
+            asio::async_write(self->remote_, asio::buffer(self->up_, n),
+                              [self](error_code ec, std::size_t) {
+                                  if (self->phase_ == phase::done) return;
+                                  if (ec) return self->remote_failed(ec);
+                                  self->read_local();
+                              });
+        });
+    }
+
+    void read_remote() {
+        remote_.async_read_some(asio::buffer(down_), [self = shared_from_this()](error_code ec, std::size_t n) {
+            if (self->phase_ == phase::done) return;
+            if (ec) return self->remote_failed(ec);
+            if (!self->answered_) {
+                self->answered_ = true;
+                self->l_->outcome = "connected";
+                self->l_->failure.reset();
+            }
+            asio::async_write(self->local_, asio::buffer(self->down_, n), [self](error_code ec, std::size_t) {
+                if (self->phase_ == phase::done) return;
+                if (ec) return self->finish(true);
+                self->read_remote();
+            });
+        });
+    }
+
+    /// The C client closed its socket (or its sending side): what it sent has gone to the server
+    /// (each read waits for the previous write). The server gets a FIN after it; replies still
+    /// reach the C client until the server closes, for flush_ at most.
+    void local_closed() {
+        if (phase_ == phase::flushing) return finish(false);
+        phase_ = phase::flushing;
+        error_code ig;
+        remote_.next_layer().shutdown(tcp::socket::shutdown_send, ig);
+        timer_.expires_after(flush_);
+        timer_.async_wait([self = shared_from_this()](error_code ec) {
+            if (!ec) self->on_deadline();
+        });
+    }
+
+    void remote_failed(error_code ec) {
+        const bool eof = ec == asio::error::eof || ec == ssl::error::stream_truncated;
+        if (!answered_ && phase_ == phase::relaying) {
+            // The first read after the handshake: a TLS 1.3 server refuses a client certificate
+            // (or its absence) here, with an alert, after the client's side of the handshake ended.
+            if (ec.category() == asio::error::get_ssl_category()) {
+                report(classify_tls_failure(ec, X509_V_OK, st_->sends_certificate, verify_name()));
+            } else {
+                tls_failure f;
+                f.ec = ec;
+                f.detail = eof ? "the server closed the connection before it answered"
+                               : "connection lost before the server answered (" + ec.message() + ")";
+                report(f);
+            }
+        }
+        if (eof && phase_ != phase::flushing) {
+            // The server closed its side: the C client reads an EOF after what was relayed.
+            error_code ig;
+            local_.shutdown(tcp::socket::shutdown_send, ig);
+            phase_ = phase::flushing;
+            timer_.expires_after(flush_);
+            timer_.async_wait([self = shared_from_this()](error_code ec) {
+                if (!ec) self->on_deadline();
+            });
+            return;
+        }
+        finish(!eof); // a TLS error or a reset reaches the C client as a reset
+    }
+
+    void reset_local() {
+        error_code ig;
+        if (!local_.is_open()) return;
+        local_.set_option(asio::socket_base::linger(true, 0), ig);
+        local_.close(ig);
+    }
+
+    void close_remote() {
+        error_code ig;
+        remote_.next_layer().close(ig);
+    }
+
+    void finish(bool reset) {
+        if (phase_ == phase::done) return;
+        phase_ = phase::done;
+        timer_.cancel();
+        error_code ig;
+        if (reset) reset_local();
+        else local_.close(ig);
+        close_remote();
+    }
+
+    strand_type strand_;
+    std::shared_ptr<impl_state> st_; // (the context outlives the stream)
+    tcp::socket local_;
+    ssl::stream<tcp::socket> remote_;
+    asio::steady_timer timer_;
+    std::shared_ptr<listener> l_;
+    std::weak_ptr<tls_relay> relay_;
+    tcp::endpoint peer_;
+    std::chrono::milliseconds flush_{1000}, handshake_{3000};
+    phase phase_ = phase::handshake;
+    bool timed_out_ = false, answered_ = false;
+    std::array<char, 64 * 1024> up_{}, down_{};
+};
+
+// ---------------------------------------------------------------------------------------------
+
+tls_relay::tls_relay(strand_type strand) : strand_(std::move(strand)) {}
+
+tls_relay::~tls_relay() {
+    std::lock_guard lk(g_names_mu);
+    for (auto& l : listeners_) g_names.erase(l->port);
+    g_any_names = !g_names.empty();
+}
+
+std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options& o, error_code& ec, std::string& why) {
+    ec = {};
+    auto bad = [&](std::string w) -> std::shared_ptr<tls_relay> {
+        ec = errc::tls_config_invalid;
+        why = "TLS options: " + std::move(w);
+        return nullptr;
+    };
+    if (!o.ca_file.empty() && !o.ca_pem.empty()) return bad("both ca_file and ca_pem are set: give one");
+    if (o.ca_file.empty() && o.ca_pem.empty() && !o.use_system_ca_store)
+        return bad("no CA to verify the servers with: set ca_file or ca_pem (or use_system_ca_store)");
+    if (!o.certificate_file.empty() && !o.certificate_pem.empty())
+        return bad("both certificate_file and certificate_pem are set: give one");
+    if (!o.private_key_file.empty() && !o.private_key_pem.empty())
+        return bad("both private_key_file and private_key_pem are set: give one");
+    const bool cert = !o.certificate_file.empty() || !o.certificate_pem.empty();
+    const bool key = !o.private_key_file.empty() || !o.private_key_pem.empty();
+    if (cert != key) return bad(cert ? "a client certificate without its private key" : "a private key without its certificate");
+    if (o.handshake_timeout.count() < 0) return bad("handshake_timeout is negative");
+    if (o.server_name.find_first_of(" ,/") != std::string::npos) return bad("server_name is not a host name");
+
+    std::shared_ptr<tls_relay> r(new tls_relay(std::move(strand)));
+    auto st = std::make_shared<impl_state>();
+    st->opts = o;
+    st->sends_certificate = cert;
+    auto& ctx = st->ctx;
+    SSL_CTX* native = ctx.native_handle();
+    SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    ctx.set_verify_mode(ssl::verify_peer);
+    error_code e;
+    ERR_clear_error();
+    if (!o.ca_file.empty() && ctx.load_verify_file(o.ca_file, e))
+        return bad("cannot read the CA file " + o.ca_file + " (" + openssl_words(e) + ")");
+    if (!o.ca_pem.empty() && ctx.add_certificate_authority(asio::buffer(o.ca_pem), e))
+        return bad("ca_pem holds no readable certificate (" + openssl_words(e) + ")");
+    if (o.use_system_ca_store && ctx.set_default_verify_paths(e))
+        return bad("cannot use the system's CA store (" + openssl_words(e) + ")");
+    if (cert) {
+        // Always a callback: without one, OpenSSL asks for an encrypted key's password on the
+        // terminal, blocking the thread (the io_context).
+        ctx.set_password_callback([pw = o.private_key_password](std::size_t, ssl::context::password_purpose) { return pw; });
+        if (!o.certificate_file.empty() && ctx.use_certificate_chain_file(o.certificate_file, e))
+            return bad("cannot read the certificate file " + o.certificate_file + " (" + openssl_words(e) + ")");
+        if (!o.certificate_pem.empty() && ctx.use_certificate_chain(asio::buffer(o.certificate_pem), e))
+            return bad("certificate_pem holds no readable certificate (" + openssl_words(e) + ")");
+        auto key_problem = [&](const std::string& what) {
+            if (ERR_GET_LIB(static_cast<unsigned long>(e.value())) == ERR_LIB_X509 &&
+                ERR_GET_REASON(static_cast<unsigned long>(e.value())) == X509_R_KEY_VALUES_MISMATCH)
+                return bad("the private key " + what + " does not belong to the certificate");
+            return bad("cannot read the private key " + what + " (" + openssl_words(e) +
+                       (o.private_key_password.empty() ? "; if it is encrypted, set private_key_password)"
+                                                       : "; a wrong private_key_password?)"));
+        };
+        if (!o.private_key_file.empty() && ctx.use_private_key_file(o.private_key_file, ssl::context::pem, e))
+            return key_problem("file " + o.private_key_file);
+        if (!o.private_key_pem.empty() && ctx.use_private_key(asio::buffer(o.private_key_pem), ssl::context::pem, e))
+            return key_problem("of private_key_pem");
+        if (SSL_CTX_check_private_key(native) != 1) return bad("the private key does not belong to the certificate");
+    }
+    r->st_ = std::move(st);
+    return r;
+}
+
+std::string tls_relay::listen(const std::vector<tls_target>& targets, error_code& ec) {
+    ec = {};
+    std::vector<std::shared_ptr<listener>> now;
+    std::string connect;
+    for (const auto& t : targets) {
+        std::shared_ptr<listener> l;
+        for (auto& x : listeners_)
+            if (x->target == t) l = x;
+        if (!l) {
+            l = std::make_shared<listener>(strand_);
+            l->target = t;
+            l->name = t.name();
+            tcp::endpoint loop(asio::ip::address_v4::loopback(), 0);
+            l->acceptor.open(loop.protocol(), ec);
+            if (!ec) l->acceptor.bind(loop, ec);
+            if (!ec) l->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+            if (ec) return {};
+            l->port = l->acceptor.local_endpoint(ec).port();
+            if (ec) return {};
+            {
+                std::lock_guard lk(g_names_mu);
+                g_names[l->port] = l->name;
+                g_any_names = true;
+            }
+            listeners_.push_back(l);
+            accept(l);
+        }
+        now.push_back(l);
+        connect += (connect.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(l->port);
+    }
+    current_ = std::move(now);
+    return connect;
+}
+
+void tls_relay::accept(const std::shared_ptr<listener>& l) {
+    l->acceptor.async_accept(strand_, [self = shared_from_this(), l](error_code ec, tcp::socket sock) {
+        if (l->closed || self->closed_ || ec == asio::error::operation_aborted) return;
+        if (ec) { // (out of descriptors, say: try again a little later)
+            auto t = std::make_shared<asio::steady_timer>(self->strand_, std::chrono::milliseconds(50));
+            t->async_wait([self, l, t](error_code) {
+                if (!l->closed && !self->closed_) self->accept(l);
+            });
+            return;
+        }
+        error_code e;
+        const auto peer = sock.remote_endpoint(e);
+        const auto expected = self->client_socket ? self->client_socket() : std::nullopt;
+        if (e || !expected || peer != *expected || self->claimed_.count(peer)) {
+            // Not the C client's current socket (another process, or a socket it gave up):
+            // reset before reading a byte, so nothing reaches the server with this session's
+            // certificate.
+            ++self->refused_;
+            sock.set_option(asio::socket_base::linger(true, 0), e);
+            sock.close(e);
+        } else {
+            ++self->relayed_;
+            self->claimed_.insert(peer);
+            auto ln = std::make_shared<link>(self->strand_, self->st_, std::move(sock), l, self, peer);
+            ln->start(self->handshake_timeout, self->flush_timeout);
+        }
+        self->accept(l);
+    });
+}
+
+void tls_relay::new_attempt() {
+    for (auto& l : listeners_) {
+        l->failure.reset();
+        l->outcome.clear();
+    }
+}
+
+std::optional<tls_failure> tls_relay::all_failed() const {
+    if (current_.empty()) return std::nullopt;
+    for (auto& l : current_)
+        if (!l->failure) return std::nullopt;
+    return current_.front()->failure;
+}
+
+std::string tls_relay::attempts() const {
+    std::string out;
+    for (auto& l : current_)
+        if (!l->outcome.empty()) out += (out.empty() ? "" : ", ") + l->name + ": " + l->outcome;
+    return out;
+}
+
+void tls_relay::close() {
+    closed_ = true;
+    for (auto& l : listeners_) {
+        l->closed = true;
+        error_code ig;
+        l->acceptor.close(ig);
+    }
+}
+
+std::string name_relayed_servers(std::string_view line) {
+    std::string out(line);
+    if (!g_any_names.load(std::memory_order_relaxed)) return out;
+    static constexpr std::string_view loop = "127.0.0.1:";
+    std::lock_guard lk(g_names_mu);
+    for (std::size_t at = out.find(loop); at != std::string::npos; at = out.find(loop, at + 1)) {
+        std::size_t end = at + loop.size();
+        unsigned port = 0;
+        while (end < out.size() && end - at - loop.size() < 5 && out[end] >= '0' && out[end] <= '9')
+            port = port * 10 + static_cast<unsigned>(out[end++] - '0');
+        if (end == at + loop.size() || port > 65535) continue;
+        auto it = g_names.find(static_cast<unsigned short>(port));
+        if (it == g_names.end()) continue;
+        out.replace(at, end - at, it->second);
+        at += it->second.size() - 1;
+    }
+    return out;
+}
+
+} // namespace zklock::detail
