@@ -4,7 +4,8 @@
 #   scripts/setup.sh --bench    also what the benchmarks use (gnuplot)
 set -euo pipefail
 want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev libzookeeper-st2 zookeeper default-jre-headless libgtest-dev
-      python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo libcli11-dev)
+      python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo libcli11-dev
+      openssl libssl-dev)
 if [ "${1:-}" = "--bench" ]; then
   want+=(gnuplot-nox)
 fi

@@ -7,14 +7,14 @@
 #     expired.pem expired.key        as server.pem, but valid only from 2020-01-01 to 2021-01-01
 #     client.pem client.key          CN=zklock-client (SAN DNS:localhost, IP:127.0.0.1), whose
 #                                    x509 identity on the servers is "CN=zklock-client"
-#     client-enc.key                 client.key encrypted with the password "secret" (PKCS#8)
+#     client-enc.key                 client.key encrypted with the password "secret" (PKCS#8,
+#                                    PBES2/AES-256: ZooKeeper 3.8's Java PEM reader cannot decrypt it)
 #     other.pem other.key            CN=zklock-other, signed by the same CA
 #     stranger-ca.pem stranger-ca.key  another CA, which the servers do not trust
 #     stranger.pem stranger.key      CN=zklock-stranger, signed by stranger-ca
 #     NAME-keystore.pem              NAME.key and NAME.pem in one file, for each certificate above
 #                                    but the CAs (mode 600): ZooKeeper's PEM key store reads the
-#                                    key and the certificate from one file (zookeeper.ssl.keyStore.location);
-#                                    client-enc-keystore.pem holds client-enc.key and client.pem
+#                                    key and the certificate from one file (zookeeper.ssl.keyStore.location)
 # Every leaf certificate allows both serverAuth and clientAuth. Does nothing if DIR/ca.pem exists
 # (ca.pem is moved in last, so a run that died half-way leaves no ca.pem).
 set -euo pipefail
@@ -85,7 +85,6 @@ sign client zklock-client "$loopback" ca
 sign other zklock-other "$loopback" ca
 sign stranger zklock-stranger "$loopback" stranger-ca
 run openssl pkey -in client.key -aes256 -passout pass:secret -out client-enc.key
-cat client-enc.key client.pem >client-enc-keystore.pem
 chmod 600 ./*.key ./*-keystore.pem
 chmod 644 ca.pem stranger-ca.pem server.pem wrongname.pem expired.pem client.pem other.pem stranger.pem
 for f in *; do [ "$f" = ca.pem ] || mv -f "$f" "$dir/"; done

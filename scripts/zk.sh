@@ -175,15 +175,15 @@ wait_up() { # wait_up DIR I : until srvr answers with a mode (and the TLS port l
 cmd=${1:-}; shift || true
 case "$cmd" in
   start)
-    n=1 tick=500 sync_limit=10 fsync=no dir="" relay=no tls=no client_auth=need server_cert=server
+    n=1 tick=500 sync_limit=10 fsync=no dir="" relay=no tls=no tls_opts=no client_auth=need server_cert=server
     while [ $# -gt 0 ]; do
       case "$1" in
         --servers) n=$2; shift 2;;
         --relay) relay=yes; shift;;
         --tls) tls=yes; shift;;
-        --tls-client-auth) client_auth=$2; shift 2
+        --tls-client-auth) client_auth=$2; tls_opts=yes; shift 2
           case "$client_auth" in need|want|none) ;; *) die "--tls-client-auth: need, want or none";; esac;;
-        --tls-server-cert) server_cert=$2; shift 2
+        --tls-server-cert) server_cert=$2; tls_opts=yes; shift 2
           case "$server_cert" in server|wrongname|expired) ;; *) die "--tls-server-cert: server, wrongname or expired";; esac;;
         --tick) tick=$2; shift 2;;
         --sync-limit) sync_limit=$2; shift 2;;
@@ -204,6 +204,7 @@ case "$cmd" in
     # unbound until its server leads, and one taken meanwhile by anything on the machine keeps
     # the ensemble without a leader (see zk_ports.py).
     [ "$relay" = no ] || [ "$n" -gt 1 ] || die "--relay needs an ensemble (--servers N, N > 1)"
+    [ "$tls_opts" = no ] || [ "$tls" = yes ] || die "--tls-client-auth and --tls-server-cert need --tls"
     nrelay=0; [ "$relay" = yes ] && nrelay=$((2 * n * (n - 1)))
     ntls=0; [ "$tls" = yes ] && ntls=$n
     ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n + nrelay + ntls)) "$dir") || die "no ports (see above)"
@@ -251,10 +252,10 @@ case "$cmd" in
           # certificate chain from one file (tls_certs.sh's NAME-keystore.pem); trust store: the CA.
           # Protocols: 3.8 enables only ssl.protocol (default TLSv1.2) and TLS 1.2 cipher suites
           # unless told; TLS 1.3 is enabled here too (its suites, then 3.8's default GCM ones).
-          # x509: this provider, registered under its scheme "x509" (the N of authProvider.N is any
-          # name), authenticates each client that shows a certificate as x509:<its subject, RFC
-          # 2253>; without it the server closes every connection that shows one ("X509 Auth
-          # provider not found: x509").
+          # x509: this provider authenticates each client that shows a certificate as x509:<its
+          # subject, RFC 2253> ("x509:CN=zklock-client"). 3.8.0 sets this very key by itself once a
+          # secureClientPort is set (QuorumPeerConfig.configureSSLAuth); written here to be seen.
+          # (Any authProvider.N would do: a provider is registered under its scheme, x509.)
           # Host names: ssl.hostnameVerification stays on (the default); on a server it checks only
           # quorum peers (plain here). 3.8.0 never checks a client certificate's names against
           # the client's address on a client port (ClientX509Util verifies no client host name;

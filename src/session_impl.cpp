@@ -1070,9 +1070,12 @@ void session_impl::abandon_attempt(error_code why) {
             std::lock_guard lk(attempts_mu_);
             last_attempts_ = tried;
         }
-        log_line("zklock: no ZooKeeper server of " + opts_.connect + " answered within the connect timeout" +
-                 (tried.empty() ? std::string(" (no attempt failed outright: the servers accepted the connection but never answered the handshake)")
-                                : "; the last attempts: " + tried));
+        if (why != errc::connect_timeout)
+            log_line("zklock: every server of " + opts_.connect + " refused the TLS handshake: " + tried);
+        else
+            log_line("zklock: no ZooKeeper server of " + opts_.connect + " answered within the connect timeout" +
+                     (tried.empty() ? std::string(" (no attempt failed outright: the servers accepted the connection but never answered the handshake)")
+                                    : "; the last attempts: " + tried));
     }
     generation_.fetch_add(1); // events the abandoned handle already posted are stale
     ++resolve_epoch_;         // and so is a resolution still under way

@@ -555,6 +555,40 @@ class CliTest(unittest.TestCase):
         self.assertIn("bare number is seconds", zklock("run", "--help").stdout)
         self.assertIsNone(self.zk.exists(self.path), "bad arguments created something")
 
+    # ------------------------------------------------------------------ TLS
+    def test_run_and_list_over_tls(self):
+        tls_connect, zk_dir = os.environ.get("ZK_TLS_CONNECT", ""), os.environ.get("ZK_DIR", "")
+        self.assertTrue(tls_connect and zk_dir, "ZK_TLS_CONNECT / ZK_DIR not set: run the suite with scripts/test.sh")
+        pki = os.path.join(zk_dir, "tls")
+        tls = ["-c", tls_connect, "--tls-ca", pki + "/ca.pem", "--tls-cert", pki + "/client.pem",
+               "--tls-key", pki + "/client.key"]
+        out = os.path.join(self.tmp, "ran")
+        r = zklock("run", *tls, self.path, "--", "sh", "-c", "echo ran > " + out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(open(out).read().strip(), "ran")
+        # the same from the environment, as ZK_CONNECT: a holder, listed over TLS
+        env = dict(os.environ, ZK_CONNECT=tls_connect, ZK_TLS_CA=pki + "/ca.pem", ZK_TLS_CERT=pki + "/client.pem",
+                   ZK_TLS_KEY=pki + "/client.key")
+        holder = self.spawn("run", self.path, "--", "sleep", "30", env=env)
+        self.wait_children(1)
+        r = zklock("list", self.path, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("holder", r.stdout)
+        holder.terminate()
+        holder.wait(timeout=10)
+        self.assert_no_leftovers()
+        # mistakes: a CA that cannot be read (usage), a server that wants a certificate (refused)
+        r = zklock("run", "-c", tls_connect, "--tls-ca", "/nonexistent/ca.pem", self.path, "--", "true")
+        self.assertEqual(r.returncode, EX_USAGE, r.stderr)
+        self.assertIn("cannot read the CA file /nonexistent/ca.pem", self.assert_one_error_line(r))
+        r = zklock("run", "-c", tls_connect, "--tls-ca", pki + "/ca.pem", self.path, "--", "true")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("requires a client certificate", self.assert_one_error_line(r))
+        r = zklock("run", "-c", tls_connect, "--tls-cert", pki + "/client.pem", self.path, "--", "true")
+        self.assertEqual(r.returncode, EX_USAGE, r.stderr)
+        self.assertIn("need --tls-ca", self.assert_one_error_line(r))
+        self.assertIsNone(self.zk.exists(self.path + "/never"), "")
+
     def test_an_unreachable_server_is_reported(self):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))

@@ -15,6 +15,7 @@
 #include <boost/asio/write.hpp>
 
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 namespace {
@@ -362,4 +363,41 @@ TEST_F(Tls, ASilentTlsServerCostsAFailoverNoMoreThanASilentPlainOne) {
         EXPECT_GE(tls_hole.accepted(), plain_hole.accepted());
         EXPECT_GE(tls_hole.accepted(), 3); // (one per deadline of 1 s, and the C client's pause between rounds)
     });
+}
+
+TEST_F(Tls, LogLinesNameTheRealServerNotTheRelay) {
+    // The C client knows its servers as the relay's loopback listeners; its log lines (and
+    // zklock's) must name the server the user gave.
+    auto lines = std::make_shared<std::vector<std::string>>();
+    auto mu = std::make_shared<std::mutex>();
+    zklock::set_log_handler([lines, mu](std::string_view l) {
+        std::lock_guard lk(*mu);
+        lines->emplace_back(l);
+    });
+    run_test([&]() -> awaitable<void> {
+        // A connection that fails makes the C client log it (it is silent when all goes well):
+        // a silent server, whose connections the relay resets at the handshake deadline.
+        tcp_proxy hole(static_cast<unsigned short>(std::stoi(tls_connect().substr(tls_connect().rfind(':') + 1))));
+        hole.blackhole(true);
+        const auto port = std::to_string(hole.port());
+        auto o = tls("localhost:" + port);
+        o.session_timeout = 600ms; // deadline 200 ms
+        o.connect_timeout = 1500ms;
+        auto s = std::make_unique<zklock::session>(co_await asio::this_coro::executor, o);
+        auto [ec] = co_await s->async_connect(asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::connect_timeout) << ec.message();
+        co_await asio::post(asio::bind_executor(s->impl()->strand(), use_awaitable));
+        const auto given = s->impl()->client_connect_string(); // 127.0.0.1:<listener>
+        EXPECT_EQ(given.rfind("127.0.0.1:", 0), 0u) << given;
+        co_await s->async_close(use_awaitable);
+        std::lock_guard lk(*mu);
+        bool named = false;
+        for (auto& l : *lines) {
+            EXPECT_EQ(l.find(given), std::string::npos) << "a log line names the relay: " << l;
+            // (a line of the C client's own, not one of zklock's: those name the server anyway)
+            named = named || (l.find("localhost:" + port) != std::string::npos && l.rfind("zklock:", 0) != 0);
+        }
+        EXPECT_TRUE(named) << "no line of the C client names localhost:" << port << " (" << lines->size() << " lines)";
+    });
+    zklock::set_log_handler(nullptr);
 }
