@@ -63,6 +63,15 @@ if cost:
         a, b = by[(fs, wl)][on], by[(fs, wl)][off]
         lines.append(f"| {fs} | {wl} | {f(a['cycles_per_s'])} | {f(b['cycles_per_s'])} | "
                      f"{f(a['cycles_per_s'] / b['cycles_per_s'], 2)} | {f(a['cpu_us_per_cycle'], 1)} | {f(b['cpu_us_per_cycle'], 1)} |")
+tls = [(fs, wl, d["zklock"], d["zklock-tls"]) for (fs, wl), d in by.items() if "zklock" in d and "zklock-tls" in d]
+if tls:
+    lines.append("\n### TLS: zklock through its relay to the server's secure port, next to plain (same server)\n")
+    lines.append("| forceSync | workload | cycles/s plain | cycles/s TLS | TLS/plain | p50 us plain / TLS | CPU us/cycle plain / TLS |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|")
+    for fs, wl, a, b in tls:
+        lines.append(f"| {fs} | {wl} | {f(a['cycles_per_s'])} | {f(b['cycles_per_s'])} | "
+                     f"{f(b['cycles_per_s'] / a['cycles_per_s'], 2)} | {f(a['p50_us'])} / {f(b['p50_us'])} | "
+                     f"{f(a['cpu_us_per_cycle'], 1)} / {f(b['cpu_us_per_cycle'], 1)} |")
 herd = [r for r in rows if r["workload"].startswith("herd-")]
 if herd:
     lines.append("\n### Herd effect (forceSync=no): the seeds' three algorithms, one lock, one session per waiter\n")

@@ -79,6 +79,8 @@ public:
     const std::string& connect() const { return tls_connect_; }
     std::string pki(const std::string& f) const { return dir_ + "/tls/" + f; }
     void pause() const { (void)std::system((zk_sh_ + " pause " + dir_ + " 1").c_str()); }
+    void kill() const { (void)std::system((zk_sh_ + " kill " + dir_ + " 1").c_str()); }
+    bool restart() const { return std::system((zk_sh_ + " restart " + dir_ + " 1 >/dev/null").c_str()) == 0; }
 
 private:
     std::string zk_sh_, tls_connect_, dir_;
@@ -400,4 +402,36 @@ TEST_F(Tls, LogLinesNameTheRealServerNotTheRelay) {
         EXPECT_TRUE(named) << "no line of the C client names localhost:" << port << " (" << lines->size() << " lines)";
     });
     zklock::set_log_handler(nullptr);
+}
+
+TEST_F(Tls, TheServersEndReachesTheClientAtOnceAndTheListenerOutlivesIt) {
+    // The server dies: the kernel closes its connections, and the relay passes the end on at
+    // once (the C client would otherwise notice only after 2/3 T of silence). The server comes
+    // back on the same port: the session reconnects through the same listener, same session.
+    tls_server server("");
+    run_test([&]() -> awaitable<void> {
+        CO_REQUIRE(!server.connect().empty());
+        auto o = tls(server.connect());
+        o.tls->ca_file = server.pki("ca.pem");
+        o.tls->certificate_file = server.pki("client.pem");
+        o.tls->private_key_file = server.pki("client.key");
+        o.session_timeout = 10000ms; // 2/3 T = 6.7 s of silence before the C client would give up
+        auto s = co_await connect(o);
+        const auto id = s->session_id();
+        const auto t0 = std::chrono::steady_clock::now();
+        server.kill();
+        co_await eventually([&] { return s->state() != zklock::session_state::connected; }, 8000ms);
+        const auto noticed = std::chrono::steady_clock::now() - t0;
+        EXPECT_EQ(s->state(), zklock::session_state::suspended);
+        EXPECT_LT(noticed, 1500ms) << "the end of the server's connection was not passed on at once";
+        std::printf("  the server was killed: the session suspended after %lld ms\n",
+                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(noticed).count()));
+        CO_REQUIRE(server.restart());
+        co_await eventually([&] { return s->state() == zklock::session_state::connected; }, 8000ms);
+        EXPECT_EQ(s->state(), zklock::session_state::connected);
+        EXPECT_EQ(s->session_id(), id);
+        EXPECT_GE(s->impl()->relay()->relayed(), 2u); // through the same listener
+        EXPECT_EQ(s->impl()->relay()->refused(), 0u);
+        co_await s->async_close(use_awaitable);
+    });
 }
