@@ -455,14 +455,18 @@ void zk_handle::note_failed_attempt(int err) {
     if (attempts_.size() < 64) attempts_.emplace_back(server, std::move(what));
 }
 
-std::optional<asio::ip::tcp::endpoint> zk_handle::client_socket_address() {
+std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> zk_handle::client_socket_address() {
     std::lock_guard lk(client_lock());
     if (closed_ || !zh_ || last_fd_ < 0) return std::nullopt;
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    if (::getsockname(last_fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0 || ss.ss_family != AF_INET) return std::nullopt;
-    const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
-    return asio::ip::tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
+    auto v4 = [](const sockaddr_storage& ss) {
+        const auto& in = reinterpret_cast<const sockaddr_in&>(ss);
+        return asio::ip::tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
+    };
+    sockaddr_storage here{}, there{};
+    socklen_t a = sizeof here, b = sizeof there;
+    if (::getsockname(last_fd_, reinterpret_cast<sockaddr*>(&here), &a) != 0 || here.ss_family != AF_INET) return std::nullopt;
+    if (::getpeername(last_fd_, reinterpret_cast<sockaddr*>(&there), &b) != 0 || there.ss_family != AF_INET) return std::nullopt;
+    return std::make_pair(v4(here), v4(there));
 }
 
 std::string zk_handle::attempts() const {
@@ -946,7 +950,7 @@ void session_impl::on_round_failed(std::uint64_t gen) {
         if (ec || gen != self->generation() || !self->handle_ || self->resolved_connect_ == before) return;
         // (zoo_set_servers takes the hosts without the chroot)
         auto hosts = self->resolved_connect_.substr(0, self->resolved_connect_.find('/'));
-        log_line("zklock: the servers' addresses changed: " + hosts);
+        log_line("zklock: the servers' addresses changed: " + name_relayed_servers(hosts));
         self->handle_->set_servers(hosts);
     });
 }
@@ -1026,7 +1030,8 @@ bool session_impl::make_relay(error_code& ec) {
     relay_->handshake_timeout = opts_.tls->handshake_timeout.count() > 0 ? opts_.tls->handshake_timeout
                                                                           : std::max(opts_.session_timeout / 3, std::chrono::milliseconds(100));
     relay_->flush_timeout = std::min(std::chrono::milliseconds(1000), relay_->handshake_timeout);
-    relay_->client_socket = [w = weak_from_this()]() -> std::optional<asio::ip::tcp::endpoint> {
+    relay_->stall_timeout = opts_.session_timeout;
+    relay_->client_socket = [w = weak_from_this()]() -> std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> {
         auto s = w.lock();
         if (!s || !s->handle_) return std::nullopt;
         return s->handle_->client_socket_address();
@@ -1059,6 +1064,8 @@ void session_impl::cancel_connect(std::uint64_t id) {
 }
 
 void session_impl::abandon_attempt(error_code why) {
+    // Every server closed the connection in the TLS handshake, to the end: most likely plain ports.
+    if (why == errc::connect_timeout && relay_ && relay_->all_closed_in_handshake()) why = errc::tls_not_tls_server;
     std::shared_ptr<zk_handle> old;
     {
         std::lock_guard lk(handle_mu_);
@@ -1124,6 +1131,9 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             if (handle_->session_info(id, ms)) {
                 session_id_ = id;
                 timeout_ms_ = ms; // (the lease took T at the connection's event: on_connected)
+                // The relay's handshake deadline follows the negotiated T (the server may cut it)
+                if (relay_ && ms > 0 && opts_.tls->handshake_timeout.count() == 0)
+                    relay_->handshake_timeout = std::max(std::chrono::milliseconds(ms / 3), std::chrono::milliseconds(100));
             }
         }
         if (prev == session_state::suspended) n_reconnects.fetch_add(1, std::memory_order_relaxed);
@@ -1296,7 +1306,11 @@ void session_impl::close(pending<void(error_code)> h) {
             old = std::move(s.handle_);
         }
         close_handle(std::move(old));
-        h.complete({});
+        if (!s.relay_) return h.complete({});
+        // The close request is in the relay's loopback socket: complete once it has reached the
+        // server (bounded), so that a caller who stops its io_context next loses nothing.
+        auto p = std::make_shared<pending<void(error_code)>>(std::move(h));
+        s.relay_->when_drained([p] { p->complete({}); });
     });
 }
 

@@ -11,6 +11,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <fcntl.h>
+
 #include <array>
 #include <map>
 #include <mutex>
@@ -25,13 +27,19 @@ namespace {
 
 /// Loopback port of a listener -> its server's name, for the C client's log lines.
 std::mutex g_names_mu;
-std::map<unsigned short, std::string> g_names;
+std::map<unsigned short, std::pair<const void*, std::string>> g_names; // (owner: the relay)
 std::atomic<bool> g_any_names{false};
 
 bool is_ip(std::string_view host) {
     error_code ec;
     (void)asio::ip::make_address(std::string(host), ec);
     return !ec;
+}
+
+/// Asio's sockets are inherited across exec: a child process would keep the relay's connections
+/// open (no reset, no EOF would reach the other side) and could accept on its listeners.
+void close_on_exec(int fd) {
+    if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
 }
 
 std::string openssl_words(const error_code& ec) {
@@ -81,10 +89,12 @@ tls_failure classify_tls_failure(const error_code& ec, long verify_result, bool 
     }
     if (ec == ssl::error::stream_truncated || ec == asio::error::eof) {
         // A plain ZooKeeper server reads a ClientHello as a request of ~350 MB and closes the
-        // connection without a word.
-        f.definitive = true;
+        // connection without a word. But a TLS server closes before the handshake too when it
+        // does not serve yet (an election), or has too many connections: not a verdict. (A
+        // connect that times out with every server doing this says tls_not_tls_server.)
         f.ec = errc::tls_not_tls_server;
-        f.detail = "TLS: the server closed the connection during the TLS handshake (a plain, non-TLS port?)";
+        f.detail = "TLS: the server closed the connection during the TLS handshake (a plain, non-TLS port? "
+                   "or a server not serving yet)";
         return f;
     }
     if (ec.category() == asio::error::get_ssl_category()) {
@@ -117,6 +127,10 @@ tls_failure classify_tls_failure(const error_code& ec, long verify_result, bool 
                 f.ec = errc::tls_client_certificate_required;
                 f.detail = "TLS: the server refused the handshake (" + words +
                            "): it may require a client certificate, and none is set";
+            } else if (reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE) {
+                f.ec = errc::tls_handshake_failed; // (no common protocol or cipher, or the certificate)
+                f.detail = "TLS: the server refused the handshake (" + words +
+                           "): no protocol or cipher in common, or it refused the client certificate";
             } else {
                 f.ec = errc::tls_client_certificate_rejected;
                 f.detail = "TLS: the server refused the client certificate (" + words + ")";
@@ -150,7 +164,8 @@ struct tls_relay::listener {
     std::string name; // target.name()
     tcp::acceptor acceptor;
     unsigned short port = 0;
-    std::optional<tls_failure> failure; // since new_attempt
+    std::optional<tls_failure> failure; // since new_attempt: the last attempt's, if definitive
+    std::optional<tls_failure> last;    // since new_attempt: the last attempt's failure
     std::string outcome;                // the last connection's, since new_attempt
     bool closed = false;
 };
@@ -159,21 +174,23 @@ struct tls_relay::listener {
 class tls_relay::link : public std::enable_shared_from_this<link> {
 public:
     link(strand_type strand, std::shared_ptr<impl_state> st, tcp::socket local, std::shared_ptr<listener> l,
-         std::weak_ptr<tls_relay> relay, tcp::endpoint peer)
+         std::weak_ptr<tls_relay> relay, std::pair<tcp::endpoint, tcp::endpoint> peer)
         : strand_(strand), st_(std::move(st)), local_(std::move(local)), remote_(strand, st_->ctx),
           timer_(strand), l_(std::move(l)), relay_(std::move(relay)), peer_(peer) {}
 
-    void start(std::chrono::milliseconds handshake, std::chrono::milliseconds flush) {
+    void start(std::chrono::milliseconds handshake, std::chrono::milliseconds flush, std::chrono::milliseconds stall) {
         flush_ = flush;
         handshake_ = handshake;
+        stall_ = stall;
         error_code ig;
         local_.set_option(tcp::no_delay(true), ig);
         timer_.expires_after(handshake);
         timer_.async_wait([self = shared_from_this()](error_code ec) {
             if (!ec) self->on_deadline();
         });
-        tcp::endpoint server;
-        server = tcp::endpoint(asio::ip::make_address(l_->target.address, ig), l_->target.port);
+        tcp::endpoint server(asio::ip::make_address(l_->target.address, ig), l_->target.port);
+        remote_.next_layer().open(server.protocol(), ig);
+        if (remote_.next_layer().is_open()) close_on_exec(remote_.next_layer().native_handle());
         remote_.next_layer().async_connect(server, [self = shared_from_this()](error_code ec) { self->on_connected(ec); });
     }
 
@@ -186,6 +203,24 @@ private:
 
     const std::string& verify_name() const {
         return st_->opts.server_name.empty() ? l_->target.host : st_->opts.server_name;
+    }
+
+    /// A write to the server begins: it must end within stall_ (the timer is free while relaying).
+    void arm_stall_timer() {
+        writing_ = true;
+        write_started_ = std::chrono::steady_clock::now();
+        if (!stall_armed_ && phase_ == phase::relaying) stall_check_at(write_started_ + stall_);
+    }
+    void stall_check_at(std::chrono::steady_clock::time_point at) {
+        stall_armed_ = true;
+        timer_.expires_at(at);
+        timer_.async_wait([self = shared_from_this()](error_code ec) {
+            self->stall_armed_ = false;
+            if (ec || self->phase_ != phase::relaying || !self->writing_) return;
+            const auto due = self->write_started_ + self->stall_;
+            if (std::chrono::steady_clock::now() >= due) return self->finish(true); // stalled: reset
+            self->stall_check_at(due); // (a later write than the one the timer was armed for)
+        });
     }
 
     void on_deadline() {
@@ -207,9 +242,21 @@ private:
         const std::string& name = verify_name();
         const bool ip = is_ip(name);
         if (!ip) SSL_set_tlsext_host_name(s, name.c_str()); // SNI (not for addresses: RFC 6066)
-        if (st_->opts.verify_server_name) {
-            if (ip) X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name.c_str());
-            else SSL_set1_host(s, name.c_str());
+        if (st_->opts.verify_server_name &&
+            (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name.c_str()) : SSL_set1_host(s, name.c_str())) != 1) {
+            // (an address OpenSSL cannot check, such as an IPv6 one with a scope: refuse rather
+            // than accept any certificate)
+            tls_failure f;
+            f.ec = errc::tls_handshake_failed;
+            f.detail = "TLS: cannot check the server's certificate against the name " + name +
+                       " (set tls_options::server_name to a name its certificate carries)";
+            f.definitive = true;
+            report(f);
+            reset_local();
+            close_remote();
+            mark_done();
+            timer_.cancel();
+            return;
         }
         remote_.async_handshake(ssl::stream_base::client,
                                 [self = shared_from_this()](error_code ec) { self->on_handshake(ec); });
@@ -238,13 +285,15 @@ private:
         report(f);
         reset_local();
         close_remote();
-        phase_ = phase::done;
+        mark_done();
         timer_.cancel();
     }
 
     void report(const tls_failure& f) {
         l_->outcome = f.detail;
+        l_->last = f;
         if (f.definitive) l_->failure = f;
+        else l_->failure.reset(); // (the last attempt is what counts)
         if (auto r = relay_.lock(); r && r->on_failure) r->on_failure(l_->name, f);
     }
 
@@ -253,9 +302,13 @@ private:
             if (self->phase_ == phase::done) return;
             if (ec == asio::error::eof) return self->local_closed();
             if (ec) return self->finish(true); // the C client reset its connection: so do we
+            // A server that stops reading (frozen, its window full) must not hold the connection
+            // forever: while this write waits, the C client's close is not seen.
+            self->arm_stall_timer();
             asio::async_write(self->remote_, asio::buffer(self->up_, n),
                               [self](error_code ec, std::size_t) {
                                   if (self->phase_ == phase::done) return;
+                                  self->writing_ = false;
                                   if (ec) return self->remote_failed(ec);
                                   self->read_local();
                               });
@@ -322,6 +375,13 @@ private:
         finish(!eof); // a TLS error or a reset reaches the C client as a reset
     }
 
+    /// The connection is over: the relay counts it out (close waits for the last).
+    void mark_done() {
+        if (phase_ == phase::done) return;
+        phase_ = phase::done;
+        if (auto r = relay_.lock()) r->link_ended();
+    }
+
     void reset_local() {
         error_code ig;
         if (!local_.is_open()) return;
@@ -336,7 +396,7 @@ private:
 
     void finish(bool reset) {
         if (phase_ == phase::done) return;
-        phase_ = phase::done;
+        mark_done();
         timer_.cancel();
         error_code ig;
         if (reset) reset_local();
@@ -351,10 +411,12 @@ private:
     asio::steady_timer timer_;
     std::shared_ptr<listener> l_;
     std::weak_ptr<tls_relay> relay_;
-    tcp::endpoint peer_;
-    std::chrono::milliseconds flush_{1000}, handshake_{3000};
+    std::pair<tcp::endpoint, tcp::endpoint> peer_; // (the C client's end, the listener's)
+    std::chrono::milliseconds flush_{1000}, handshake_{3000}, stall_{10000};
     phase phase_ = phase::handshake;
     bool timed_out_ = false, answered_ = false;
+    bool writing_ = false, stall_armed_ = false;              // a write to the server is under way
+    std::chrono::steady_clock::time_point write_started_{};
     std::array<char, 64 * 1024> up_{}, down_{};
 };
 
@@ -364,7 +426,8 @@ tls_relay::tls_relay(strand_type strand) : strand_(std::move(strand)) {}
 
 tls_relay::~tls_relay() {
     std::lock_guard lk(g_names_mu);
-    for (auto& l : listeners_) g_names.erase(l->port);
+    for (auto& l : listeners_)
+        if (auto it = g_names.find(l->port); it != g_names.end() && it->second.first == this) g_names.erase(it);
     g_any_names = !g_names.empty();
 }
 
@@ -444,6 +507,7 @@ std::string tls_relay::listen(const std::vector<tls_target>& targets, error_code
             l->name = t.name();
             tcp::endpoint loop(asio::ip::address_v4::loopback(), 0);
             l->acceptor.open(loop.protocol(), ec);
+            if (!ec) close_on_exec(l->acceptor.native_handle());
             if (!ec) l->acceptor.bind(loop, ec);
             if (!ec) l->acceptor.listen(asio::socket_base::max_listen_connections, ec);
             if (ec) return {};
@@ -451,7 +515,7 @@ std::string tls_relay::listen(const std::vector<tls_target>& targets, error_code
             if (ec) return {};
             {
                 std::lock_guard lk(g_names_mu);
-                g_names[l->port] = l->name;
+                g_names[l->port] = {this, l->name};
                 g_any_names = true;
             }
             listeners_.push_back(l);
@@ -475,9 +539,14 @@ void tls_relay::accept(const std::shared_ptr<listener>& l) {
             return;
         }
         error_code e;
+        close_on_exec(sock.native_handle());
         const auto peer = sock.remote_endpoint(e);
+        const tcp::endpoint here(asio::ip::address_v4::loopback(), l->port);
         const auto expected = self->client_socket ? self->client_socket() : std::nullopt;
-        if (e || !expected || peer != *expected || self->claimed_.count(peer)) {
+        // The C client's current socket, connected to this very listener (its local port may
+        // be one it also uses towards another listener), and not relayed yet.
+        if (e || !expected || peer != expected->first || expected->second != here ||
+            self->claimed_.count({peer, here})) {
             // Not the C client's current socket (another process, or a socket it gave up):
             // reset before reading a byte, so nothing reaches the server with this session's
             // certificate.
@@ -486,9 +555,10 @@ void tls_relay::accept(const std::shared_ptr<listener>& l) {
             sock.close(e);
         } else {
             ++self->relayed_;
-            self->claimed_.insert(peer);
-            auto ln = std::make_shared<link>(self->strand_, self->st_, std::move(sock), l, self, peer);
-            ln->start(self->handshake_timeout, self->flush_timeout);
+            ++self->active_;
+            self->claimed_.insert({peer, here});
+            auto ln = std::make_shared<link>(self->strand_, self->st_, std::move(sock), l, self, std::make_pair(peer, here));
+            ln->start(self->handshake_timeout, self->flush_timeout, self->stall_timeout);
         }
         self->accept(l);
     });
@@ -497,6 +567,7 @@ void tls_relay::accept(const std::shared_ptr<listener>& l) {
 void tls_relay::new_attempt() {
     for (auto& l : listeners_) {
         l->failure.reset();
+        l->last.reset();
         l->outcome.clear();
     }
 }
@@ -508,11 +579,38 @@ std::optional<tls_failure> tls_relay::all_failed() const {
     return current_.front()->failure;
 }
 
+bool tls_relay::all_closed_in_handshake() const {
+    if (current_.empty()) return false;
+    for (auto& l : current_)
+        if (!l->last || l->last->ec != errc::tls_not_tls_server) return false;
+    return true;
+}
+
 std::string tls_relay::attempts() const {
     std::string out;
     for (auto& l : current_)
         if (!l->outcome.empty()) out += (out.empty() ? "" : ", ") + l->name + ": " + l->outcome;
     return out;
+}
+
+void tls_relay::link_ended() {
+    if (active_ > 0 && --active_ == 0) fire_drained();
+}
+
+void tls_relay::fire_drained() {
+    auto w = std::move(drain_waiters_);
+    drain_waiters_.clear();
+    for (auto& f : w) f();
+}
+
+void tls_relay::when_drained(std::function<void()> fn) {
+    if (active_ == 0) return asio::post(strand_, std::move(fn));
+    drain_waiters_.push_back(std::move(fn));
+    // (bounded: a connection still in its handshake ends only at its deadline)
+    auto t = std::make_shared<asio::steady_timer>(strand_, flush_timeout + std::chrono::milliseconds(100));
+    t->async_wait([t, w = weak_from_this()](error_code) {
+        if (auto r = w.lock()) r->fire_drained();
+    });
 }
 
 void tls_relay::close() {
@@ -534,11 +632,11 @@ std::string name_relayed_servers(std::string_view line) {
         unsigned port = 0;
         while (end < out.size() && end - at - loop.size() < 5 && out[end] >= '0' && out[end] <= '9')
             port = port * 10 + static_cast<unsigned>(out[end++] - '0');
-        if (end == at + loop.size() || port > 65535) continue;
+        if (end == at + loop.size() || port > 65535 || (end < out.size() && out[end] >= '0' && out[end] <= '9')) continue;
         auto it = g_names.find(static_cast<unsigned short>(port));
         if (it == g_names.end()) continue;
-        out.replace(at, end - at, it->second);
-        at += it->second.size() - 1;
+        out.replace(at, end - at, it->second.second);
+        at += it->second.second.size() - 1;
     }
     return out;
 }

@@ -67,10 +67,12 @@ struct session_options {
     std::vector<credentials> auth;
     /// Connect with TLS (to the servers' secureClientPort): see tls_options. Without it the
     /// connections are plain TCP. Errors of async_connect: errc::tls_config_invalid (a file that
-    /// cannot be read; what and why: last_connect_attempts()), and, once every server of the list
-    /// refused the handshake for the same kind of reason, that reason: errc::tls_unknown_ca,
-    /// tls_server_name_mismatch, tls_certificate_expired, tls_client_certificate_required,
-    /// tls_client_certificate_rejected, tls_not_tls_server, tls_handshake_failed.
+    /// cannot be read; what and why: last_connect_attempts()); once every server of the list
+    /// refused the handshake with a verdict that does not pass, the first server's, at once:
+    /// errc::tls_unknown_ca, tls_server_name_mismatch, tls_certificate_expired,
+    /// tls_client_certificate_required, tls_client_certificate_rejected, tls_handshake_failed;
+    /// at the connect timeout, errc::tls_not_tls_server if every server closed the connection
+    /// during the handshake (plain ports, most likely; a server not serving yet does it too).
     std::optional<tls_options> tls;
     /// Keep per-path lock metrics (session::metrics()): relaxed atomic counters and one shared
     /// (reader) lock per acquire to find the path's record.
@@ -124,7 +126,9 @@ void set_log_handler(std::function<void(std::string_view)> handler);
 /// session's executor), never inside the initiating function.
 ///
 /// Destroying a session closes it without waiting: the close request goes out behind the
-/// requests already sent, and no reply is awaited (against a dead or silent server the session
+/// requests already sent (with TLS it goes through zklock's relay, which needs the io_context to
+/// run a moment longer: prefer async_close, which completes once it reached the server), and no
+/// reply is awaited (against a dead or silent server the session
 /// then ends at its timeout, on the server). Operations in flight complete with
 /// asio::error::operation_aborted and held locks report errc::session_closed. Destroy it before
 /// its execution context.
@@ -158,6 +162,7 @@ public:
     }
 
     /// Closes the session: the server deletes its ephemeral nodes, so every lock is released.
+    /// With TLS it completes once the close request has gone through the relay (1 s at most).
     /// Operations in flight complete with operation_aborted; guards report errc::session_closed.
     /// (Those completions are not ordered with the close's own: one may come after it.)
     /// Completion signature: void(error_code). Idempotent. Not cancellable.

@@ -236,6 +236,11 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(ex_software);
         for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_DFL);
+        // The command inherits none of zklock's descriptors: the C client's connection and the
+        // TLS relay's sockets would stay open in it (no EOF, no reset would reach the server
+        // when zklock closes them), and it could accept on the relay's listeners.
+        if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+            for (int fd = 3; fd < 4096; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC); // (kernels before 5.11)
         pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
         execvpe(args[0], args.data(), env.data());
         int err = errno;
@@ -321,6 +326,20 @@ int run_command(const run_args& a) {
     };
 
     zklock::session s(io.get_executor(), so);
+    // However the run ends, the session is closed, not just destroyed: the server ends it at
+    // once instead of at its timeout (through the TLS relay, the close request needs the
+    // io_context to run until it has gone out: async_close waits for that).
+    struct close_at_exit {
+        asio::io_context& io;
+        zklock::session& s;
+        ~close_at_exit() {
+            io.restart();
+            bool closed = false;
+            s.async_close([&](error_code) { closed = true; });
+            while (!closed && io.run_one()) {
+            }
+        }
+    } closer{io, s};
     if (int rc = connect(io, s, &stopped_by)) return rc;
     if (stopped_by) return interrupted(" while connecting");
 

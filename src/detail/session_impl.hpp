@@ -110,9 +110,9 @@ public:
     void set_servers(const std::string& hosts);
     /// The session id and negotiated timeout, unless closed.
     bool session_info(std::int64_t& id, int& timeout_ms);
-    /// The local address of the C client's current socket (strand: right after the drive that
-    /// made it), for the TLS relay to know its connection from any other.
-    std::optional<asio::ip::tcp::endpoint> client_socket_address();
+    /// The local and peer addresses of the C client's current socket (strand: right after the
+    /// drive that made it), for the TLS relay to know its connection from any other.
+    std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> client_socket_address();
     /// What the last connection attempt to each server got ("127.0.0.1:1: connection refused",
     /// one per server, in the order first tried), for a connect that times out. Any thread.
     std::string attempts() const;

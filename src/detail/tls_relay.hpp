@@ -72,8 +72,8 @@ public:
     std::string listen(const std::vector<tls_target>& targets, error_code& ec);
 
     /// (strand) Set by the session before listen():
-    /// The local address of the C client's current socket, if it has one.
-    std::function<std::optional<asio::ip::tcp::endpoint>()> client_socket;
+    /// The local and the peer address of the C client's current socket, if it has one.
+    std::function<std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>>()> client_socket;
     /// A connection to `server` failed (in its TCP connect, its TLS handshake, or the first read).
     std::function<void(const std::string& server, const tls_failure&)> on_failure;
     /// The most from a relayed connection's accept to the end of its handshake.
@@ -81,6 +81,9 @@ public:
     /// How long a connection the C client closed may take to deliver what it sent last (the
     /// close request) to the server.
     std::chrono::milliseconds flush_timeout{1000};
+    /// The most a write to the server may take while relaying (a server that stopped reading):
+    /// then the connection is reset.
+    std::chrono::milliseconds stall_timeout{10000};
 
     /// (strand) A new connection attempt begins: forget the failures seen so far.
     void new_attempt();
@@ -90,6 +93,12 @@ public:
     /// (strand) What the last connection to each server got since new_attempt(), in the
     /// listen() order: "zk1:2281: TLS: the server's certificate has expired, zk2:2281: ...".
     std::string attempts() const;
+    /// (strand) True if the last attempt on every server of the last listen() ended with the
+    /// server closing the connection during the handshake (a plain port, most likely).
+    bool all_closed_in_handshake() const;
+    /// (strand) Runs `fn` (posted) once no relayed connection is left, at most flush_timeout
+    /// from now: what the C client sent last (its close request) has reached the servers.
+    void when_drained(std::function<void()> fn);
     /// (strand) Connections relayed so far, and connections refused (not the C client's).
     std::uint64_t relayed() const noexcept { return relayed_; }
     std::uint64_t refused() const noexcept { return refused_; }
@@ -103,10 +112,15 @@ private:
     class link;
     explicit tls_relay(strand_type strand);
     void accept(const std::shared_ptr<listener>& l);
+    void link_ended();
+    void fire_drained();
 
     strand_type strand_;
     std::shared_ptr<impl_state> st_;
-    std::set<asio::ip::tcp::endpoint> claimed_; // the peers of live relayed connections
+    /// The (C client's end, listener's end) of live relayed connections.
+    std::set<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> claimed_;
+    int active_ = 0; // relayed connections not over yet
+    std::vector<std::function<void()>> drain_waiters_;
     std::vector<std::shared_ptr<listener>> listeners_;
     std::vector<std::shared_ptr<listener>> current_; // the last listen()'s, in order
     std::uint64_t relayed_ = 0, refused_ = 0;

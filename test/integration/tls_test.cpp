@@ -123,8 +123,9 @@ TEST_F(Tls, LockReleaseAndHandOffOverTls) {
         co_await eventually([&] { return waiting->done; }, 5000ms);
         EXPECT_TRUE(waiting->granted()) << waiting->ec.message();
         co_await waiting->guard.async_release(use_awaitable);
-        // the requests went through the relay: one relayed connection per session, none refused
-        EXPECT_EQ(a->impl()->relay()->relayed(), 1u);
+        // the requests went through the relay, nothing else did (a handshake slower than the
+        // deadline under load would make two relayed connections: not a failure)
+        EXPECT_GE(a->impl()->relay()->relayed(), 1u);
         EXPECT_EQ(a->impl()->relay()->refused(), 0u);
         co_await a->async_close(use_awaitable);
         co_await b->async_close(use_awaitable);
@@ -169,9 +170,13 @@ TEST_F(Tls, EachHandshakeFailureHasItsOwnError) {
             EXPECT_EQ(r.ec, errc::tls_client_certificate_rejected) << r.ec.message() << " / " << r.attempts;
             EXPECT_LT(r.took, 3000ms);
         }
-        { // TLS to the plain client port
-            auto r = co_await try_connect(tls(zk_connect()));
+        { // TLS to the plain client port: the server closes the connection in the handshake,
+          // as a TLS server not serving yet would; so it is no verdict: named at the connect timeout
+            auto o = tls(zk_connect());
+            o.connect_timeout = 1500ms;
+            auto r = co_await try_connect(o);
             EXPECT_EQ(r.ec, errc::tls_not_tls_server) << r.ec.message() << " / " << r.attempts;
+            EXPECT_NE(r.attempts.find("closed the connection during the TLS handshake"), std::string::npos) << r.attempts;
             EXPECT_LT(r.took, 3000ms);
         }
     });
@@ -276,15 +281,13 @@ TEST_F(Tls, TheRelayResetsAnyConnectionButTheClients) {
         co_await asio::post(asio::bind_executor(s->impl()->strand(), use_awaitable));
         given = s->impl()->client_connect_string();
         auto port = static_cast<unsigned short>(std::stoi(given.substr(given.find(':') + 1)));
-        // Another socket of this very process connects to the listener, and writes a ZooKeeper
-        // connect request's worth of bytes: it is reset, and nothing it sent is relayed.
+        // Another socket of this very process connects to the listener, sends nothing, and waits:
+        // it is reset (not closed: a graceful close would read as EOF), and nothing is relayed.
         asio::ip::tcp::socket stranger(co_await asio::this_coro::executor);
         co_await stranger.async_connect({asio::ip::address_v4::loopback(), port}, use_awaitable);
-        std::string junk(48, 'x');
-        co_await asio::async_write(stranger, asio::buffer(junk), asio::as_tuple(use_awaitable));
         char c;
         auto [rec, n] = co_await asio::async_read(stranger, asio::buffer(&c, 1), asio::as_tuple(use_awaitable));
-        EXPECT_TRUE(rec == asio::error::connection_reset || rec == asio::error::eof) << rec.message();
+        EXPECT_EQ(rec, asio::error::connection_reset) << rec.message();
         co_await eventually([&] { return s->impl()->relay()->refused() == 1u; });
         EXPECT_EQ(s->impl()->relay()->relayed(), 1u);
         // the session's own connection was not disturbed
@@ -336,7 +339,7 @@ TEST_F(Tls, ASilentTlsServerCostsAFailoverNoMoreThanASilentPlainOne) {
             o.connect_timeout = 10000ms;
             auto r = co_await try_connect(o);
             EXPECT_FALSE(r.ec) << r.ec.message() << " / " << r.attempts;
-            EXPECT_LT(r.took, 2000ms) << r.attempts;
+            EXPECT_LT(r.took, 3000ms) << r.attempts; // (deadline 1 s, then a handshake and a session)
             std::printf("  silent + live TLS server: connected in %lld ms\n", static_cast<long long>(r.took.count()));
         }
     });
@@ -434,4 +437,35 @@ TEST_F(Tls, TheServersEndReachesTheClientAtOnceAndTheListenerOutlivesIt) {
         EXPECT_EQ(s->impl()->relay()->refused(), 0u);
         co_await s->async_close(use_awaitable);
     });
+}
+
+TEST_F(Tls, AsyncCloseCompletesOnceTheCloseRequestHasGoneThroughTheRelay) {
+    // A program that stops its io_context as soon as async_close completes (the CLI does) must
+    // not leave its close request in the relay's loopback socket: the server would keep the
+    // session, and its locks, until the session timeout.
+    auto path = lock_path("closed");
+    asio::io_context own; // the TLS session's: run only until the close completes
+    std::unique_ptr<zklock::session> s;
+    zklock::guard g;
+    bool closed = false;
+    run(own, [&]() -> awaitable<void> {
+        s = co_await connect(tls()); // T = 4 s
+        zklock::mutex m(*s, path);
+        g = co_await m.async_acquire(use_awaitable);
+    }());
+    ASSERT_TRUE(g.owns_lock());
+    own.restart();
+    s->async_close([&](zklock::error_code) { closed = true; });
+    while (!closed && own.run_one()) {
+    }
+    ASSERT_TRUE(closed);
+    const auto t0 = std::chrono::steady_clock::now();
+    run_test([&]() -> awaitable<void> { // (own is not run again)
+        auto watcher = co_await connect();
+        co_await wait_for_children(*watcher, path, 0);
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms) << "the server ended the session at its timeout";
+        co_await watcher->async_close(use_awaitable);
+    });
+    g = {};
+    s.reset();
 }

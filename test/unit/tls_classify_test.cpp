@@ -1,7 +1,9 @@
 // How the TLS relay names a failed handshake (classify_tls_failure): pure, no server.
 #include "detail/tls_relay.hpp"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/strand.hpp>
 #include <gtest/gtest.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -48,8 +50,12 @@ TEST(TlsFailure, TheServersRefusalOfTheClientCertificate) {
 }
 
 TEST(TlsFailure, APlainServerAndTheNetworkAreToldApart) {
-    EXPECT_EQ(classify_tls_failure(asio::ssl::error::stream_truncated, X509_V_OK, true, "zk").ec, errc::tls_not_tls_server);
-    EXPECT_EQ(classify_tls_failure(asio::error::eof, X509_V_OK, true, "zk").ec, errc::tls_not_tls_server);
+    // A server that closes in the handshake: a plain port, or a TLS server not serving yet (an
+    // election, too many connections): named, but no verdict (the connect goes on)
+    auto eof = classify_tls_failure(asio::ssl::error::stream_truncated, X509_V_OK, true, "zk");
+    EXPECT_EQ(eof.ec, errc::tls_not_tls_server);
+    EXPECT_FALSE(eof.definitive);
+    EXPECT_FALSE(classify_tls_failure(asio::error::eof, X509_V_OK, true, "zk").definitive);
     EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_WRONG_VERSION_NUMBER), X509_V_OK, true, "zk").ec, errc::tls_not_tls_server);
     // network failures are not verdicts: the next attempt may succeed
     auto f = classify_tls_failure(asio::error::connection_refused, X509_V_OK, true, "zk");
@@ -60,8 +66,48 @@ TEST(TlsFailure, APlainServerAndTheNetworkAreToldApart) {
 }
 
 TEST(TlsFailure, RelayedLogLinesNameTheServer) {
-    // No listener: lines pass unchanged
+    asio::io_context io;
+    zklock::tls_options o;
+    o.use_system_ca_store = true;
+    zklock::error_code ec;
+    std::string why;
+    auto relay = zklock::detail::tls_relay::make(asio::make_strand(io.get_executor()), o, ec, why);
+    ASSERT_TRUE(relay) << why;
+    auto given = relay->listen({{"zk1.example", "10.0.0.1", 2281}, {"zk2.example", "10.0.0.2", 2281}}, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    const auto comma = given.find(',');
+    ASSERT_NE(comma, std::string::npos) << given;
+    const auto first = given.substr(0, comma), second = given.substr(comma + 1);
+    EXPECT_EQ(first.rfind("127.0.0.1:", 0), 0u) << given;
+    EXPECT_EQ(zklock::detail::name_relayed_servers("Socket [" + first + "] zk retcode=-4; then " + second),
+              "Socket [zk1.example:2281] zk retcode=-4; then zk2.example:2281");
+    // a port that is no listener of any relay, and a longer number that starts like one, pass unchanged
     EXPECT_EQ(zklock::detail::name_relayed_servers("connecting to 127.0.0.1:1"), "connecting to 127.0.0.1:1");
+    EXPECT_EQ(zklock::detail::name_relayed_servers(first + "0"), first + "0");
+    relay->close();
+    relay.reset();
+    io.run(); // (the listeners' accepts end, and with them the relay: its names go with it)
+    EXPECT_EQ(zklock::detail::name_relayed_servers(first), first);
+}
+
+TEST(TlsFailure, BadOptionsAreRefusedBeforeAnyConnection) {
+    asio::io_context io;
+    auto make = [&](const zklock::tls_options& o) {
+        zklock::error_code ec;
+        std::string why;
+        auto r = zklock::detail::tls_relay::make(asio::make_strand(io.get_executor()), o, ec, why);
+        EXPECT_FALSE(r);
+        EXPECT_EQ(ec, errc::tls_config_invalid);
+        return why;
+    };
+    EXPECT_NE(make({}).find("no CA"), std::string::npos);
+    zklock::tls_options o;
+    o.ca_pem = "not a certificate";
+    EXPECT_NE(make(o).find("ca_pem holds no readable certificate"), std::string::npos);
+    o.use_system_ca_store = true;
+    o.ca_pem.clear();
+    o.certificate_pem = "x";
+    EXPECT_NE(make(o).find("without its private key"), std::string::npos);
 }
 
 } // namespace
