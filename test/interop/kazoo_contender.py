@@ -1,6 +1,6 @@
 # Interop test peer: kazoo's Lock on the same path as zklock (Curator-style nodes are seen
 # thanks to extra_lock_patterns). Same protocol as CuratorContender.java.
-#   python3 kazoo_contender.py CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [rw]
+#   python3 kazoo_contender.py CONNECT PATH ITERATIONS HOLD_MS MARKER LOG [rw]   (TLS: KAZOO_TLS_DIR)
 # With rw: kazoo's WriteLock only. kazoo 2.8's ReadLock (Debian's version) has bug #649: a reader
 # counts writers queued *after* it as predecessors, so it deadlocks against any later writer, with
 # zklock or with kazoo itself. zklock's readers are exercised against kazoo's writers instead.
@@ -10,7 +10,13 @@ from kazoo.client import KazooClient
 connect, path, iterations, hold_ms, marker, logfile = sys.argv[1:7]
 rw = len(sys.argv) > 7 and sys.argv[7] == "rw"
 overlaps = 0
-zk = KazooClient(hosts=connect, timeout=10.0)
+# KAZOO_TLS_DIR (zk.sh start --tls's PKI): TLS with its CA and client certificate (kazoo's use_ssl)
+tls = os.environ.get("KAZOO_TLS_DIR", "")
+if tls:
+    zk = KazooClient(hosts=connect, timeout=10.0, use_ssl=True, ca=tls + "/ca.pem",
+                     certfile=tls + "/client.pem", keyfile=tls + "/client.key")
+else:
+    zk = KazooClient(hosts=connect, timeout=10.0)
 zk.start(timeout=30)
 mutex = zk.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
 with open(logfile, "w") as log:

@@ -28,7 +28,7 @@ run_case() {
     i=$((i + 1))
     case "$c" in
       curator) timeout 240 java ${CURATOR_OPTS:-} -cp "$work:$CP" CuratorContender "${CASE_CONNECT:-$ZK_CONNECT}" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
-      kazoo) timeout 240 /usr/bin/python3 "$src/kazoo_contender.py" "$ZK_CONNECT" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
+      kazoo) timeout 240 /usr/bin/python3 "$src/kazoo_contender.py" "${CASE_CONNECT:-$ZK_CONNECT}" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$mode" & expected=$((expected + iters));;
       zklock:*) IFS=: read -r _ n dialect <<<"$c"
          timeout 240 "$build/test/zklock_interop_contender" "${CASE_CONNECT:-$ZK_CONNECT}" "$path" "$iters" 2 "$dir/held" "$dir/c$i.log" "$n" "$dialect" "$mode" &
          expected=$((expected + iters * n));;
@@ -79,8 +79,11 @@ if [ -n "${ZK_TLS_CONNECT:-}" ] && [ -n "${ZK_DIR:-}" ] && [ -f "$ZK_DIR/tls/ca.
     -Dzookeeper.ssl.keyStore.location=$tls/client-keystore.pem -Dzookeeper.ssl.keyStore.type=PEM \
     -Dzookeeper.ssl.trustStore.location=$tls/ca.pem -Dzookeeper.ssl.trustStore.type=PEM" \
     run_case curator-tls mutex curator curator zklock:3:curator zklock:2:curator
+  # kazoo over TLS (its use_ssl, ca, certfile, keyfile) with zklock's kazoo dialect
+  CASE_CONNECT=$ZK_TLS_CONNECT ZKLOCK_TLS_DIR=$tls KAZOO_TLS_DIR=$tls \
+    run_case kazoo-tls mutex kazoo kazoo zklock:3:kazoo zklock:2:kazoo
 else
-  echo "== curator-tls: skipped (no ZK_TLS_CONNECT: run the suite with scripts/test.sh)"
+  echo "== curator-tls, kazoo-tls: not run (no ZK_TLS_CONNECT: run the suite with scripts/test.sh)"
   fail=1
 fi
 # kazoo's Lock (extra_lock_patterns=["-lock-"]) and zklock's kazoo dialect
