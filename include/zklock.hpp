@@ -13,5 +13,7 @@
 #include <zklock/semaphore.hpp>
 #include <zklock/session.hpp>
 #include <zklock/shared_mutex.hpp>
+#include <zklock/tls.hpp>
 #include <zklock/transaction.hpp>
+#include <zklock/version.hpp>
 #include <zklock/znode.hpp>

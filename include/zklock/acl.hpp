@@ -1,6 +1,8 @@
 // zklock/acl.hpp: who may touch lock nodes (ACLs), and the credentials a session presents.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -33,7 +35,7 @@ struct acl_entry {
 /// ACL when it does not exist yet (an existing node keeps its own). Ancestors above the lock
 /// path are created open: they are shared namespace ("/locks"), and one service's ACL there
 /// would lock every other service out.
-class acl {
+class ZKLOCK_DECL acl {
 public:
     /// world:anyone with every permission (ZooKeeper's OPEN_ACL_UNSAFE). The default.
     static acl open() { return acl({{perm::all, "world", "anyone"}}); }

@@ -8,6 +8,8 @@
 //    recognisable: `ec == zklock::zk_errc::no_node`.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <type_traits>
@@ -90,7 +92,7 @@ inline constexpr std::size_t max_path_length = 4096; ///< bytes of a lock path
 inline constexpr std::size_t max_node_data = 65536;  ///< bytes of node data (the holder description)
 
 /// The "zklock" category.
-const boost::system::error_category& error_category() noexcept;
+ZKLOCK_DECL const boost::system::error_category& error_category() noexcept;
 
 inline error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
@@ -134,7 +136,7 @@ enum class zk_errc {
 };
 
 /// The "zookeeper" category: the server's and the C client's return codes.
-const boost::system::error_category& zookeeper_category() noexcept;
+ZKLOCK_DECL const boost::system::error_category& zookeeper_category() noexcept;
 
 inline error_code make_error_code(zk_errc e) noexcept {
     return {static_cast<int>(e), zookeeper_category()};
@@ -142,11 +144,11 @@ inline error_code make_error_code(zk_errc e) noexcept {
 
 /// True when the error means the session (and every lock it held) is gone for good:
 /// session expired or closed, authentication failed. Retrying with the same session is pointless.
-bool is_fatal(const error_code& ec) noexcept;
+ZKLOCK_DECL bool is_fatal(const error_code& ec) noexcept;
 
 /// True when the outcome of a write is unknown (connection loss, operation timeout):
 /// the request may or may not have been applied by the server.
-bool is_connection_error(const error_code& ec) noexcept;
+ZKLOCK_DECL bool is_connection_error(const error_code& ec) noexcept;
 
 } // namespace zklock
 

@@ -1,6 +1,8 @@
 // zklock/guard.hpp: ownership of one acquired lock node.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/detail/no_session.hpp>
 #include <zklock/error.hpp>
 #include <zklock/transaction.hpp>
@@ -24,7 +26,7 @@ namespace detail {
 struct held_lock;
 struct loss_binding;
 /// The binding's slot (an unconnected slot for nullptr).
-asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
+ZKLOCK_DECL asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
 } // namespace detail
 
 /// Owns one granted lock: a movable handle, not tied to a thread (coroutines move between threads).
@@ -64,7 +66,7 @@ asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
 /// no executor at all then runs on asio::system_executor, as asio::post would run it.
 ///
 /// Thread safety: distinct objects: safe. Shared object: unsafe, except the const accessors.
-class guard {
+class ZKLOCK_DECL guard {
 public:
     /// An empty guard (owns_lock() == false).
     guard() noexcept;

@@ -1,6 +1,8 @@
 // zklock/inspect.hpp: who holds a lock, who waits, and the admin operations on them.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/dialect.hpp>
 #include <zklock/error.hpp>
 #include <zklock/session.hpp>
@@ -44,11 +46,11 @@ struct inspect_options {
 };
 
 namespace detail {
-void start_list_contenders(const std::shared_ptr<session_impl>&, std::string, inspect_options,
+ZKLOCK_DECL void start_list_contenders(const std::shared_ptr<session_impl>&, std::string, inspect_options,
                            asio::any_completion_handler<void(error_code, std::vector<contender_info>)>);
-void start_break_lock(const std::shared_ptr<session_impl>&, std::string,
+ZKLOCK_DECL void start_break_lock(const std::shared_ptr<session_impl>&, std::string,
                       asio::any_completion_handler<void(error_code)>);
-void start_revoke(const std::shared_ptr<session_impl>&, std::string, inspect_options,
+ZKLOCK_DECL void start_revoke(const std::shared_ptr<session_impl>&, std::string, inspect_options,
                   asio::any_completion_handler<void(error_code, std::string)>);
 } // namespace detail
 

@@ -1,6 +1,8 @@
 // zklock/loss_policy.hpp: when a held lock is reported lost while the session cannot confirm it.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/error.hpp>
 
 namespace zklock {
@@ -17,7 +19,7 @@ namespace zklock {
 ///
 /// A holder paused longer than the margin (GC, swap, SIGSTOP of its own process) is covered only
 /// by fencing tokens (guard::fencing_token): no policy can tell a paused process anything.
-class loss_policy {
+class ZKLOCK_DECL loss_policy {
 public:
     enum class kind {
         lease,         ///< the default; see lease()
@@ -95,6 +97,6 @@ private:
 };
 
 /// "lease", "on_disconnect", "on_expiry".
-const char* to_string(loss_policy::kind k) noexcept;
+ZKLOCK_DECL const char* to_string(loss_policy::kind k) noexcept;
 
 } // namespace zklock

@@ -1,6 +1,8 @@
 // zklock/metrics.hpp: what a session's locks did, as a snapshot and as Prometheus text.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/session.hpp>
 
 #include <array>
@@ -25,7 +27,7 @@ struct duration_histogram {
 /// Why held locks were lost (see "What happens on session loss" in the README).
 enum class loss_reason : std::uint8_t { lease_expired, disconnected, session_expired, node_deleted, session_closed, other };
 inline constexpr std::size_t loss_reason_count = 6;
-const char* to_string(loss_reason r) noexcept;
+ZKLOCK_DECL const char* to_string(loss_reason r) noexcept;
 
 /// One lock path's counters (or the sum over all of them).
 struct lock_metrics {
@@ -58,6 +60,6 @@ struct metrics_snapshot {
 /// The snapshot in the Prometheus text exposition format (version 0.0.4), metric names starting
 /// with `prefix` ("zklock" gives zklock_acquires_total, zklock_wait_seconds, ...), lock paths
 /// as the `path` label. Serve it on /metrics with content type "text/plain; version=0.0.4".
-std::string to_prometheus(const metrics_snapshot& m, const std::string& prefix = "zklock");
+ZKLOCK_DECL std::string to_prometheus(const metrics_snapshot& m, const std::string& prefix = "zklock");
 
 } // namespace zklock

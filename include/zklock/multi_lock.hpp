@@ -1,6 +1,8 @@
 // zklock/multi_lock.hpp: several locks, all or nothing.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/detail/deadline.hpp>
 #include <zklock/detail/no_session.hpp>
 
@@ -20,7 +22,7 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::steady_clock::time_point> deadline,
+ZKLOCK_DECL void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::steady_clock::time_point> deadline,
                        asio::any_completion_handler<void(error_code, std::vector<guard>)> handler);
 } // namespace detail
 

@@ -1,6 +1,8 @@
 // zklock/mutex.hpp: the fair, herd-free exclusive lock of the ZooKeeper recipes.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/detail/deadline.hpp>
 
 #include <zklock/acl.hpp>
@@ -106,10 +108,10 @@ inline acquire_request make_request(const std::string& path, const mutex_options
     return r;
 }
 /// Starts an acquire: through the local hand-off queue when req.local_handoff > 0.
-void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+ZKLOCK_DECL void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
                    asio::any_completion_handler<void(error_code, guard)> handler);
 /// Starts an acquire that creates its own node (what a hand-off queue uses).
-void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+ZKLOCK_DECL void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
                         asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
 
@@ -126,7 +128,7 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
 /// acquire goes on, and completes, as if the object were alive). To end a pending acquire,
 /// cancel it (per-operation cancellation), give it a deadline, or close the session.
 /// Thread safety: distinct and shared objects: safe.
-class mutex {
+class ZKLOCK_DECL mutex {
 public:
     mutex(session& s, std::string path, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}

@@ -1,6 +1,8 @@
 // zklock/path.hpp: checks on lock paths and connect strings (no I/O).
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/error.hpp>
 
 #include <string_view>
@@ -10,10 +12,10 @@ namespace zklock {
 /// Checks a lock path: absolute, no trailing '/', no empty, "." or ".." segment, no NUL or
 /// control character, not under the reserved "/zookeeper" tree, and not "/" itself.
 /// Returns the errc naming the first problem found, or an empty error_code.
-error_code validate_lock_path(std::string_view path) noexcept;
+ZKLOCK_DECL error_code validate_lock_path(std::string_view path) noexcept;
 
 /// Checks a connect string: "host:port[,host:port...][/chroot]", ports 1..65535,
 /// the chroot (if any) a valid path. Returns errc::invalid_connect_string or a path error.
-error_code validate_connect_string(std::string_view connect) noexcept;
+ZKLOCK_DECL error_code validate_connect_string(std::string_view connect) noexcept;
 
 } // namespace zklock

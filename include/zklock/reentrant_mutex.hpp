@@ -1,6 +1,8 @@
 // zklock/reentrant_mutex.hpp: an exclusive lock that its owner may take again.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/mutex.hpp>
@@ -18,7 +20,7 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_request req, std::uint64_t owner,
+ZKLOCK_DECL void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_request req, std::uint64_t owner,
                              asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
 
@@ -35,7 +37,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
 /// acquire is not a new grant, so it gets the same token, never a larger one (a larger one would
 /// tell a fencing store that the outer guard is stale while it is still the owner's). The next
 /// owner's grant gets a strictly larger token. See guard::fencing_token.
-class reentrant_mutex {
+class ZKLOCK_DECL reentrant_mutex {
 public:
     reentrant_mutex(session& s, std::string path, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}

@@ -1,6 +1,8 @@
 // zklock/semaphore.hpp: a counting semaphore: at most N leases held at once on one path.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/detail/deadline.hpp>
 
 #include <zklock/error.hpp>
@@ -21,7 +23,7 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
+ZKLOCK_DECL void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
                  std::optional<std::chrono::steady_clock::time_point> deadline,
                  asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl);
 } // namespace detail
@@ -41,7 +43,7 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
 /// A lease is a guard: release it (or let it go out of scope), watch it for loss
 /// (session expiry, ...) and use its fencing token, like any lock. Cancellation and deadlines
 /// leave no lease behind.
-class semaphore {
+class ZKLOCK_DECL semaphore {
 public:
     semaphore(session& s, std::string path, int max_leases, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), max_(max_leases), opts_(std::move(opts)) {}

@@ -1,6 +1,8 @@
 // zklock/session.hpp: one ZooKeeper session, bridged into an Asio executor.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/acl.hpp>
 #include <zklock/error.hpp>
 #include <zklock/loss_policy.hpp>
@@ -38,7 +40,7 @@ enum class session_state {
 };
 
 /// A short name for the state ("connected", ...).
-const char* to_string(session_state s) noexcept;
+ZKLOCK_DECL const char* to_string(session_state s) noexcept;
 
 /// How to connect, and the loss policy.
 struct session_options {
@@ -113,7 +115,7 @@ struct session_statistics {
 
 /// Route the ZooKeeper C client's log lines (all sessions; the C client's logger is global).
 /// Without a handler the C client is silent. The handler may be called from any thread.
-void set_log_handler(std::function<void(std::string_view)> handler);
+ZKLOCK_DECL void set_log_handler(std::function<void(std::string_view)> handler);
 
 /// A ZooKeeper session: one zhandle_t of the single-threaded C client (libzookeeper_st), driven
 /// on one strand of the session's executor (no thread of its own); its completions and watch
@@ -132,7 +134,7 @@ void set_log_handler(std::function<void(std::string_view)> handler);
 /// then ends at its timeout, on the server). Operations in flight complete with
 /// asio::error::operation_aborted and held locks report errc::session_closed. Destroy it before
 /// its execution context.
-class session {
+class ZKLOCK_DECL session {
 public:
     using executor_type = asio::any_io_executor;
 

@@ -1,6 +1,8 @@
 // zklock/shared_mutex.hpp: the herd-free read/write lock of the ZooKeeper recipes.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/detail/deadline.hpp>
 
 #include <zklock/dialect.hpp>
@@ -22,9 +24,9 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-void start_downgrade(const std::shared_ptr<session_impl>& s, acquire_request req, guard write,
+ZKLOCK_DECL void start_downgrade(const std::shared_ptr<session_impl>& s, acquire_request req, guard write,
                      asio::any_completion_handler<void(error_code, guard)> handler);
-void start_upgrade(const std::shared_ptr<session_impl>& s, guard read,
+ZKLOCK_DECL void start_upgrade(const std::shared_ptr<session_impl>& s, guard read,
                    asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
 
@@ -41,7 +43,7 @@ void start_upgrade(const std::shared_ptr<session_impl>& s, guard read,
 /// Every acquire has the mutex's guarantees: any completion token, per-operation cancellation
 /// (terminal, partial, total), deadlines, no node left behind, the guard's loss signal and
 /// fencing token, guaranteed release. Do not put mutex and shared_mutex nodes on one path.
-class shared_mutex {
+class ZKLOCK_DECL shared_mutex {
 public:
     shared_mutex(session& s, std::string path, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}

@@ -1,6 +1,8 @@
 // zklock/transaction.hpp: writes that land only while the lock is held (guard::async_commit).
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/acl.hpp>
 #include <zklock/error.hpp>
 
@@ -34,7 +36,7 @@ inline constexpr std::size_t max_transaction_bytes = 900 * 1024;
 ///
 /// A version of -1 matches any version; otherwise the operation fails with zk_errc::bad_version
 /// unless the node's version is that one (the version that async_get_data returned).
-class transaction {
+class ZKLOCK_DECL transaction {
 public:
     enum class kind { create, set_data, remove, check };
     struct op {

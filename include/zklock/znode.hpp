@@ -2,6 +2,8 @@
 // For data that a lock protects (e.g. a value written with its fencing token) and for tooling.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <zklock/error.hpp>
 #include <zklock/session.hpp>
 
@@ -27,11 +29,11 @@ struct node_data {
 };
 
 namespace detail {
-void start_get_data(const std::shared_ptr<session_impl>&, std::string, asio::any_completion_handler<void(error_code, node_data)>);
-void start_set_data(const std::shared_ptr<session_impl>&, std::string, std::string, int, asio::any_completion_handler<void(error_code)>);
-void start_create(const std::shared_ptr<session_impl>&, std::string, std::string, asio::any_completion_handler<void(error_code)>);
-void start_delete(const std::shared_ptr<session_impl>&, std::string, int, asio::any_completion_handler<void(error_code)>);
-void start_children(const std::shared_ptr<session_impl>&, std::string, asio::any_completion_handler<void(error_code, std::vector<std::string>)>);
+ZKLOCK_DECL void start_get_data(const std::shared_ptr<session_impl>&, std::string, asio::any_completion_handler<void(error_code, node_data)>);
+ZKLOCK_DECL void start_set_data(const std::shared_ptr<session_impl>&, std::string, std::string, int, asio::any_completion_handler<void(error_code)>);
+ZKLOCK_DECL void start_create(const std::shared_ptr<session_impl>&, std::string, std::string, asio::any_completion_handler<void(error_code)>);
+ZKLOCK_DECL void start_delete(const std::shared_ptr<session_impl>&, std::string, int, asio::any_completion_handler<void(error_code)>);
+ZKLOCK_DECL void start_children(const std::shared_ptr<session_impl>&, std::string, asio::any_completion_handler<void(error_code, std::vector<std::string>)>);
 } // namespace detail
 
 // Every operation below: the path is checked like a lock path (errc::path_*); ZooKeeper's own

@@ -182,9 +182,11 @@ struct run_args {
 /// It lives in a process group of its own, so a signal to zklock's group does not take it along,
 /// and ignores the terminal's signals. Not covered: processes that leave the command's group
 /// (setsid, setpgid: daemons), and a guardian killed on its own (zklock_run's --help says so).
-void start_guardian(pid_t group) {
+/// Returns the pipe's write end (-1 without a guardian): a byte written to it sends the guardian
+/// away without a kill (the command never ran).
+int start_guardian(pid_t group) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return; // (without a guardian, the parent-death signal still covers the first process)
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1; // (without a guardian, the parent-death signal still covers the first process)
     pid_t g = fork();
     if (g == 0) {
         // async-signal-safe calls only (see spawn)
@@ -195,14 +197,19 @@ void start_guardian(pid_t group) {
         for (int fd = 0; fd < 1024; ++fd)
             if (fd != fds[0]) close(fd);
         char c;
-        while (read(fds[0], &c, 1) < 0 && errno == EINTR) {
+        ssize_t n;
+        while ((n = read(fds[0], &c, 1)) < 0 && errno == EINTR) {
         }
+        if (n == 1) _exit(0);  // sent away: the command never ran
         kill(-group, SIGKILL); // (ESRCH when the group has ended: nothing to do)
         _exit(0);
     }
     close(fds[0]);
-    if (g < 0) close(fds[1]);
-    // else: fds[1] stays open (close-on-exec) until zklock exits, whichever way
+    if (g < 0) {
+        close(fds[1]);
+        return -1;
+    }
+    return fds[1]; // open (close-on-exec) until zklock exits, whichever way
 }
 
 /// Starts `argv` in a process group of its own (so that a lost lock stops the whole command,
@@ -225,16 +232,32 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
     for (auto& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
     env.push_back(nullptr);
     const pid_t parent = getpid();
-    int pipefd[2];
+    int pipefd[2]; // exec's outcome: EOF when it succeeded, else its errno
     if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
+    // The go-ahead: the child execs the command only once the guardian is in place. (Started
+    // after the exec, the guardian came too late for a zklock killed just after it: the
+    // command's own children ran on, without the lock. Seen under load.)
+    int gofd[2];
+    if (pipe2(gofd, O_CLOEXEC) != 0) {
+        close(pipefd[0]);
+        close(pipefd[1]);
+        return -1;
+    }
     pid_t pid = fork();
     if (pid == 0) {
         close(pipefd[0]);
+        close(gofd[1]);
         setpgid(0, 0);
         // If zklock dies (SIGKILL, OOM), its session and lock go within the session timeout:
         // the command must not outlive it.
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent) _exit(ex_software);
+        char go = 0;
+        ssize_t got;
+        while ((got = read(gofd[0], &go, 1)) < 0 && errno == EINTR) {
+        }
+        if (got != 1) _exit(ex_software); // zklock went away before the guardian was in place
+        close(gofd[0]);
         for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_DFL);
         // The command inherits none of zklock's descriptors: the C client's connection and the
         // TLS relay's sockets would stay open in it (no EOF, no reset would reach the server
@@ -248,20 +271,28 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         _exit(err == ENOENT ? ex_not_found : ex_cannot_run);
     }
     close(pipefd[1]);
+    close(gofd[0]);
     if (pid < 0) {
         close(pipefd[0]);
+        close(gofd[1]);
         return -1;
     }
     setpgid(pid, pid); // (also in the child: whichever runs first)
+    const int guardian = start_guardian(pid);
+    (void)!write(gofd[1], "g", 1);
+    close(gofd[1]);
     int err = 0;
     ssize_t n = read(pipefd[0], &err, sizeof err); // EOF: exec succeeded
     close(pipefd[0]);
     if (n == static_cast<ssize_t>(sizeof err)) {
         waitpid(pid, nullptr, 0);
+        if (guardian >= 0) {
+            (void)!write(guardian, "x", 1); // (its group is gone: its number may be reused)
+            close(guardian);
+        }
         errno = err;
         return -1;
     }
-    start_guardian(pid);
     return pid;
 }
 
@@ -651,7 +682,8 @@ std::string usage_error(const CLI::ParseError& e, int argc, char** argv) {
     static const std::set<std::string> subcommands{"run", "list", "break", "revoke"};
     if (argc >= 2 && argv[1][0] != '-' && !subcommands.count(argv[1]))
         return std::string("unknown subcommand '") + argv[1] + "': use run, list, break or revoke";
-    if (argc >= 2 && argv[1][0] == '-' && std::string_view(argv[1]) != "-h" && std::string_view(argv[1]) != "--help")
+    if (argc >= 2 && argv[1][0] == '-' && std::string_view(argv[1]) != "-h" && std::string_view(argv[1]) != "--help" &&
+        std::string_view(argv[1]) != "--version")
         return std::string("unknown option '") + argv[1] + "' (options go after the subcommand: zklock run --timeout 5s /path -- cmd)";
     if (dynamic_cast<const CLI::RequiredError*>(&e) && argc < 2) return "a subcommand is required: run, list, break or revoke";
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
@@ -672,6 +704,7 @@ std::string usage_error(const CLI::ParseError& e, int argc, char** argv) {
 int main(int argc, char** argv) {
     CLI::App app{"zklock: distributed locks on ZooKeeper from the command line (flock(1) across machines)", "zklock"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", std::string("zklock ") + std::string(zklock::version()));
     app.footer(std::string("Durations: 30s, 500ms, 2m, 1h; a bare number is seconds.\n\n") + exit_codes_help);
 
     run_args r;
@@ -715,6 +748,8 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForHelp& e) {
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         return fail(ex_usage, usage_error(e, argc, argv) + " (see zklock --help)");

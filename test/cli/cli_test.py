@@ -7,6 +7,7 @@ Run one: ZKLOCK_BIN=build/zklock ZK_CONNECT=... /usr/bin/python3 test/cli/cli_te
 """
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -157,6 +158,16 @@ class CliTest(unittest.TestCase):
         return lines[0]
 
     # ------------------------------------------------------------------ run
+    def test_version_is_the_librarys(self):
+        hpp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "include", "zklock", "version.hpp")
+        with open(hpp) as f:
+            text = f.read()
+        want = ".".join(re.search(r"^#define ZKLOCK_VERSION_%s (\d+)" % k, text, re.M).group(1)
+                        for k in ("MAJOR", "MINOR", "PATCH"))
+        r = zklock("--version")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "zklock " + want)
+
     def test_two_runs_on_one_path_never_overlap(self):
         log = os.path.join(self.tmp, "log")
         script = ('echo "start $$ $(date +%%s%%N)" >> %s; sleep 0.15; echo "end $$ $(date +%%s%%N)" >> %s' % (log, log))

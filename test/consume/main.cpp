@@ -29,6 +29,14 @@ asio::awaitable<void> run(std::string connect, std::string path) {
 
     auto g = co_await ma.async_acquire(asio::use_awaitable);
     CHECK(g.owns_lock() && g.fencing_token() > 0);
+    // (functions of the library, not of the headers: exported by libzklock.so)
+    CHECK(zklock::validate_lock_path("no-leading-slash") == zklock::errc::path_not_absolute);
+    CHECK(zklock::to_prometheus(a.metrics()).find("zklock_") != std::string::npos);
+    CHECK(std::string(zklock::to_string(a.state())) == "connected");
+    zklock::shared_mutex rw{a, path + "-rw"};
+    auto r = co_await rw.async_acquire_shared(asio::use_awaitable);
+    CHECK(r.owns_lock());
+    co_await r.async_release(asio::use_awaitable);
 
     // timeout
     auto [ec1, g1] = co_await mb.async_acquire_for(200ms, asio::as_tuple(asio::use_awaitable));
@@ -58,11 +66,16 @@ asio::awaitable<void> run(std::string connect, std::string path) {
     }
     CHECK(got);
     co_await gb.async_release(asio::use_awaitable);
-    auto [ec, kids] = co_await zklock::async_get_children(a, path, asio::as_tuple(asio::use_awaitable));
-    CHECK(kids.empty());
+    for (const auto& p : {path, path + "-rw"}) {
+        auto [ec, kids] = co_await zklock::async_get_children(a, p, asio::as_tuple(asio::use_awaitable));
+        CHECK(kids.empty());
+    }
 }
 
 int main() {
+    // the library linked at run time is the one the headers describe
+    std::printf("zklock %s (headers %s)\n", std::string(zklock::version()).c_str(), ZKLOCK_VERSION_STRING);
+    CHECK(zklock::version() == ZKLOCK_VERSION_STRING);
     const char* c = std::getenv("ZK_CONNECT");
     if (!c) { std::fprintf(stderr, "ZK_CONNECT not set\n"); return 2; }
     asio::io_context io;

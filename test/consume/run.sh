@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the built zklock into a temp prefix, builds test/consume against it with
-# find_package(zklock), and runs it.   run.sh BUILD_DIR SOURCE_DIR
+# Installs the built zklock into a temp prefix, then builds and runs test/consume against it:
+# with find_package(zklock): the shared library when the build made one, then the static one.
+# (pkg-config: test/package/run.sh, on the installed .deb packages.)   run.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1; src=$2
 tmp=$(mktemp -d /tmp/zklock-consume.XXXXXX)
@@ -9,3 +10,15 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$src" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$tmp/build" >/dev/null
 "$tmp/build/consumer"
+if [ -n "$(find "$tmp/prefix" -name 'libzklock.so*' | head -1)" ]; then
+  # it runs against the installed libzklock.so.0 (not the build tree's)
+  ldd "$tmp/build/consumer" | grep -q "$tmp/prefix/.*libzklock.so.0" || {
+    echo "consumer does not use the installed libzklock.so.0:"; ldd "$tmp/build/consumer"; exit 1; }
+  echo "find_package: shared library"
+  cmake -S "$src" -B "$tmp/build-static" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release \
+    -DZKLOCK_USE_STATIC_LIBS=ON >/dev/null
+  ninja -C "$tmp/build-static" >/dev/null
+  if ldd "$tmp/build-static/consumer" | grep -q libzklock; then echo "static consumer links libzklock.so"; exit 1; fi
+  "$tmp/build-static/consumer"
+  echo "find_package: static library"
+fi

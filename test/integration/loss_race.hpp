@@ -50,8 +50,20 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     // (five heartbeats: the lease's steady state, vouched for by heartbeats rather than the
     // connection's handshake; the phase is counted from the last one)
     auto n = a.statistics().heartbeats;
-    co_await eventually([&] { return a.statistics().heartbeats >= n + 5; }, 10000ms);
-    EXPECT_GE(a.statistics().heartbeats, n + 5) << "no heartbeats while holding a lock";
+    co_await eventually([&] { return a.statistics().heartbeats >= n + 5 || st->lost_at != clk::time_point{}; }, 10000ms);
+    {
+        const auto sa = a.statistics();
+        const auto ma_ = a.metrics();
+        EXPECT_GE(sa.heartbeats, n + 5)
+            << "no heartbeats while holding a lock: " << sa.heartbeats - n << " in 10 s (" << sa.heartbeats
+            << " in all), touches " << sa.touches << ", state " << static_cast<int>(a.state()) << ", reconnects "
+            << ma_.reconnects << ", lost " << (st->lost_at != clk::time_point{}) << " (" << st->why.message() << ")";
+    }
+    // (a loss before the fault would make every margin below meaningless)
+    if (st->lost_at != clk::time_point{}) {
+        ADD_FAILURE() << "the lock was lost before the fault: " << st->why.message();
+        co_return r;
+    }
     co_await sleep_for(phase);
     fault();
     auto t0 = clk::now();

@@ -1,6 +1,8 @@
 // zklock/detail/deadline.hpp: "now + timeout" that saturates instead of overflowing.
 #pragma once
 
+#include <zklock/config.hpp>
+
 #include <chrono>
 #include <optional>
 
@@ -23,7 +25,7 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::duration<Rep, 
 /// initiating function with a deferred token (asio::deferred, a use_awaitable awaited later)
 /// starts the operation only when it is launched, so a timeout is counted from there
 /// (resolve(), called by the initiation), not from the call that made it.
-class deadline_spec {
+class ZKLOCK_DECL deadline_spec {
 public:
     using clock = std::chrono::steady_clock;
     deadline_spec() noexcept = default; ///< no deadline
