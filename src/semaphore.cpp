@@ -215,6 +215,7 @@ private:
 
         // 3. wait while more than N leases exist (only the internal lock's holder waits)
         bool restart = false;
+        int headroom_tries = 0; // renewals that found the lease too short to grant
         while (!restart) {
             if (op.stop()) co_return co_await op.finish(op.reason());
             if (op.internal_lost_ || op.internal_.is_lost()) {
@@ -259,9 +260,15 @@ private:
                 // The lease must vouch for the session at the grant: reads renew nothing, so
                 // after a long wait a sync renews it first (see the mutex).
                 auto policy = s.options().loss;
-                if (policy.type() == loss_policy::kind::lease && s.lease_lapsed(policy.lease_fraction())) {
+                // (a lease with a heartbeat period left, as the mutex's lease_fresh asks)
+                auto too_short = [&] {
+                    return headroom_tries < 3 ? s.lease_too_short_to_grant(policy.lease_fraction())
+                                              : s.lease_lapsed(policy.lease_fraction());
+                };
+                if (policy.type() == loss_policy::kind::lease && too_short()) {
                     auto y = co_await s.async_renew_lease(use_awaitable);
-                    if (y.rc != ZOK || s.lease_lapsed(policy.lease_fraction())) { // list again, after a pause
+                    if (y.rc != ZOK || too_short()) { // list again, after a pause
+                        ++headroom_tries;
                         asio::steady_timer pause(s.strand(), s.negotiated_timeout() / 20);
                         co_await pause.async_wait(asio::as_tuple(use_awaitable));
                         continue;

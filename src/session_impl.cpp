@@ -1334,6 +1334,10 @@ bool session_impl::lease_lapsed(double fraction) const noexcept {
     return lease_->lapsed(lease_clock::now(), fraction);
 }
 
+bool session_impl::lease_too_short_to_grant(double fraction) const noexcept {
+    return lease_lapsed(fraction - std::min(2 * session_lease::heartbeat, fraction / 2));
+}
+
 bool session_impl::lease_lapsed_since(lease_ns since, double fraction) const noexcept {
     return lease_->lapsed_since(since, lease_clock::now(), fraction);
 }
@@ -1346,8 +1350,10 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
     lease_->set_watch_fraction(*lease_fractions_.begin());
     const auto id = next_id_++;
     held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone)});
-    // The first lock: heartbeats from now on (the touches' period until now was longer).
-    if (first) arm_heartbeat(false, true);
+    // The first lock: heartbeats from now on (the touches' period until now was longer). The
+    // first one at once if the lease has less than two periods left (slow replies): it would
+    // otherwise lapse before the first heartbeat's reply could renew it.
+    if (first) arm_heartbeat(lease_lapsed(fraction - std::min(2 * session_lease::heartbeat, fraction)), true);
     arm_lease_timer();
     return id;
 }

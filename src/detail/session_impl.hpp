@@ -194,6 +194,11 @@ public:
     /// True once no request sent within the last `fraction` x T got a reply that went through
     /// the leader (see loss_policy).
     bool lease_lapsed(double fraction) const noexcept;
+    /// True if a grant now would likely be lost before its first heartbeats could renew it:
+    /// lapsed, or lapsing within two heartbeat periods (at most half the fraction). A grant
+    /// waits (a few renewals at most) for a lease with that much left: slow replies can leave it
+    /// a few milliseconds, and a heartbeat's reply credits only sends T/4 older than itself.
+    bool lease_too_short_to_grant(double fraction) const noexcept;
     /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
     /// now, or lapsed at some time after `since` that a later renewal revealed (final).
     bool lease_lapsed_since(lease_ns since, double fraction) const noexcept;

@@ -345,6 +345,47 @@ TEST_F(Lease, AWaiterThatWaitedLongerThanTheLeaseIsGrantedAValidLock) {
     });
 }
 
+TEST_F(Lease, AGrantLeavesItsFirstHeartbeatTimeToRenewTheLease) {
+    // Round trips of T/10 (a loaded machine, a far server): an idle session's evidence is its
+    // touches, T/10 to T/5 apart, and a commit credits only sends T/4 older than itself, so a free lock
+    // could be granted with its lease nearly gone: lost before its first heartbeat went out (seen
+    // in CI, under ASan: "no heartbeats while holding a lock"; here at two phases of six). The
+    // acquire renews until the lease has two heartbeat periods left (at most f/2), and a grant on
+    // a short lease sends its first heartbeat at once. At every phase of the touches against the acquire: the grant
+    // has that much lease, and the heartbeats then keep it.
+    const auto T = 2000ms;
+    const double f = loss_policy::default_lease_fraction;
+    const double T_ns = static_cast<double>(std::chrono::nanoseconds(T).count());
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto o = through(proxy);
+        o.session_timeout = T;
+        auto a = co_await connect(o);
+        proxy.delay(100ms); // each way: round trips of 200 ms
+        for (int k = 0; k < 6; ++k) {
+            const auto path = lock_path("phase" + std::to_string(k));
+            co_await sleep_for(std::chrono::milliseconds(600 + 70 * k)); // idle: touches only
+            zklock::mutex m(*a, path);
+            auto g = co_await m.async_acquire(use_awaitable);
+            // (what is left of the lease now: its deadline, v + (0.35 + f) T, less now)
+            const auto& impl = *a->impl();
+            const auto left = impl.lease_handover_at() -
+                              static_cast<std::int64_t>((zklock::detail::session_lease::expiry_after_reference - f) * T_ns) -
+                              zklock::detail::lease_clock::now();
+            const auto headroom = static_cast<std::int64_t>(std::min(2.0 * zklock::detail::session_lease::heartbeat, f / 2) * T_ns);
+            EXPECT_GE(left, headroom - 20'000'000) << "phase " << k << ": granted with " << left / 1'000'000
+                                                    << " ms of lease, less than " << headroom / 1'000'000 << " ms";
+            const auto beats = a->statistics().heartbeats;
+            co_await sleep_for(1000ms);
+            EXPECT_FALSE(g.is_lost()) << "phase " << k << ": " << g.loss_reason().message();
+            EXPECT_GE(a->statistics().heartbeats, beats + 3) << "phase " << k;
+            co_await g.async_release(use_awaitable);
+            co_await expect_no_leftovers(*a, path);
+        }
+        proxy.delay(0ms);
+    });
+}
+
 TEST_F(Lease, ABlockedIoContextMakesTheLeaseLookOlderNeverYounger) {
     // The C client runs only when the strand does: a handler that blocks the io_context longer
     // than the lease stops the heartbeats and the reading of replies. The lease then lapses on
