@@ -2,7 +2,9 @@
 #   libzklock0      runtime  the shared library (libzklock.so.0)
 #   libzklock-dev   dev      headers, libzklock.a, the libzklock.so link, CMake and pkg-config files
 #   zklock          cli      the zklock program and zklock(1)
-# Binaries are stripped; their debug information goes to -dbgsym packages, as Debian's do.
+# Binaries are stripped; their debug information goes to -dbgsym packages (.ddeb), as Debian's
+# does; libzklock.a keeps its symbols but not its debug information (scripts/package.sh sets
+# ZKLOCK_STRIP_STATIC for the install step that does it).
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME zklock)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -12,7 +14,9 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "zklock developers <zklock@localhost>")
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL runtime dev cli)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_STRIP_FILES ON)
+# (CPackDeb splits the debug information of every unstripped ELF file into a -dbgsym .ddeb and
+# strips the file; CPACK_STRIP_FILES would strip first and leave it nothing to split)
+set(CPACK_STRIP_FILES OFF)
 set(CPACK_DEBIAN_DEBUGINFO_PACKAGE ON)
 # (the libraries the binaries link, as Debian names their packages: dpkg-shlibdeps finds them;
 # libzklock.so.0 itself is ours, in this build)

@@ -72,7 +72,7 @@ fi
 # a consumer of the installed packages: CMake (find_package from /usr) ...
 cmake -S "$root/test/consume" -B "$tmp/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$tmp/cmake" >/dev/null
-ldd "$tmp/cmake/consumer" | grep -q "libzklock.so.0 => /usr/lib/" || fail "the CMake consumer does not use /usr's libzklock.so.0"
+ldd "$tmp/cmake/consumer" | grep -qE "libzklock.so.0 => (/usr)?/lib/" || fail "the CMake consumer does not use the installed libzklock.so.0"
 "$tmp/cmake/consumer"
 # ... and pkg-config
 g++ -std=c++20 $(pkg-config --cflags zklock) "$root/test/consume/main.cpp" -o "$tmp/pc" $(pkg-config --libs zklock)
