@@ -178,11 +178,12 @@ private:
         }
     }
 
-    /// Before a grant under the lease policy: ZOK if the lease is valid for at least a heartbeat
-    /// period, renewing it first if not (a waiter whose session held nothing sent no heartbeats,
-    /// and reads renew nothing: session_impl::renew_lease, a write; a grant on the last
-    /// milliseconds of a lease was reported lost before its first heartbeat went out). ZOPERATIONTIMEOUT if the renewal's reply
-    /// came too late (ask again); else the renewal's error.
+    /// Before a grant under the lease policy: ZOK if the lease has two heartbeat periods left
+    /// (session_impl::lease_too_short_to_grant), renewing it first if not (a waiter whose session
+    /// held nothing sent no heartbeats, and reads renew nothing: session_impl::renew_lease, a
+    /// write; a grant on the last milliseconds of a lease was reported lost before its first
+    /// heartbeat went out). ZOPERATIONTIMEOUT if the renewal's reply still left it short (ask
+    /// again); else the renewal's error.
     asio::awaitable<int> lease_fresh() {
         auto policy = s_->policy_for(req_.loss);
         if (policy.type() != loss_policy::kind::lease) co_return ZOK;

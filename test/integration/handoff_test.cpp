@@ -305,7 +305,11 @@ TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
         zklock::mutex m(*a, path, handoff(100));
         auto g1 = co_await m.async_acquire(use_awaitable);
         clk::time_point lost{};
-        g1.async_wait_lost([&](zklock::error_code) { lost = clk::now(); });
+        double hold = 0; // the handover time, seen from the loss signal (s)
+        g1.async_wait_lost([&](zklock::error_code) {
+            lost = clk::now();
+            hold = static_cast<double>(a->impl()->lease_handover_at() - zklock::detail::lease_clock::now()) / 1e9;
+        });
         auto w = in_background([&](auto h) { m.async_acquire_for(20s, h); });
         co_await sleep_for(50ms);
         CO_REQUIRE(!w->done);
@@ -318,8 +322,14 @@ TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
         EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant lost by its lease: " << w->ec.message();
         CO_REQUIRE(w->granted());
         const double after_loss = std::chrono::duration<double>(clk::now() - lost).count();
-        std::printf("  hand-off queue: next grant %.3f s after the loss (held back %.3f s)\n", after_loss, hold_back);
-        EXPECT_GE(after_loss, hold_back - allowance) << "the queue moved on before the holder could stop";
+        std::printf("  hand-off queue: next grant %.3f s after the loss signal; the handover was %.3f s after it "
+                    "(%.3f s after the lease's deadline)\n", after_loss, hold, hold_back);
+        // (against the handover time itself: a loss signal that a loaded machine delivers late
+        // shortens the time from it, not the hold-back; CI once saw 0.519 s after a late signal.
+        // That the signal comes in time is the busy-strand premise: quorum_lease_test.cpp)
+        EXPECT_GE(after_loss, hold - allowance) << "the queue moved on before the handover time";
+        // (0.35 T after the deadline, less the signal's lateness: well above half of it)
+        EXPECT_GT(hold, hold_back / 2) << "the handover is not held back 0.35 T past the lease's deadline";
         EXPECT_EQ(a->state(), zklock::session_state::connected) << "the session survived";
         EXPECT_NE(w->guard.node_path(), g1.node_path());
         EXPECT_GT(w->guard.fencing_token(), g1.fencing_token());
