@@ -260,7 +260,7 @@ private:
                 // The lease must vouch for the session at the grant: reads renew nothing, so
                 // after a long wait a sync renews it first (see the mutex).
                 auto policy = s.options().loss;
-                // (a lease with a heartbeat period left, as the mutex's lease_fresh asks)
+                // (a lease with two heartbeat periods left, three renewals at most: as the mutex's lease_fresh asks)
                 auto too_short = [&] {
                     return headroom_tries < 3 ? s.lease_too_short_to_grant(policy.lease_fraction())
                                               : s.lease_lapsed(policy.lease_fraction());
