@@ -10,15 +10,16 @@ cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 cmake -S "$src" -B "$tmp/build" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$tmp/build" >/dev/null
 "$tmp/build/consumer"
-if [ -n "$(find "$tmp/prefix" -name 'libzklock.so*' | head -1)" ]; then
+# (no "CMD | grep -q" or "| head" here: under pipefail, CMD dies of SIGPIPE when the reader exits early)
+if [ -n "$(find "$tmp/prefix" -name 'libzklock.so*')" ]; then
   # it runs against the installed libzklock.so.0 (not the build tree's)
-  ldd "$tmp/build/consumer" | grep -q "$tmp/prefix/.*libzklock.so.0" || {
+  grep -q "$tmp/prefix/.*libzklock.so.0" <<<"$(ldd "$tmp/build/consumer")" || {
     echo "consumer does not use the installed libzklock.so.0:"; ldd "$tmp/build/consumer"; exit 1; }
   echo "find_package: shared library"
   cmake -S "$src" -B "$tmp/build-static" -G Ninja -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release \
     -DZKLOCK_USE_STATIC_LIBS=ON >/dev/null
   ninja -C "$tmp/build-static" >/dev/null
-  if ldd "$tmp/build-static/consumer" | grep -q libzklock; then echo "static consumer links libzklock.so"; exit 1; fi
+  if grep -q libzklock <<<"$(ldd "$tmp/build-static/consumer")"; then echo "static consumer links libzklock.so"; exit 1; fi
   "$tmp/build-static/consumer"
   echo "find_package: static library"
 fi

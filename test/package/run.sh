@@ -11,16 +11,21 @@ set -euo pipefail
 debs=$1; root=$2
 pkgs=(libzklock0 libzklock-dev zklock)
 fail() { echo "package test: $*" >&2; exit 1; }
+# out_has PATTERN CMD...: whether CMD's output matches the grep pattern. The output is read whole
+# first: "CMD | grep -q" under pipefail fails when grep exits at its match and CMD, still writing,
+# dies of SIGPIPE (it did, in CI, on objdump -p).
+out_has() { local pat=$1 out; shift; out=$("$@" 2>/dev/null) || true; grep -qE -- "$pat" <<<"$out"; }
 [ "$(id -u)" -eq 0 ] || fail "needs root (dpkg -i)"
 for p in "${pkgs[@]}"; do
-  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed"; then
+  if out_has "ok installed" dpkg-query -W -f='${Status}' "$p"; then
     fail "$p is installed already: remove it first (dpkg -r ${pkgs[*]})"
   fi
 done
 files=()
 for p in "${pkgs[@]}"; do
-  f=$(ls "$debs/${p}_"*.deb 2>/dev/null | head -1)
-  [ -n "$f" ] || fail "no ${p}_*.deb in $debs"
+  found=("$debs/${p}_"*.deb)
+  f=${found[0]}
+  [ -e "$f" ] || fail "no ${p}_*.deb in $debs"
   files+=("$f")
 done
 tmp=$(mktemp -d /tmp/zklock-package.XXXXXX)
@@ -35,9 +40,9 @@ trap cleanup EXIT
 
 # the packages' metadata: names, dependencies on Debian's package names, sections
 for f in "${files[@]}"; do dpkg-deb --field "$f" Package Version Depends Section | sed 's/^/  /'; echo; done
-dpkg-deb --field "${files[0]}" Depends | grep -q "libzookeeper-st2" || fail "libzklock0 does not depend on libzookeeper-st2"
-dpkg-deb --field "${files[1]}" Depends | grep -q "libboost1.81-dev" || fail "libzklock-dev does not depend on libboost1.81-dev"
-dpkg-deb --field "${files[2]}" Depends | grep -q "libzklock0" || fail "zklock does not depend on libzklock0"
+out_has "libzookeeper-st2" dpkg-deb --field "${files[0]}" Depends || fail "libzklock0 does not depend on libzookeeper-st2"
+out_has "libboost1.81-dev" dpkg-deb --field "${files[1]}" Depends || fail "libzklock-dev does not depend on libboost1.81-dev"
+out_has "libzklock0" dpkg-deb --field "${files[2]}" Depends || fail "zklock does not depend on libzklock0"
 
 installed=1
 dpkg -i "${files[@]}" >/dev/null || fail "dpkg -i failed"
@@ -45,13 +50,13 @@ dpkg -i "${files[@]}" >/dev/null || fail "dpkg -i failed"
 dpkg -L "${pkgs[@]}" | sort -u > "$tmp/files"
 grep -q "/libzklock.so.0$" "$tmp/files" || fail "no libzklock.so.0 installed"
 so=$(readlink -f "$(grep '/libzklock.so.0$' "$tmp/files")")
-objdump -p "$so" | grep -q "SONAME *libzklock.so.0" || fail "libzklock.so has no SONAME libzklock.so.0"
+out_has "SONAME +libzklock\.so\.0" objdump -p "$so" || fail "libzklock.so has no SONAME libzklock.so.0"
 # only the public API is exported: no implementation class (session_impl, tls_relay...) in it
 n=$(nm -D --defined-only -C "$so" | grep -c "zklock::" || true)
 leaks=$(nm -D --defined-only -C "$so" | grep -E "session_impl::|tls_relay|acquire_op|handoff_queue" || true)
 [ -z "$leaks" ] || { echo "$leaks" | head -5; fail "libzklock.so exports implementation symbols"; }
 echo "libzklock.so.0: SONAME set, $n zklock symbols exported, no implementation class among them"
-file -L "$(command -v zklock)" | grep -q "stripped" && ! file -L "$(command -v zklock)" | grep -q "not stripped" \
+out_has "stripped" file -L "$(command -v zklock)" && ! out_has "not stripped" file -L "$(command -v zklock)" \
   || fail "the installed zklock is not stripped"
 echo "zklock: $(du -h "$(command -v zklock)" | cut -f1) stripped"
 
@@ -59,10 +64,10 @@ v=$(zklock --version)
 want=$(sed -n 's/^#define ZKLOCK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' "$root/include/zklock/version.hpp" | paste -sd.)
 [ "$v" = "zklock $want" ] || fail "zklock --version printed '$v', not 'zklock $want'"
 echo "$v"
-man_page=$(grep "/man1/zklock.1" "$tmp/files" | head -1)
+man_page=$(grep -m1 "/man1/zklock.1" "$tmp/files" || true)
 [ -n "$man_page" ] || fail "no zklock(1) man page"
-zcat -f "$man_page" | grep -q "^.TH ZKLOCK 1" || fail "$man_page is not a man page"
-zcat -f "$man_page" | grep -q "session\\\\-timeout" || fail "zklock(1) does not describe zklock run's options"
+out_has "^\.TH ZKLOCK 1" zcat -f "$man_page" || fail "$man_page is not a man page"
+out_has "session\\\\-timeout" zcat -f "$man_page" || fail "zklock(1) does not describe zklock run's options"
 
 if [ -z "${ZK_CONNECT:-}" ]; then
   out=$("$root/scripts/zk.sh" start)
@@ -72,19 +77,19 @@ fi
 # a consumer of the installed packages: CMake (find_package from /usr) ...
 cmake -S "$root/test/consume" -B "$tmp/cmake" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$tmp/cmake" >/dev/null
-ldd "$tmp/cmake/consumer" | grep -qE "libzklock.so.0 => (/usr)?/lib/" || fail "the CMake consumer does not use the installed libzklock.so.0"
+out_has "libzklock\.so\.0 => (/usr)?/lib/" ldd "$tmp/cmake/consumer" || fail "the CMake consumer does not use the installed libzklock.so.0"
 "$tmp/cmake/consumer"
 # ... and pkg-config
 g++ -std=c++20 $(pkg-config --cflags zklock) "$root/test/consume/main.cpp" -o "$tmp/pc" $(pkg-config --libs zklock)
 "$tmp/pc"
 g++ -std=c++20 $(pkg-config --cflags zklock) "$root/test/consume/main.cpp" -o "$tmp/pc-static" \
   -Wl,-Bstatic -lzklock -Wl,-Bdynamic $(pkg-config --libs --static zklock | sed 's/-lzklock\b//')
-ldd "$tmp/pc-static" | grep -q libzklock && fail "the static pkg-config consumer links libzklock.so"
+out_has libzklock ldd "$tmp/pc-static" && fail "the static pkg-config consumer links libzklock.so"
 "$tmp/pc-static"
 # zklock run, from the PATH
 path=/zklock-test/package-$$
 out=$(zklock run "$path" -- sh -c 'echo "token $ZKLOCK_FENCING_TOKEN"')
-echo "$out" | grep -q "^token [0-9]" || fail "zklock run did not run its command: $out"
+grep -q "^token [0-9]" <<<"$out" || fail "zklock run did not run its command: $out"
 left=$(zklock list --json "$path")
 [ "$left" = "[]" ] || fail "zklock run left a lock node: $left"
 echo "zklock run: $out"
