@@ -3,6 +3,7 @@
 #include <zklock/path.hpp>
 
 #include "detail/held_lock.hpp"
+#include "detail/lease_grant.hpp"
 #include "detail/protocol.hpp"
 #include "detail/session_impl.hpp"
 
@@ -178,29 +179,10 @@ private:
         }
     }
 
-    /// Before a grant under the lease policy: ZOK if the lease has two heartbeat periods left
-    /// (session_impl::lease_too_short_to_grant), renewing it first if not (a waiter whose session
-    /// held nothing sent no heartbeats, and reads renew nothing: session_impl::renew_lease, a
-    /// write; a grant on the last milliseconds of a lease was reported lost before its first
-    /// heartbeat went out). ZOPERATIONTIMEOUT if the renewal's reply still left it short (ask
-    /// again); else the renewal's error.
+    /// Before a grant under the lease policy: detail::lease_for_grant (ZOK, ZOPERATIONTIMEOUT to
+    /// ask again, or the renewal's error).
     asio::awaitable<int> lease_fresh() {
-        auto policy = s_->policy_for(req_.loss);
-        if (policy.type() != loss_policy::kind::lease) co_return ZOK;
-        // (the headroom is sought a few times only: with round trips near T/4 it may never come,
-        // and a grant that its lease does not yet vouch for is never given)
-        const double f = policy.lease_fraction();
-        auto too_short = [&] { return headroom_tries_ < 3 ? s_->lease_too_short_to_grant(f) : s_->lease_lapsed(f); };
-        if (!too_short()) co_return ZOK;
-        auto r = co_await s_->async_renew_lease(use_awaitable);
-        if (r.rc != ZOK) co_return r.rc;
-        if (!too_short()) co_return ZOK;
-        ++headroom_tries_;
-        // Still not vouched for: its evidence needs answered sends T/4 older than a commit (the
-        // session's touches make that rare). Not a busy loop of writes: a pause first.
-        asio::steady_timer pause(s_->strand(), s_->negotiated_timeout() / 20);
-        co_await pause.async_wait(asio::as_tuple(use_awaitable));
-        co_return ZOPERATIONTIMEOUT;
+        co_return co_await lease_for_grant(*s_, s_->policy_for(req_.loss), headroom_until_);
     }
     /// lease_fresh until it holds, waiting for the connection in between. False (my_node_
     /// abandoned, the acquire completed) if it must stop.
@@ -585,7 +567,7 @@ private:
     bool recheck_ = false;
     bool pred_deleted_ = false; // the watch that woke us was the predecessor's deletion
     bool semaphore_checked_ = false; // check_no_semaphore passed on a listing made after our create
-    int headroom_tries_ = 0;          // lease_fresh: renewals that found the lease too short to grant
+    lease_ns headroom_until_ = 0;     // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
     error_code fatal_;
     bool session_ended_ = false; // expired (for whatever end_reason) or closed: its nodes are not ours to delete
 };

@@ -4,6 +4,7 @@
 #include <zklock/semaphore.hpp>
 
 #include "detail/held_lock.hpp"
+#include "detail/lease_grant.hpp"
 #include "detail/protocol.hpp"
 #include "detail/session_impl.hpp"
 
@@ -215,7 +216,7 @@ private:
 
         // 3. wait while more than N leases exist (only the internal lock's holder waits)
         bool restart = false;
-        int headroom_tries = 0; // renewals that found the lease too short to grant
+        lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
         while (!restart) {
             if (op.stop()) co_return co_await op.finish(op.reason());
             if (op.internal_lost_ || op.internal_.is_lost()) {
@@ -257,24 +258,14 @@ private:
             if (count <= static_cast<std::size_t>(op.n_)) {
                 s.drop_watch(wid);
                 if (op.stop()) co_return co_await op.finish(op.reason());
-                // The lease must vouch for the session at the grant: reads renew nothing, so
-                // after a long wait a sync renews it first (see the mutex).
-                auto policy = s.options().loss;
-                // (a lease with two heartbeat periods left, three renewals at most: as the mutex's lease_fresh asks)
-                auto too_short = [&] {
-                    return headroom_tries < 3 ? s.lease_too_short_to_grant(policy.lease_fraction())
-                                              : s.lease_lapsed(policy.lease_fraction());
-                };
-                if (policy.type() == loss_policy::kind::lease && too_short()) {
-                    auto y = co_await s.async_renew_lease(use_awaitable);
-                    if (y.rc != ZOK || too_short()) { // list again, after a pause
-                        ++headroom_tries;
-                        asio::steady_timer pause(s.strand(), s.negotiated_timeout() / 20);
-                        co_await pause.async_wait(asio::as_tuple(use_awaitable));
-                        continue;
-                    }
-                    if (op.stop()) co_return co_await op.finish(op.reason());
+                // The lease must vouch for the session at the grant, with room for the first
+                // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
+                const int rc = co_await lease_for_grant(s, s.options().loss, headroom_until);
+                if (rc != ZOK) {
+                    if (rc != ZOPERATIONTIMEOUT && rc != ZCONNECTIONLOSS) co_return co_await op.finish(op.fail_code(rc));
+                    continue; // list again (after a reconnect, if the connection went)
                 }
+                if (op.stop()) co_return co_await op.finish(op.reason());
                 auto h = std::make_shared<held_lock>(op.s_, op.lease_node_, *parse_sequence(mine.substr(mine.size() - 10)),
                                                      c.stat.czxid, s.session_id());
                 h->start();

@@ -78,6 +78,7 @@ struct c_op {
     bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
     vouch renews = vouch::touch;   // what a successful reply proves (the lease: see proves_commit)
     lease_ns sent = 0;             // when the request was handed to the C client (lease_clock)
+    bool heartbeat = false;        // a lease heartbeat (not counted by zk_handle::write_in_flight)
     std::unique_ptr<multi_buffers> multi; // multi: what the C client writes the results into
 };
 
@@ -392,6 +393,7 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
         inflight_.insert(op);
         rc = call(zh_, op);
         if (rc != ZOK) inflight_.erase(op);
+        else if (op->renews == vouch::commit && !op->heartbeat) ++writes_in_flight_;
         if (was_connected && zoo_state(zh_) == 999 /* ZOO_NOTCONNECTED_STATE */)
             log_line("zklock: a send failed and the C client dropped its connection; it reconnects, and the "
                      "requests in flight end as on a connection loss");
@@ -406,7 +408,7 @@ int zk_handle::submit(c_op* op, bool, F&& call) {
         }
         corked = corked_fd_ >= 0;
         lease->saw_state(op->sent, zoo_state(zh_) == ZOO_CONNECTED_STATE); // (sent: read before the state)
-        if (rc == ZOK) lease->note_send(op->sent);
+        if (rc == ZOK) lease->note_send(op->sent, op->renews == vouch::commit);
     }
     // The request is in the socket (corked) if it took it; the next drive sends it, and what is
     // left (a full socket buffer, no connection yet, a send that failed and closed the socket).
@@ -478,7 +480,14 @@ std::string zk_handle::attempts() const {
 
 bool zk_handle::take(c_op* op) {
     std::lock_guard lk(client_lock());
-    return inflight_.erase(op) == 1;
+    if (inflight_.erase(op) != 1) return false;
+    if (op->renews == vouch::commit && !op->heartbeat) --writes_in_flight_;
+    return true;
+}
+
+bool zk_handle::write_in_flight() const {
+    std::lock_guard lk(client_lock());
+    return writes_in_flight_ > 0;
 }
 
 bool zk_handle::read_replies() {
@@ -696,6 +705,7 @@ void zk_handle::close() {
             zh_ = nullptr;
         }
         rest.swap(inflight_);
+        writes_in_flight_ = 0;
     }
     for (c_op* op : rest) {
         op->res.rc = ZCLOSING;
@@ -779,6 +789,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.watch_events = n_watch.load();
     s.heartbeats = n_heartbeat.load();
     s.lease_renewals = n_renewal.load();
+    s.slowest_write = std::chrono::microseconds(lease_->slowest_commit() / 1000);
     s.touches = n_touch.load();
     s.multis = n_multi.load();
     s.watch_removals = n_unwatch.load();
@@ -1350,10 +1361,17 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
     lease_->set_watch_fraction(*lease_fractions_.begin());
     const auto id = next_id_++;
     held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone)});
-    // The first lock: heartbeats from now on (the touches' period until now was longer). The
-    // first one at once if the lease has less than two periods left (slow replies): it would
-    // otherwise lapse before the first heartbeat's reply could renew it.
-    if (first) arm_heartbeat(lease_lapsed(fraction - std::min(2 * session_lease::heartbeat, fraction)), true);
+    // The first lock: heartbeats from now on, the first one a period after the lease's reference
+    // point (at once if that has passed), as in the steady state: its reply then comes while the
+    // lease still runs whenever the steady state's would (session_lease::first_heartbeat_at).
+    // (Or a period after the last write, if sooner: a grant at a slow reply, see send_heartbeat.)
+    if (first && state() == session_state::connected && lease_->timeout() > 0) {
+        const lease_ns now = lease_clock::now();
+        const lease_ns at = std::min(lease_->first_heartbeat_at(now),
+                                     session_lease::next_heartbeat_at(lease_->last_commit_send(), now, lease_->timeout()));
+        if (at <= now) arm_heartbeat(true, true);
+        else schedule_heartbeat(at);
+    }
     arm_lease_timer();
     return id;
 }
@@ -1434,8 +1452,21 @@ void session_impl::arm_heartbeat(bool now, bool restart) {
     if (t <= 0 || state() == session_state::closed) return;
     if (now && state() == session_state::connected) send_heartbeat();
     if (heartbeat_armed_ && !now && !restart) return;
+    // Holding: every period. Holding nothing: a touch a period after the last send, whatever it
+    // was, so that the session's sends stay at most a period apart (session_lease::next_touch_at);
+    // and while a write is in flight (an acquire's create, a renewal: a grant may come at its
+    // reply), a heartbeat a period after the last write (session_lease::next_heartbeat_at).
+    const lease_ns now_t = lease_clock::now();
+    if (!held_.empty()) return schedule_heartbeat(now_t + session_lease::heartbeat_interval(t));
+    lease_ns at = session_lease::next_touch_at(lease_->last_send(), now_t, t);
+    if (handle_ && handle_->write_in_flight())
+        at = std::min(at, session_lease::next_heartbeat_at(lease_->last_commit_send(), now_t, t));
+    schedule_heartbeat(at);
+}
+
+void session_impl::schedule_heartbeat(lease_ns at) {
     heartbeat_armed_ = true;
-    heartbeat_timer_.expires_after(std::chrono::nanoseconds(session_lease::heartbeat_interval(t)));
+    heartbeat_timer_.expires_at(at);
     heartbeat_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
         auto s = w.lock();
@@ -1449,13 +1480,25 @@ void session_impl::arm_heartbeat(bool now, bool restart) {
 void session_impl::send_heartbeat() {
     if (!handle_ || heartbeats_in_flight_ >= 8) return;
     auto w = weak_from_this();
+    if (held_.empty() && handle_->write_in_flight() &&
+        lease_clock::now() - lease_->last_commit_send() >= session_lease::heartbeat_interval(lease_->timeout())) {
+        // Nothing held, but a write has been in flight for a period (a slow reply to an acquire's
+        // create or renewal, at which a grant may come): a heartbeat, as if a lock were held, so
+        // that the lease does not wait a round trip after that grant for its next commit
+        // (docs/lease.md, "Liveness"). A multi holding one check of "/", as renew_lease sends.
+        ++heartbeats_in_flight_;
+        multi(transaction{}.check("/", -1).ops(), zk_handler([w](zk_result) {
+            if (auto s = w.lock()) --s->heartbeats_in_flight_;
+        }), n_heartbeat);
+        return;
+    }
     if (held_.empty()) {
         // Nothing held: a touch, only when nothing else was sent for a period, so that the
-        // session's sends stay at most touch_spacing x T apart (session_lease, evidence (b)):
-        // a later grant is then vouched for at once. A read: the server the session is connected
-        // to answers it, and the C client sends no pings of its own while these go.
-        const auto period = session_lease::heartbeat_interval(lease_->timeout());
-        if (lease_clock::now() - lease_->last_send() < period) return;
+        // session's sends stay at most a period apart (session_lease::next_touch_at): a later
+        // grant's commit then finds evidence (b) as a heartbeat does. A read: the server the
+        // session is connected to answers it, and the C client sends no pings of its own while
+        // these go (the C client's pings, every T/3, are too sparse and cannot be seen).
+        if (!session_lease::touch_due(lease_->last_send(), lease_clock::now(), lease_->timeout())) return;
         ++heartbeats_in_flight_;
         zk_handler h([w](zk_result) {
             if (auto s = w.lock()) --s->heartbeats_in_flight_;
@@ -1497,6 +1540,7 @@ template <class F>
 void session_impl::submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter) {
     auto* op = new c_op;
     op->h.emplace(std::move(h));
+    op->heartbeat = &counter == &n_heartbeat;
     counter.fetch_add(1, std::memory_order_relaxed);
     int rc = handle_ ? handle_->submit(op, true, std::forward<F>(call)) : ZINVALIDSTATE;
     if (rc != ZOK) {

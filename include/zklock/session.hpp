@@ -94,12 +94,17 @@ struct session_statistics {
     std::uint64_t exists = 0;
     std::uint64_t set_data = 0;
     std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
-    /// Lease heartbeats sent while a lock was held: a multi that checks every held node, every
-    /// T/10 (see loss_policy::lease).
+    /// Lease heartbeats: while a lock is held, a multi that checks every held node, every T/10
+    /// (see loss_policy::lease); while nothing is held, a multi checking "/" T/10 after a write
+    /// that is still unanswered (a grant may come at its reply).
     std::uint64_t heartbeats = 0;
-    /// Reads of "/" sent while nothing was held, when the session had sent nothing for T/10:
-    /// they keep the lease's evidence dense enough for a grant to be vouched for at once.
+    /// Reads of "/" sent while nothing was held, T/10 after the session's last request: they
+    /// keep the lease's evidence dense enough for a grant to be vouched for at once.
     std::uint64_t touches = 0;
+    /// The longest a successful write (a create, a delete, a heartbeat...) took from its send to
+    /// its reply, over the session's life. The lease's liveness premise: under (f - 0.1) T, a
+    /// held lock is never reported lost by its own slowness (docs/lease.md, "Liveness").
+    std::chrono::microseconds slowest_write{0};
     /// Renewals an acquire sent before its grant because the lease had lapsed (a multi holding
     /// one check of "/", committed by a quorum; see loss_policy::lease).
     std::uint64_t lease_renewals = 0;

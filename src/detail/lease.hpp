@@ -97,10 +97,6 @@ public:
     /// The earliest expiry after the reference point, as a fraction of T: the margin is this
     /// less the lease fraction, in every fault case of the derivation.
     static constexpr double expiry_after_reference = 1.0 - reference_offset;
-    /// While connected, the session sends a read whenever it has sent nothing for this long
-    /// (fraction of T): evidence (b) needs requests at most this far apart (the C client's own
-    /// pings, every T/3, are too sparse and cannot be seen).
-    static constexpr double touch_spacing = 0.2;
 
     session_lease() { gaps_.reserve(max_gaps); }
 
@@ -152,6 +148,8 @@ public:
         if (!connection_) return false;
         bool gap = false;
         if (commit) {
+            if (now - sent > slowest_commit_.load(std::memory_order_relaxed))
+                slowest_commit_.store(now - sent, std::memory_order_relaxed);
             lease_ns cand = 0;
             if (!committed_here_) {
                 committed_here_ = true;
@@ -179,13 +177,20 @@ public:
         return gap;
     }
 
-    /// A request was handed to the C client at `t` (strand).
-    void note_send(lease_ns t) noexcept { last_send_.store(t, std::memory_order_relaxed); }
+    /// A request was handed to the C client at `t` (strand); `commit`: a write (vouch::commit).
+    void note_send(lease_ns t, bool commit) noexcept {
+        last_send_.store(t, std::memory_order_relaxed);
+        if (commit) last_commit_send_.store(t, std::memory_order_relaxed);
+    }
 
     // ---- reads (any thread) ----
 
     /// When the session last handed a request to the C client.
     lease_ns last_send() const noexcept { return last_send_.load(std::memory_order_relaxed); }
+    /// The longest time from a commit's send to its reply, over the session's life (ns).
+    lease_ns slowest_commit() const noexcept { return slowest_commit_.load(std::memory_order_relaxed); }
+    /// When the session last handed a write to the C client.
+    lease_ns last_commit_send() const noexcept { return last_commit_send_.load(std::memory_order_relaxed); }
 
     /// The vouched time v (0: nothing vouches for the session).
     lease_ns vouched() const noexcept { return vouched_.load(std::memory_order_acquire); }
@@ -232,6 +237,38 @@ public:
     static constexpr lease_ns heartbeat_interval(lease_ns timeout) noexcept {
         return static_cast<lease_ns>(heartbeat * static_cast<double>(timeout));
     }
+    /// Whether a session that holds nothing should touch at `now`: it has sent nothing for a
+    /// heartbeat period (the timer fires exactly then: next_touch_at).
+    static constexpr bool touch_due(lease_ns last_send, lease_ns now, lease_ns timeout) noexcept {
+        return now - last_send >= heartbeat_interval(timeout);
+    }
+    /// When a session that holds nothing touches next: a period after its last send, so that its
+    /// sends stay at most a period apart, as a holder's heartbeats are (docs/lease.md, "Liveness":
+    /// a commit at k then finds a send to credit in [k - reference_offset T, k - ping_bound T]).
+    /// A period from `now` if that moment has passed (no send went out: nothing to space).
+    static constexpr lease_ns next_touch_at(lease_ns last_send, lease_ns now, lease_ns timeout) noexcept {
+        const lease_ns p = heartbeat_interval(timeout);
+        return last_send + p > now ? last_send + p : now + p;
+    }
+    /// When a heartbeat should follow up a write sent at `last_commit` that is still in flight:
+    /// a period after it (a grant may come at its reply, and the lease must not then wait a round
+    /// trip for its next commit: docs/lease.md, "Liveness"). A period from `now` if that passed.
+    static constexpr lease_ns next_heartbeat_at(lease_ns last_commit, lease_ns now, lease_ns timeout) noexcept {
+        const lease_ns p = heartbeat_interval(timeout);
+        return last_commit + p > now ? last_commit + p : now + p;
+    }
+    /// When the first heartbeat after a grant is due: a period after the lease's reference point
+    /// v + reference_offset T, which the steady state keeps at or after the last heartbeat's
+    /// send; between `now` and a period from now. Its reply then comes before the deadline
+    /// (reference point + f T) whenever a steady heartbeat's would.
+    lease_ns first_heartbeat_at(lease_ns now) const noexcept {
+        const lease_ns v = vouched(), t = timeout();
+        if (v == 0 || t <= 0) return now;
+        const lease_ns p = heartbeat_interval(t);
+        const lease_ns at = v + static_cast<lease_ns>(reference_offset * static_cast<double>(t)) + p;
+        return std::clamp(at, now, now + p);
+    }
+
     /// The guaranteed margin between the loss signal and the earliest expiry, as a fraction of
     /// T, less the network's one-way delays (docs/lease.md): the same in every fault case.
     static constexpr double guaranteed_margin(double fraction) noexcept { return expiry_after_reference - fraction; }
@@ -286,6 +323,8 @@ private:
     std::atomic<lease_ns> timeout_{0};
     std::atomic<double> watch_fraction_{0};
     std::atomic<lease_ns> last_send_{0};
+    std::atomic<lease_ns> last_commit_send_{0};
+    std::atomic<lease_ns> slowest_commit_{0};
     // strand only:
     lease_ns next_hs_ = 0;             // a lower bound on the next connection's handshake send
     lease_ns last_seen_connected_ = 0; // the last time the state was read as connected

@@ -106,6 +106,9 @@ public:
     void close();
     /// Called by a C completion: true if `op` was still registered (caller owns it now).
     bool take(c_op* op);
+    /// True while a write (vouch::commit) other than a lease heartbeat, handed to the C client,
+    /// has not completed: a grant may come at its reply. Any thread.
+    bool write_in_flight() const;
     /// zoo_set_servers: the C client moves to the new list (addresses, no chroot).
     void set_servers(const std::string& hosts);
     /// The session id and negotiated timeout, unless closed.
@@ -138,6 +141,7 @@ private:
     zhandle_t* zh_ = nullptr; // under the client lock
     bool closed_ = false;     // under the client lock
     std::unordered_set<c_op*> inflight_; // under the client lock
+    int writes_in_flight_ = 0;           // under the client lock: those of inflight_ that are writes, not heartbeats
     int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
     /// Under the client lock: server -> what its last failed connection attempt got.
     std::vector<std::pair<std::string, std::string>> attempts_;
@@ -404,9 +408,12 @@ private:
     void abandon_attempt(error_code why);
     void arm_lease_timer();
     void on_lease_timer();
-    /// (strand) Sends a heartbeat now (`now`), and arms the next one T/10 later unless one is
-    /// armed already (`restart`: re-arm it anyway).
+    /// (strand) Sends a heartbeat (or a touch) now (`now`), and arms the next one unless one is
+    /// armed already (`restart`: re-arm it anyway): T/10 later while a lock is held, else T/10
+    /// after the last send.
     void arm_heartbeat(bool now, bool restart = false);
+    /// (strand) Arms the heartbeat timer for `at` (lease_clock).
+    void schedule_heartbeat(lease_ns at);
     void send_heartbeat();
     void fire_lapse_waiters(bool all);
     void enter_closed();
@@ -449,7 +456,7 @@ private:
     asio::steady_timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
     boot_timer lease_timer_;     // fires at the earliest lease deadline in use
-    boot_timer heartbeat_timer_; // every T/10 while connected: a heartbeat or a touch
+    boot_timer heartbeat_timer_; // while connected: a heartbeat every T/10, or a touch T/10 after the last send
     std::multiset<double> lease_fractions_;
     struct held_node {
         double fraction;

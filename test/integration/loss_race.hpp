@@ -50,13 +50,16 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     // (five heartbeats: the lease's steady state, vouched for by heartbeats rather than the
     // connection's handshake; the phase is counted from the last one)
     auto n = a.statistics().heartbeats;
+    const auto beats_from = clk::now();
     co_await eventually([&] { return a.statistics().heartbeats >= n + 5 || st->lost_at != clk::time_point{}; }, 10000ms);
     {
         const auto sa = a.statistics();
         const auto ma_ = a.metrics();
         EXPECT_GE(sa.heartbeats, n + 5)
-            << "no heartbeats while holding a lock: " << sa.heartbeats - n << " in 10 s (" << sa.heartbeats
-            << " in all), touches " << sa.touches << ", state " << static_cast<int>(a.state()) << ", reconnects "
+            << "too few heartbeats while holding a lock: " << sa.heartbeats - n << " in "
+            << std::chrono::duration<double>(clk::now() - beats_from).count() << " s (" << sa.heartbeats
+            << " in all), touches " << sa.touches << ", slowest write " << sa.slowest_write.count() / 1000
+            << " ms, state " << static_cast<int>(a.state()) << ", reconnects "
             << ma_.reconnects << ", lost " << (st->lost_at != clk::time_point{}) << " (" << st->why.message() << ")";
     }
     // (a loss before the fault makes every margin below meaningless: a failure of its own)
