@@ -1346,7 +1346,7 @@ bool session_impl::lease_lapsed(double fraction) const noexcept {
 }
 
 bool session_impl::lease_too_short_to_grant(double fraction) const noexcept {
-    return lease_lapsed(fraction - std::min(2 * session_lease::heartbeat, fraction / 2));
+    return lease_->too_short_to_grant(lease_clock::now(), fraction);
 }
 
 bool session_impl::lease_lapsed_since(lease_ns since, double fraction) const noexcept {
@@ -1361,14 +1361,12 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
     lease_->set_watch_fraction(*lease_fractions_.begin());
     const auto id = next_id_++;
     held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone)});
-    // The first lock: heartbeats from now on, the first one a period after the lease's reference
-    // point (at once if that has passed), as in the steady state: its reply then comes while the
-    // lease still runs whenever the steady state's would (session_lease::first_heartbeat_at).
-    // (Or a period after the last write, if sooner: a grant at a slow reply, see send_heartbeat.)
+    // The first lock: heartbeats from now on, the first one when a steady one would be due (at
+    // once if that has passed): its reply then comes while the lease still runs whenever the
+    // steady state's would (session_lease::first_heartbeat_at).
     if (first && state() == session_state::connected && lease_->timeout() > 0) {
         const lease_ns now = lease_clock::now();
-        const lease_ns at = std::min(lease_->first_heartbeat_at(now),
-                                     session_lease::next_heartbeat_at(lease_->last_commit_send(), now, lease_->timeout()));
+        const lease_ns at = lease_->first_heartbeat_at(now, lease_->last_commit_send());
         if (at <= now) arm_heartbeat(true, true);
         else schedule_heartbeat(at);
     }
@@ -1602,12 +1600,17 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
         return post_result(strand_, lost);
     }
     auto* op = new c_op;
-    if (faults.lose_create_replies.load(std::memory_order_relaxed) > 0) {
+    if (faults.lose_create_replies.load(std::memory_order_relaxed) > 0 ||
+        faults.lose_list_replies.load(std::memory_order_relaxed) > 0) {
         // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
         op->h.emplace([this, h = std::move(h)](zk_result r) mutable {
-            if (r.rc == ZOK && faults.lose_create_replies.fetch_sub(1) > 0) {
+            if (r.rc == ZOK && fault_injection::take(faults.lose_create_replies)) {
                 r.rc = ZCONNECTIONLOSS;
                 r.list_rc = ZCONNECTIONLOSS;
+            } else if (r.rc == ZOK && fault_injection::take(faults.lose_list_replies)) {
+                r.list_rc = ZCONNECTIONLOSS;
+                r.children.clear();
+                r.cversion.reset();
             }
             std::move(h)(std::move(r));
         });

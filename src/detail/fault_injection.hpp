@@ -14,6 +14,11 @@ struct fault_injection {
     /// The next N successful creates of create_and_list report ZCONNECTIONLOSS instead, as if
     /// the reply had been lost after the server applied the create.
     std::atomic<int> lose_create_replies{0};
+    /// The next N successful creates of create_and_list have their listing report
+    /// ZCONNECTIONLOSS, as if the create's reply had come and the connection had then dropped
+    /// before the listing's: the two replies split across a connection loss. (The connection
+    /// itself stays up: what the recipes see is the same.)
+    std::atomic<int> lose_list_replies{0};
     /// The next N requests of the guaranteed deletes (delete_in_background) are not sent and
     /// complete with cleanup_error_rc instead (ZMARSHALLINGERROR, ZOPERATIONTIMEOUT, ...).
     std::atomic<int> cleanup_errors{0};

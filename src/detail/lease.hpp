@@ -109,6 +109,7 @@ public:
         last_seen_connected_ = 0;
         seen_connected_ = false;
         connection_ = false;
+        first_answered_send_.store(0, std::memory_order_relaxed);
         ring_size_ = 0;
         std::lock_guard lk(gaps_mu_);
         gaps_.clear();
@@ -136,6 +137,7 @@ public:
         if (old != 0 && timeout > old && v != 0) vouched_.store(v - (timeout - old), std::memory_order_release);
         timeout_.store(timeout, std::memory_order_relaxed);
         hs_ = seen_connected_ ? last_seen_connected_ : next_hs_;
+        first_answered_send_.store(0, std::memory_order_relaxed);
         connection_ = true;
         committed_here_ = false;
         ring_size_ = 0;
@@ -146,6 +148,8 @@ public:
     /// see lapse_since).
     bool on_reply(lease_ns sent, bool commit, lease_ns now) noexcept {
         if (!connection_) return false;
+        if (first_answered_send_.load(std::memory_order_relaxed) == 0)
+            first_answered_send_.store(sent, std::memory_order_relaxed);
         bool gap = false;
         if (commit) {
             if (now - sent > slowest_commit_.load(std::memory_order_relaxed))
@@ -257,16 +261,44 @@ public:
         const lease_ns p = heartbeat_interval(timeout);
         return last_commit + p > now ? last_commit + p : now + p;
     }
-    /// When the first heartbeat after a grant is due: a period after the lease's reference point
-    /// v + reference_offset T, which the steady state keeps at or after the last heartbeat's
-    /// send; between `now` and a period from now. Its reply then comes before the deadline
-    /// (reference point + f T) whenever a steady heartbeat's would.
-    lease_ns first_heartbeat_at(lease_ns now) const noexcept {
+    /// The earliest moment a commit can vouch for anything sent on the current connection: T/4
+    /// after its first answered send (evidence (b)); until then only the handshake's bound
+    /// vouches, which can lie far back (a slow TLS handshake, servers tried in turn). T/4 from
+    /// `now` if nothing on it was answered yet.
+    lease_ns renewable_from(lease_ns now) const noexcept {
+        const lease_ns s0 = first_answered_send_.load(std::memory_order_relaxed);
+        const auto q = static_cast<lease_ns>(ping_bound * static_cast<double>(timeout()));
+        return s0 == 0 ? now + q : s0 + q;
+    }
+    /// The liveness premise as a fraction of T: round trips shorter than this keep a held lock
+    /// that nothing threatens (docs/lease.md, "Liveness"): a heartbeat a period after the last
+    /// one is answered before the deadline, f T - T/64 after the last one's send.
+    static constexpr double liveness_bound(double fraction) noexcept { return fraction - heartbeat - 1.0 / 64; }
+    /// True if a lock granted now under `fraction` would likely be lost by the session's own
+    /// slowness (docs/lease.md, "Liveness"). Once heartbeats can renew the lease (renewable_from
+    /// has passed), it must not lapse within two heartbeat periods, at most fraction / 2: the
+    /// first heartbeat then goes at the steady state's time. Before that (right after a
+    /// connection), the first heartbeat can only go at renewable_from, and its reply must come
+    /// before the deadline under the premise: the lease must run liveness_bound past it.
+    bool too_short_to_grant(lease_ns now, double fraction) const noexcept {
+        const lease_ns v = vouched(), t = timeout();
+        if (v == 0 || t <= 0) return true;
+        const lease_ns from = renewable_from(now);
+        const double room = from > now ? liveness_bound(fraction) : std::min(2 * heartbeat, fraction / 2);
+        return deadline(v, t, fraction) < std::max(now, from) + static_cast<lease_ns>(room * static_cast<double>(t));
+    }
+    /// When the first heartbeat after a grant is due: a period after the lease's reference
+    /// point v + reference_offset T (which the steady state keeps at or after the last
+    /// heartbeat's send), or a period after the last write (`last_commit`, see
+    /// next_heartbeat_at) if sooner, between `now` and a period from now; but not before
+    /// renewable_from, as a heartbeat sent earlier could vouch for nothing newer than v. Its
+    /// reply then comes before the deadline whenever a steady heartbeat's would.
+    lease_ns first_heartbeat_at(lease_ns now, lease_ns last_commit) const noexcept {
         const lease_ns v = vouched(), t = timeout();
         if (v == 0 || t <= 0) return now;
         const lease_ns p = heartbeat_interval(t);
-        const lease_ns at = v + static_cast<lease_ns>(reference_offset * static_cast<double>(t)) + p;
-        return std::clamp(at, now, now + p);
+        const lease_ns steady = std::clamp(v + static_cast<lease_ns>(reference_offset * static_cast<double>(t)) + p, now, now + p);
+        return std::max(std::min(steady, next_heartbeat_at(last_commit, now, t)), renewable_from(now));
     }
 
     /// The guaranteed margin between the loss signal and the earliest expiry, as a fraction of
@@ -325,6 +357,7 @@ private:
     std::atomic<lease_ns> last_send_{0};
     std::atomic<lease_ns> last_commit_send_{0};
     std::atomic<lease_ns> slowest_commit_{0};
+    std::atomic<lease_ns> first_answered_send_{0}; // on the current connection (0: none yet)
     // strand only:
     lease_ns next_hs_ = 0;             // a lower bound on the next connection's handshake send
     lease_ns last_seen_connected_ = 0; // the last time the state was read as connected

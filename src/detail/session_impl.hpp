@@ -199,9 +199,10 @@ public:
     /// the leader (see loss_policy).
     bool lease_lapsed(double fraction) const noexcept;
     /// True if a grant now would likely be lost before its first heartbeats could renew it:
-    /// lapsed, or lapsing within two heartbeat periods (at most half the fraction). A grant
-    /// waits (a few renewals at most) for a lease with that much left: slow replies can leave it
-    /// a few milliseconds, and a heartbeat's reply credits only sends T/4 older than itself.
+    /// session_lease::too_short_to_grant (two heartbeat periods, at most half the fraction, from
+    /// when heartbeats can first renew it). A grant seeks such a lease by renewing, for T/2 at
+    /// most (lease_for_grant): slow replies can leave it a few milliseconds, and right after a
+    /// connection nothing can be vouched for before T/4.
     bool lease_too_short_to_grant(double fraction) const noexcept;
     /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
     /// now, or lapsed at some time after `since` that a later renewal revealed (final).

@@ -607,3 +607,32 @@ TEST_F(Hardening, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnIts
         }
     });
 }
+
+TEST_F(Hardening, ASemaphoreWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
+    // The semaphore's lease create carries the path's listing (one path, one lock: no lock node
+    // may be there). Its reply lost after the create's (faults.lose_list_replies, the two replies
+    // split across a connection loss): the check is made on a new listing, and still refuses a
+    // path a mutex holds, leaving no lease.
+    run_test([&]() -> awaitable<void> {
+        auto path = mixed_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        zklock::semaphore sem(*b, path, 2);
+        const auto before = b->statistics();
+        b->impl()->faults.lose_list_replies = 1;
+        auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(ec, zklock::errc::path_used_by_lock) << ec.message();
+        EXPECT_GE(b->statistics().get_children - before.get_children, 2u) << "the lost listing was not made again";
+        co_await g.async_release(use_awaitable);
+        // and on a free path, granted after the fresh listing
+        b->impl()->faults.lose_list_replies = 1;
+        auto [ec2, lease2] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec2) << ec2.message();
+        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_TRUE(lease2.owns_lock());
+        co_await lease2.async_release(use_awaitable);
+    });
+}

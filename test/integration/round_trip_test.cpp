@@ -151,3 +151,75 @@ TEST_F(RoundTrip, ARevocationRequestOnThePredecessorIsNotADeletion) {
         co_await w->guard.async_release(use_awaitable);
     });
 }
+
+// The create and its listing ride in one flight (create_and_list). Their replies can split across
+// a connection loss: the create's comes, the listing's is lost. The fault (faults.lose_list_replies)
+// reports exactly that to the recipe. Each case: one create only (no second node), the children
+// listed again, the order, the cancellation and the leftovers as without the fault.
+
+TEST_F(RoundTrip, AFreeLockWhoseListingReplyIsLostIsGrantedAfterOneMoreListing) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect();
+        zklock::mutex m(*a, path);
+        auto warm = co_await m.async_acquire(use_awaitable); // (the parents exist: only the flight is measured)
+        co_await warm.async_release(use_awaitable);
+        const auto before = a->statistics();
+        a->impl()->faults.lose_list_replies = 1;
+        auto g = co_await m.async_acquire(use_awaitable);
+        const auto after = a->statistics();
+        EXPECT_EQ(a->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(after.creates - before.creates, 1u) << "a second create: the answered one was not kept";
+        EXPECT_EQ(after.get_children - before.get_children, 2u) << "the lost listing was not made again";
+        EXPECT_EQ(after.exists - before.exists, 0u) << "no recovery by guid is needed: the create's reply came";
+        auto kids = co_await children_of(*a, path);
+        CO_REQUIRE(kids.size() == 1u);
+        EXPECT_EQ(path + "/" + kids[0], g.node_path());
+        co_await g.async_release(use_awaitable);
+    });
+}
+
+TEST_F(RoundTrip, AWaiterWhoseListingReplyIsLostStillWaitsItsTurn) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        const auto before = b->statistics();
+        b->impl()->faults.lose_list_replies = 1;
+        auto w = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await eventually([&] { return b->statistics().get_data > before.get_data; }, 5000ms); // (its watch is armed)
+        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        co_await sleep_for(200ms);
+        EXPECT_FALSE(w->done) << "granted while the holder still held the lock";
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 2u);
+        co_await g.async_release(use_awaitable);
+        co_await eventually([&] { return w->done; }, 5000ms);
+        CO_REQUIRE(w->granted());
+        EXPECT_EQ(b->statistics().creates - before.creates, 1u);
+        co_await w->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(RoundTrip, ATimedOutAcquireWhoseListingReplyIsLostLeavesNoNode) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        b->impl()->faults.lose_list_replies = 1;
+        auto [ec, g2] = co_await mb.async_acquire_for(300ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
+        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        auto kids = co_await children_of(*a, path);
+        for (int i = 0; i < 100 && kids.size() != 1; ++i) { // (its delete is guaranteed, maybe not yet done)
+            co_await sleep_for(50ms);
+            kids = co_await children_of(*a, path);
+        }
+        CO_REQUIRE(kids.size() == 1u);
+        EXPECT_EQ(path + "/" + kids[0], g.node_path()) << "the timed-out waiter's node is still there";
+        co_await g.async_release(use_awaitable);
+    });
+}

@@ -187,7 +187,8 @@ enum class schedule {
                 ///< first heartbeat at once
     current,    ///< a touch a period after the last send (next_touch_at); while a write is in
                 ///< flight, a heartbeat a period after the last write (next_heartbeat_at); the
-                ///< grant seeks the headroom of s28 for T/2 (lease_grant_headroom_wait); the
+                ///< grant seeks the headroom of s28, counted from when heartbeats can first renew
+                ///< the lease (too_short_to_grant), for T/2 (lease_grant_headroom_wait); the
                 ///< first heartbeat at first_heartbeat_at, or a period after the last write if
                 ///< sooner
 };
@@ -206,7 +207,8 @@ enum class schedule {
 bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns create_delay, lease_ns connect_gap = 0) {
     const double f = loss_policy::default_lease_fraction;
     const lease_ns p = session_lease::heartbeat_interval(T);
-    auto l_owner = connected(0, connect_gap > 0 ? connect_gap : 1 * ms);
+    // (a session started at 1 ms: the handshake's bound, which vouches once a commit follows)
+    auto l_owner = connect_gap > 0 ? connected(1 * ms, connect_gap) : connected(0, 1 * ms);
     auto& l = *l_owner;
     struct req {
         lease_ns sent;
@@ -276,7 +278,8 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
     // (lease_for_grant: a renewal; if that left it short, a pause of T/20 and a new listing; s28
     // tried three times, now for half of T)
     const lease_ns seek_until = now + T / 2;
-    for (int tries = 0; l.lapsed(now, f - headroom) && (sch == schedule::current ? now < seek_until : tries < 3); ++tries) {
+    auto too_short = [&] { return sch == schedule::current ? l.too_short_to_grant(now, f) : l.lapsed(now, f - headroom); };
+    for (int tries = 0; too_short() && (sch == schedule::current ? now < seek_until : tries < 3); ++tries) {
         if (tries > 0) {
             run_until(now + T / 20);
             send(now, false);
@@ -295,9 +298,9 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
         else timer = now + p;
         break;
     case schedule::current: {
-        const lease_ns at = std::min(l.first_heartbeat_at(now), session_lease::next_heartbeat_at(last_commit, now, T));
+        const lease_ns at = l.first_heartbeat_at(now, last_commit);
         EXPECT_GE(at, now);
-        EXPECT_LE(at, now + p);
+        EXPECT_LE(at, std::max(now + p, l.renewable_from(now)));
         if (at <= now) fire(now);
         else timer = at;
         break;
