@@ -1,8 +1,26 @@
 # kazoo's Lock under the same workload as zklock_bench: one process (and session) per worker,
 # as kazoo is used in practice. Prints one JSON object like zklock_bench.
 #   /usr/bin/python3 kazoo_bench.py CONNECT WORKERS LOCKS HOLD_MS SECONDS
-import json, multiprocessing as mp, os, resource, sys, time
+import json, multiprocessing as mp, os, resource, socket, sys, time
 from kazoo.client import KazooClient
+
+def packets_received(connect):
+    """The server's count of packets received (4lw "mntr", zk_packets_received), None if unknown:
+    its change over the measured window, per cycle, is the requests per cycle as the server saw them."""
+    host, port = connect.split(",")[0].rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(b"mntr")
+            s.shutdown(socket.SHUT_WR)
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+        for line in out.decode().splitlines():
+            if line.startswith("zk_packets_received"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return None
 
 def worker(connect, path, hold_ms, start_at, end_at, q):
     zk = KazooClient(hosts=connect, timeout=10.0)
@@ -35,6 +53,10 @@ def main():
     ps = [mp.Process(target=worker, args=(connect, f"{base}/lock-{w % locks}", hold_ms, start_at, end_at, q)) for w in range(workers)]
     for p in ps:
         p.start()
+    time.sleep(max(0.0, start_at - time.monotonic()))
+    p0 = packets_received(connect)
+    time.sleep(max(0.0, end_at - time.monotonic()))
+    p1 = packets_received(connect)
     results = [q.get() for _ in ps]
     for p in ps:
         p.join()
@@ -53,7 +75,9 @@ def main():
     pct = lambda p: lat[min(n - 1, int(p * n))] if n else 0.0
     print(json.dumps({"impl": "kazoo", "workers": workers, "sessions": workers, "locks": locks, "hold_ms": hold_ms,
                       "cycles": n, "seconds": seconds, "cycles_per_s": n / seconds, "p50_us": pct(0.5), "p99_us": pct(0.99),
-                      "max_us": lat[-1] if n else 0.0, "requests_per_cycle": None,
+                      "max_us": lat[-1] if n else 0.0,
+                      "requests_per_cycle": round((p1 - p0) / n, 2) if n and p0 is not None and p1 is not None else None,
+                      "requests_counted_by": "server",
                       "cpu_us_per_cycle": cpu * 1e6 / n if n else 0.0, "peak_rss_kb": max(r[3] for r in results),
                       "overlaps": overlaps}))
 

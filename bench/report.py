@@ -1,18 +1,46 @@
 # Turns bench/compare's JSON lines into a markdown table with zklock/peer ratios and a gnuplot script.
-import collections, json, sys
+# A row measured several times (bench/compare --repeats) is reported by its median, with the
+# spread (min-max) of its cycles/s; overlaps are summed over the runs.
+import collections, json, statistics, sys
 
 src, md_path, outdir = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [json.loads(l) for l in open(src) if l.strip()]
+groups = collections.defaultdict(list)
 for r in rows:
-    if r["impl"].startswith("zklock-"):
-        r["workload"] = r["workload"]  # herd rows keep their own label
+    groups[(r["fsync"], r["workload"], r["impl"])].append(r)
+CONFIG = {"workers", "sessions", "locks", "hold_ms", "rep", "processes", "handoff"}
+
+def merge(rs):
+    m = dict(rs[0])
+    for k, v in rs[0].items():
+        if k in CONFIG or isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        vals = [x[k] for x in rs if isinstance(x.get(k), (int, float))]
+        if vals:
+            m[k] = sum(vals) if k == "overlaps" else statistics.median(vals)
+    for k in ("requests_per_cycle",):  # (null in some runs: the median of those that have it)
+        vals = [x[k] for x in rs if isinstance(x.get(k), (int, float))]
+        m[k] = statistics.median(vals) if vals else None
+    cps = [x["cycles_per_s"] for x in rs]
+    m["reps"], m["cps_min"], m["cps_max"] = len(rs), min(cps), max(cps)
+    return m
+
 by = collections.defaultdict(dict)
-for r in rows:
-    by[(r["fsync"], r["workload"])][r["impl"]] = r
+for (fs, wl, impl), rs in groups.items():
+    by[(fs, wl)][impl] = merge(rs)
 peers = ["curator", "kazoo", "raw-c"]
+reps = max((len(rs) for rs in groups.values()), default=1)
 
 def f(x, nd=0):
     return "-" if x is None else f"{x:,.{nd}f}"
+
+def cps_cell(r):
+    """cycles/s: the median, and the spread when there were several runs"""
+    if not r:
+        return "-"
+    if r.get("reps", 1) > 1:
+        return f"{f(r['cycles_per_s'])} ({f(r['cps_min'])}-{f(r['cps_max'])})"
+    return f(r["cycles_per_s"])
 
 lines = []
 for fs in ["no", "yes"]:
@@ -20,8 +48,11 @@ for fs in ["no", "yes"]:
     if not keys:
         continue
     lines.append(f"\n### forceSync={fs}\n")
+    if reps > 1:
+        lines.append(f"Medians of {reps} runs each, the runs in turn; cycles/s with their spread (min-max).\n")
     lines.append("| workload | zklock cycles/s | curator | kazoo | raw C | zklock/curator | zklock/kazoo | zklock/raw | "
-                 "p50 us zklock / curator | p99 us zklock / curator | CPU us/cycle zklock / curator | zklock req/cycle | overlaps |")
+                 "p50 us zklock / curator | p99 us zklock / curator | CPU us/cycle zklock / curator | "
+                 "requests/cycle zklock / curator / kazoo / raw C | overlaps |")
     lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     order = [k for k in sorted(keys, key=lambda k: [w["workload"] for w in rows].index(k[1]))]
     for k in order:
@@ -37,10 +68,11 @@ for fs in ["no", "yes"]:
         ratio = lambda p: None if not cps[p] else z["cycles_per_s"] / cps[p]
         c = d.get("curator", {})
         ov = sum(x.get("overlaps", 0) or 0 for x in d.values())
-        lines.append(f"| {k[1]} | {f(z['cycles_per_s'])} | {f(cps['curator'])} | {f(cps['kazoo'])} | {f(cps['raw-c'])} | "
+        rq = " / ".join(f(d.get(p, {}).get("requests_per_cycle"), 2) for p in ["zklock"] + peers)
+        lines.append(f"| {k[1]} | {cps_cell(z)} | {cps_cell(d.get('curator'))} | {cps_cell(d.get('kazoo'))} | {cps_cell(d.get('raw-c'))} | "
                      f"{f(ratio('curator'), 2)} | {f(ratio('kazoo'), 2)} | {f(ratio('raw-c'), 2)} | "
                      f"{f(z['p50_us'])} / {f(c.get('p50_us'))} | {f(z['p99_us'])} / {f(c.get('p99_us'))} | "
-                     f"{f(z['cpu_us_per_cycle'], 1)} / {f(c.get('cpu_us_per_cycle'), 1)} | {f(z['requests_per_cycle'], 2)} | {ov} |")
+                     f"{f(z['cpu_us_per_cycle'], 1)} / {f(c.get('cpu_us_per_cycle'), 1)} | {rq} | {ov} |")
     ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
     if ceil:
         lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
