@@ -189,8 +189,8 @@ enum class schedule {
                 ///< flight, a heartbeat a period after the last write (next_heartbeat_at); the
                 ///< grant seeks the headroom of s28, counted from when heartbeats can first renew
                 ///< the lease (too_short_to_grant), for T/2 (lease_grant_headroom_wait); the
-                ///< first heartbeat at first_heartbeat_at, or a period after the last write if
-                ///< sooner
+                ///< first heartbeat at first_heartbeat_at (the steady state's time, never before
+                ///< renewable_from)
 };
 
 /// A model of one free lock's acquire and hold, against the real session_lease and its schedule
