@@ -25,8 +25,8 @@
 #       between L and the others frozen, both ways) and the others are SIGKILLed and restarted at
 #       once, so they give L up at once and elect a new leader among themselves, while L keeps
 #       serving its clients and believes it leads until its syncLimit x tickTime runs out.
-#       Waits until the restarted servers serve (20 s at most); prints one line on stdout,
-#       NEW_LEADER=<id>, and its progress on stderr; fails if L does not lead, if no new leader
+#       Waits until the restarted servers serve (20 s at most); prints two lines on stdout,
+#       CUT_FROM=<realtime ns just before the cut> and NEW_LEADER=<id>, and its progress on stderr; fails if L does not lead, if no new leader
 #       serves within 20 s, or if they follow L. Needs --relay. `zk.sh thaw DIR` undoes the cut
 #       (L then rejoins as a follower).
 #   scripts/zk.sh stop  DIR          stops every server of DIR and removes DIR
@@ -344,6 +344,9 @@ case "$cmd" in
     # them, are accepted by the relay and held, and opened on the far side only at the thaw
     # (quorum_relay.py: a connection held open on the far side would block that server's
     # election listener for syncLimit x tickTime: seen, 6.8 s to a new leader instead of 2.3).
+    # (CUT_FROM: the realtime clock just before the cut, in ns, for a test that times from the
+    # fault itself rather than from the start of this command)
+    echo "CUT_FROM=$(date +%s%N)"
     freeze_pairs "$d" "${cut[@]}"
     say "links between server $l and servers ${others[*]} frozen"
     # 2. The others die at once, and start again at once. (They keep their data; a follower

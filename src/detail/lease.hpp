@@ -106,6 +106,7 @@ public:
     void start(lease_ns t) noexcept {
         vouched_.store(0, std::memory_order_release);
         next_hs_ = t;
+        started_at_.store(t, std::memory_order_relaxed);
         last_seen_connected_ = 0;
         seen_connected_ = false;
         connection_ = false;
@@ -128,7 +129,8 @@ public:
     }
     /// A connection was established with negotiated timeout `timeout` (ns); its handshake was
     /// sent no earlier than the bound saw_state kept. Replies that follow are this connection's.
-    void on_connected(lease_ns timeout) noexcept {
+    /// `now`: when the C client reported it (diagnostics only: inspect).
+    void on_connected(lease_ns timeout, lease_ns now = 0) noexcept {
         const lease_ns old = timeout_.load(std::memory_order_relaxed);
         const lease_ns v = vouched_.load(std::memory_order_relaxed);
         // A longer T than before: the old evidence was counted against the shorter one (the
@@ -137,6 +139,8 @@ public:
         if (old != 0 && timeout > old && v != 0) vouched_.store(v - (timeout - old), std::memory_order_release);
         timeout_.store(timeout, std::memory_order_relaxed);
         hs_ = seen_connected_ ? last_seen_connected_ : next_hs_;
+        hs_seen_.store(hs_, std::memory_order_relaxed);
+        connected_at_.store(now, std::memory_order_relaxed);
         first_answered_send_.store(0, std::memory_order_relaxed);
         connection_ = true;
         committed_here_ = false;
@@ -301,6 +305,16 @@ public:
         return std::max(std::min(steady, next_heartbeat_at(last_commit, now, t)), renewable_from(now));
     }
 
+    /// The lease's inputs at a glance, for diagnostics (a test's failure message, a log line).
+    struct view {
+        lease_ns started, connected, handshake_bound, first_answered_send, vouched, timeout;
+    };
+    view inspect() const noexcept {
+        return {started_at_.load(std::memory_order_relaxed), connected_at_.load(std::memory_order_relaxed),
+                hs_seen_.load(std::memory_order_relaxed), first_answered_send_.load(std::memory_order_relaxed),
+                vouched(), timeout()};
+    }
+
     /// The guaranteed margin between the loss signal and the earliest expiry, as a fraction of
     /// T, less the network's one-way delays (docs/lease.md): the same in every fault case.
     static constexpr double guaranteed_margin(double fraction) noexcept { return expiry_after_reference - fraction; }
@@ -358,6 +372,7 @@ private:
     std::atomic<lease_ns> last_commit_send_{0};
     std::atomic<lease_ns> slowest_commit_{0};
     std::atomic<lease_ns> first_answered_send_{0}; // on the current connection (0: none yet)
+    std::atomic<lease_ns> started_at_{0}, connected_at_{0}, hs_seen_{0}; // (inspect only)
     // strand only:
     lease_ns next_hs_ = 0;             // a lower bound on the next connection's handshake send
     lease_ns last_seen_connected_ = 0; // the last time the state was read as connected

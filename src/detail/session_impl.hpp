@@ -97,9 +97,13 @@ public:
     bool init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth);
     /// Starts driving the C client on the strand (the first zookeeper_interest connects).
     void start();
-    /// Registers `op` and runs `call(zh)` unless closed. Returns the synchronous code.
+    /// Registers `op` and runs `call(zh, op)` unless closed. Returns the synchronous code.
+    /// (Defined in detail/c_op.hpp: a thin wrapper over submit_call.)
     template <class F>
-    int submit(c_op* op, bool register_op, F&& call);
+    int submit(c_op* op, F&& call);
+    using request_call = int (*)(void* ctx, zhandle_t* zh, c_op* op);
+    /// submit's body: `call(ctx, zh, op)` runs the C client's request call.
+    int submit_call(c_op* op, request_call call, void* ctx);
     /// Ends the session at the server without waiting for its answer, frees the C handle, and
     /// completes every request still registered with ZCLOSING. Any thread; never blocks on the
     /// network (see close_without_waiting in the .cpp).
@@ -324,6 +328,8 @@ public:
     /// Same, for a node known only by the guid in its name (a create whose reply was lost).
     void delete_by_guid_in_background(std::string parent, std::string guid);
     std::size_t background_deletes() const noexcept { return cleanups_.size(); }
+    /// The lease's inputs (diagnostics: tests' failure messages).
+    session_lease::view lease_view() const noexcept { return lease_->inspect(); }
 
     // -- called by the C-client bridge (on the strand) --
     void on_session_event(std::uint64_t gen, int state);

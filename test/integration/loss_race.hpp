@@ -5,9 +5,26 @@
 
 #include "common.hpp"
 
+#include "detail/lease.hpp"
+#include "detail/session_impl.hpp"
+
+#include <cstdio>
 #include <functional>
 
 namespace zt {
+
+/// The session's lease inputs, in ms relative to `at` (lease_clock), for a failure message.
+inline std::string describe_lease(const zklock::session& s, zklock::detail::lease_ns at) {
+    const auto v = s.impl()->lease_view();
+    auto ms = [at](zklock::detail::lease_ns t) { return t == 0 ? 0.0 : static_cast<double>(t - at) / 1e6; };
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "lease (ms from then): started %.1f, connected %.1f, handshake bound %.1f, first answered send "
+                  "%.1f, vouched %.1f, T %.0f",
+                  ms(v.started), ms(v.connected), ms(v.handshake_bound), ms(v.first_answered_send), ms(v.vouched),
+                  static_cast<double>(v.timeout) / 1e6);
+    return buf;
+}
 
 struct loss_race {
     bool lost = false, granted = false;
@@ -37,6 +54,8 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     loss_race r;
     zklock::mutex ma(a, path), mb(b, path);
     r.holder = co_await ma.async_acquire(use_awaitable);
+    const auto granted_ns = zklock::detail::lease_clock::now();
+    const auto at_grant = describe_lease(a, granted_ns);
     r.holder.async_wait_lost([st](zklock::error_code ec) {
         st->why = ec;
         st->lost_at = clk::now();
@@ -65,7 +84,12 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     // (a loss before the fault makes every margin below meaningless: a failure of its own)
     // (the round then runs on, so that its waiter and sessions end as usual; its margins mean
     // nothing)
-    if (st->lost_at != clk::time_point{}) ADD_FAILURE() << "the lock was lost before the fault: " << st->why.message();
+    if (st->lost_at != clk::time_point{})
+        ADD_FAILURE() << "the lock was lost before the fault: " << st->why.message() << "; at the grant, "
+                      << at_grant << "; now " << describe_lease(a, granted_ns) << ", lost at "
+                      << std::chrono::duration<double, std::milli>(st->lost_at - clk::now()).count()
+                      << " ms from now, now at " << static_cast<double>(zklock::detail::lease_clock::now() - granted_ns) / 1e6
+                      << " ms after the grant";
     co_await sleep_for(phase);
     fault();
     auto t0 = clk::now();

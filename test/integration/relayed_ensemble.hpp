@@ -93,14 +93,18 @@ struct relayed_ensemble {
     /// zk.sh depose: leader `l` cut off from its quorum both ways, the other servers restarted at
     /// once; they elect a new leader among themselves while `l` still leads alone. Returns the
     /// new leader's id (0 on a failure, with the command's output on stderr). Blocks ~2-3 s.
-    int depose(int l) const {
+    /// `cut_from` (if given): the realtime clock (ns since the epoch) just before the cut.
+    int depose(int l, long long* cut_from = nullptr) const {
         std::string cmd = scripts + "/zk.sh depose " + dir + " " + std::to_string(l) + " 2>" + dir + "/depose.err";
         FILE* p = ::popen(cmd.c_str(), "r");
         if (!p) return 0;
         char buf[256];
         int id = 0;
-        while (std::fgets(buf, sizeof buf, p))
+        long long cut = 0;
+        while (std::fgets(buf, sizeof buf, p)) {
+            if (std::sscanf(buf, "CUT_FROM=%lld", &cut) == 1 && cut_from) *cut_from = cut;
             if (std::sscanf(buf, "NEW_LEADER=%d", &id) == 1) break;
+        }
         const int rc = ::pclose(p);
         if (rc != 0 || id == 0) {
             std::fprintf(stderr, "zk.sh depose failed (%d):\n", rc);
