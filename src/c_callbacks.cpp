@@ -1,18 +1,21 @@
 // The C client's completions and watchers: each reply is noted for the lease, copied out of the
-// C client's buffers into its c_op, and posted to the session's strand.
+// C client's buffers into its c_op, and handed to the session's strand (zk_handle::complete).
 #include "detail/c_op.hpp"
 
 #include <boost/asio/post.hpp>
 
 namespace zklock::detail {
 
+void run_result(c_op* op) {
+    auto p = std::unique_ptr<c_op>(op);
+    zk_handler h = std::move(*p->h);
+    zk_result r = std::move(p->res);
+    p.reset();
+    std::move(h)(std::move(r));
+}
+
 void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op) {
-    asio::post(strand, [p = std::unique_ptr<c_op>(op)]() mutable {
-        zk_handler h = std::move(*p->h);
-        zk_result r = std::move(p->res);
-        p.reset();
-        std::move(h)(std::move(r));
-    });
+    asio::post(strand, [p = std::unique_ptr<c_op>(op)]() mutable { run_result(p.release()); });
 }
 
 namespace {
@@ -27,7 +30,7 @@ void note_reply(c_op* op, int rc) {
     zk_handle* h = op->owner;
     const bool commit = proves_commit(op->renews, rc);
     if (h->lease->on_reply(op->sent, commit, commit ? lease_clock::now() : 0))
-        asio::post(h->strand, [w = h->session] {
+        h->to_strand([w = h->session] {
             if (auto s = w.lock()) s->check_lease();
         });
 }
@@ -35,7 +38,7 @@ void note_reply(c_op* op, int rc) {
 void finish(c_op* op) {
     if (op->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     zk_handle* owner = op->owner;
-    if (owner->take(op)) post_result(owner->strand, op);
+    if (owner->take(op)) owner->complete(op);
 }
 
 c_op* as_op(const void* data) { return static_cast<c_op*>(const_cast<void*>(data)); }
@@ -135,14 +138,14 @@ void global_watcher(zhandle_t* zh, int type, int state, const char*, void* ctx) 
     auto* h = static_cast<zk_handle*>(ctx);
     // (At once, inside zookeeper_process: the replies that follow are this connection's.)
     if (state == ZOO_CONNECTED_STATE) h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000, lease_clock::now());
-    asio::post(h->strand, [w = h->session, gen = h->generation, state] {
+    h->to_strand([w = h->session, gen = h->generation, state] {
         if (auto s = w.lock()) s->on_session_event(gen, state);
     });
 }
 
 void on_auth(int rc, const void* data) {
-    auto* h = static_cast<const zk_handle*>(data);
-    asio::post(h->strand, [w = h->session, gen = h->generation, rc] {
+    auto* h = static_cast<zk_handle*>(const_cast<void*>(data));
+    h->to_strand([w = h->session, gen = h->generation, rc] {
         if (auto s = w.lock()) s->on_auth_result(gen, rc);
     });
 }
@@ -154,7 +157,7 @@ void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
     auto* h = static_cast<zk_handle*>(const_cast<void*>(zoo_get_context(zh)));
     if (!h) return;
     auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ctx));
-    asio::post(h->strand, [w = h->session, id, type] {
+    h->to_strand([w = h->session, id, type] {
         if (auto s = w.lock()) s->on_watch(id, type);
     });
 }

@@ -344,6 +344,7 @@ void zk_handle::schedule_drive() {
 }
 
 void zk_handle::drive(int events, std::uint64_t gen) {
+    std::vector<std::variant<c_op*, std::function<void()>>> ready;
     int fd = -1, interest = 0;
     timeval tv{};
     bool more = false, dead = false, round_failed = false, connected = false;
@@ -352,6 +353,7 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         uncork();
         if (closed_ || !zh_) return;
         call_timer timed("process+interest");
+        collecting_ = true;
         if (gen != sock_gen_) events = 0; // the readiness of a socket that is gone
         // No reactor wait on the connection (a socket the duplicate could not be made of, or one
         // dropped after an error the C client kept it open through): read on every timer drive.
@@ -395,9 +397,12 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         const lease_ns t = lease_clock::now(); // (before the state is read: see saw_state)
         connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
         lease->saw_state(t, connected);
+        collecting_ = false;
+        ready.swap(ready_);
     }
     if (dead) { // nothing will happen on this handle any more: the session replaces or closes it
         stop_waits();
+        run_ready(ready);
         return;
     }
     if (round_failed)
@@ -407,6 +412,36 @@ void zk_handle::drive(int events, std::uint64_t gen) {
     wait_for(fd, interest, tv, connected);
     if (more)
         asio::post(strand, [self = shared_from_this(), g = sock_gen_] { self->drive(ZOOKEEPER_READ, g); });
+    run_ready(ready); // (last: a handler may close this handle)
+}
+
+void zk_handle::complete(c_op* op) {
+    if (collecting_) ready_.emplace_back(op);
+    else post_result(strand, op);
+}
+
+void zk_handle::to_strand(std::function<void()> fn) {
+    if (collecting_) ready_.emplace_back(std::move(fn));
+    else asio::post(strand, std::move(fn));
+}
+
+void zk_handle::run_ready(std::vector<std::variant<c_op*, std::function<void()>>>& ready) {
+    // The drive ran on the strand, and runs these on it now, as a post of each would have done
+    // one by one (the C client's lock is free again: a handler may send the next request). A
+    // handler that throws leaves the rest posted, as they would have been.
+    std::size_t i = 0;
+    try {
+        for (; i < ready.size(); ++i) {
+            if (auto* op = std::get_if<c_op*>(&ready[i])) run_result(std::exchange(*op, nullptr));
+            else std::exchange(std::get<std::function<void()>>(ready[i]), {})();
+        }
+    } catch (...) {
+        for (++i; i < ready.size(); ++i) {
+            if (auto* op = std::get_if<c_op*>(&ready[i])) post_result(strand, *op);
+            else asio::post(strand, std::move(std::get<std::function<void()>>(ready[i])));
+        }
+        throw;
+    }
 }
 
 void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected) {

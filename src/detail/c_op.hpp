@@ -40,6 +40,8 @@ struct c_op {
 
 /// Posts `op`'s handler with its result to `strand`, and frees `op`.
 void post_result(const asio::strand<asio::any_io_executor>& strand, c_op* op);
+/// Runs `op`'s handler with its result now (on the strand), and frees `op`.
+void run_result(c_op* op);
 
 // The C completions (their `data` is the c_op) and watchers (c_callbacks.cpp).
 void on_string_stat(int rc, const char* value, const Stat* stat, const void* data);

@@ -129,7 +129,9 @@ public:
     }
     /// A connection was established with negotiated timeout `timeout` (ns); its handshake was
     /// sent no earlier than the bound saw_state kept. Replies that follow are this connection's.
-    /// `now`: when the C client reported it (diagnostics only: inspect).
+    /// `now`: when the C client reported it (inside zookeeper_process). A request queued before
+    /// it goes out no later than that, and on_reply's rule (b) counts it as sent then (0: every
+    /// `sent` is taken as it is, as the unit model does).
     void on_connected(lease_ns timeout, lease_ns now = 0) noexcept {
         const lease_ns old = timeout_.load(std::memory_order_relaxed);
         const lease_ns v = vouched_.load(std::memory_order_relaxed);
@@ -152,8 +154,13 @@ public:
     /// see lapse_since).
     bool on_reply(lease_ns sent, bool commit, lease_ns now) noexcept {
         if (!connection_) return false;
+        // A request handed to the C client before this connection was made (queued while it
+        // reconnected) went out on it only at the connection, later than its `sent`: crediting
+        // `sent` is safe (its touch came later still), but counting T/4 from it is not. For the
+        // rule of (b) and for renewable_from, it was sent at the connection.
+        const lease_ns at = connected_at_.load(std::memory_order_relaxed);
         if (first_answered_send_.load(std::memory_order_relaxed) == 0)
-            first_answered_send_.store(sent, std::memory_order_relaxed);
+            first_answered_send_.store(std::max(sent, at), std::memory_order_relaxed);
         bool gap = false;
         if (commit) {
             if (now - sent > slowest_commit_.load(std::memory_order_relaxed))
@@ -166,13 +173,15 @@ public:
             const lease_ns t = timeout_.load(std::memory_order_relaxed);
             const lease_ns limit = sent - static_cast<lease_ns>(ping_bound * static_cast<double>(t));
             // (b): the latest answered send at or before `limit`; older entries are useless now
-            // (later commits are sent later).
+            // (later commits are sent later). Sends queued before the connection count as sent
+            // at it (above): none qualifies while `limit` is before the connection.
             std::size_t found = ring_size_;
-            for (std::size_t i = ring_size_; i-- > 0;)
-                if (ring_[i] <= limit) {
-                    found = i;
-                    break;
-                }
+            if (limit >= at)
+                for (std::size_t i = ring_size_; i-- > 0;)
+                    if (ring_[i] <= limit) {
+                        found = i;
+                        break;
+                    }
             if (found != ring_size_) {
                 cand = std::max(cand, ring_[found]);
                 std::copy(ring_.begin() + static_cast<std::ptrdiff_t>(found),
@@ -255,18 +264,17 @@ public:
     /// a commit at k then finds a send to credit in [k - reference_offset T, k - ping_bound T]).
     /// A period from `now` if that moment has passed (no send went out: nothing to space).
     static constexpr lease_ns next_touch_at(lease_ns last_send, lease_ns now, lease_ns timeout) noexcept {
-        const lease_ns p = heartbeat_interval(timeout);
-        return last_send + p > now ? last_send + p : now + p;
+        return period_after(last_send, now, timeout);
     }
     /// When a heartbeat should follow up a write sent at `last_commit` that is still in flight:
     /// a period after it (a grant may come at its reply, and the lease must not then wait a round
     /// trip for its next commit: docs/lease.md, "Liveness"). A period from `now` if that passed.
     static constexpr lease_ns next_heartbeat_at(lease_ns last_commit, lease_ns now, lease_ns timeout) noexcept {
-        const lease_ns p = heartbeat_interval(timeout);
-        return last_commit + p > now ? last_commit + p : now + p;
+        return period_after(last_commit, now, timeout);
     }
     /// The earliest moment a commit can vouch for anything sent on the current connection: T/4
-    /// after its first answered send (evidence (b)); until then only the handshake's bound
+    /// after its first answered send (evidence (b); a send queued before the connection counts
+    /// as made at the connection); until then only the handshake's bound
     /// vouches, which can lie far back (a slow TLS handshake, servers tried in turn). T/4 from
     /// `now` if nothing on it was answered yet.
     lease_ns renewable_from(lease_ns now) const noexcept {
@@ -320,6 +328,11 @@ public:
     static constexpr double guaranteed_margin(double fraction) noexcept { return expiry_after_reference - fraction; }
 
 private:
+    /// A heartbeat period after `t`, or after `now` if that has passed.
+    static constexpr lease_ns period_after(lease_ns t, lease_ns now, lease_ns timeout) noexcept {
+        const lease_ns p = heartbeat_interval(timeout);
+        return t + p > now ? t + p : now + p;
+    }
     /// v := max(v, cand) at `now`; true if that revealed a lapse of the watched fraction.
     bool credit(lease_ns cand, lease_ns now) noexcept {
         const lease_ns cur = vouched_.load(std::memory_order_relaxed);
@@ -372,7 +385,8 @@ private:
     std::atomic<lease_ns> last_commit_send_{0};
     std::atomic<lease_ns> slowest_commit_{0};
     std::atomic<lease_ns> first_answered_send_{0}; // on the current connection (0: none yet)
-    std::atomic<lease_ns> started_at_{0}, connected_at_{0}, hs_seen_{0}; // (inspect only)
+    std::atomic<lease_ns> connected_at_{0};          // the current connection's on_connected `now`
+    std::atomic<lease_ns> started_at_{0}, hs_seen_{0}; // (inspect only)
     // strand only:
     lease_ns next_hs_ = 0;             // a lower bound on the next connection's handshake send
     lease_ns last_seen_connected_ = 0; // the last time the state was read as connected

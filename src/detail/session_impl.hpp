@@ -32,6 +32,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 namespace zklock::detail {
@@ -110,6 +111,12 @@ public:
     void close();
     /// Called by a C completion: true if `op` was still registered (caller owns it now).
     bool take(c_op* op);
+    /// (Inside the C client's calls) `op`'s handler gets its result on the strand: at the end of
+    /// the drive whose zookeeper_process completed it, in order with the drive's other results
+    /// and events; else (a close, a read inside a request call) posted.
+    void complete(c_op* op);
+    /// The same for a session event, a watch, an auth result...
+    void to_strand(std::function<void()> fn);
     /// True while a write (vouch::commit) other than a lease heartbeat, handed to the C client,
     /// has not completed: a grant may come at its reply. Any thread.
     bool write_in_flight() const;
@@ -139,6 +146,8 @@ private:
     /// (strand) Waits for what `interest` asks on socket `fd` (-1: none), and at most `tv`.
     /// `connected`: the C client's state was connected after that zookeeper_interest.
     void wait_for(int fd, int interest, const timeval& tv, bool connected);
+    /// (strand, outside the client lock) Runs what a drive collected, in order.
+    void run_ready(std::vector<std::variant<c_op*, std::function<void()>>>& ready);
     void drop_socket(); // (strand)
     void stop_waits();  // (strand)
 
@@ -153,6 +162,10 @@ private:
     /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
     /// The next drive takes the cork off, and the requests of one strand turn go out together.
     int corked_fd_ = -1;
+    /// Under the client lock: a drive is in zookeeper_process / zookeeper_interest, and what they
+    /// complete is collected in ready_ (run when the drive lets go of the lock: no post each).
+    bool collecting_ = false;
+    std::vector<std::variant<c_op*, std::function<void()>>> ready_;
     /// (Under the client lock) zookeeper_process(READ) until the socket has nothing more or the
     /// connection failed: true; false if it stopped at max_replies_per_drive with more to read.
     bool read_replies();

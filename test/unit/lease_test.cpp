@@ -118,6 +118,44 @@ TEST(Lease, AHandshakeBoundIsUsedOncePerConnection) {
     EXPECT_EQ(m.vouched(), 50 * ms);
 }
 
+TEST(Lease, ARequestQueuedBeforeTheConnectionCountsAsSentAtIt) {
+    // A request handed to the C client while it was still connecting (a touch on a connection
+    // the strand still thought alive, an acquire during a reconnect) goes out on the new
+    // connection only when it is made; its `sent` is when it was queued. For rule (b) and for
+    // renewable_from it counts as sent at the connection. (Counting from the queued time let a
+    // grant go with a lease that lapsed before any heartbeat could vouch for anything newer,
+    // and would let a commit less than T/4 after its real send vouch for it.)
+    const lease_ns q = T / 4;
+    auto on_slow_connection = [](lease_ns start) {
+        auto l = std::make_unique<session_lease>();
+        l->start(start);
+        l->saw_state(50 * ms, false);
+        l->on_connected(T, 900 * ms); // a slow (TLS) handshake: connected at 900 ms
+        l->saw_state(901 * ms, true);
+        l->on_reply(100 * ms, false, 0); // queued at 100 ms, answered on this connection
+        return l;
+    };
+    auto l = on_slow_connection(10 * ms);
+    EXPECT_EQ(l->renewable_from(950 * ms), 900 * ms + q) << "T/4 from the connection, not from the queueing";
+    l->on_reply(920 * ms, true, 930 * ms); // the acquire's create, sent on the connection
+    EXPECT_EQ(l->renewable_from(950 * ms), 900 * ms + q);
+    EXPECT_EQ(l->vouched(), 10 * ms) << "(a) only: the handshake's bound";
+    EXPECT_TRUE(l->too_short_to_grant(930 * ms, 0.3))
+        << "the deadline (10 + 1300 ms) comes before renewable_from (1400 ms) plus the liveness bound";
+    l->on_reply(1000 * ms, true, 1010 * ms);
+    EXPECT_EQ(l->vouched(), 10 * ms) << "a commit sent 100 ms after the queued request went out vouches for nothing new";
+    l->on_reply(1420 * ms, true, 1430 * ms);
+    EXPECT_EQ(l->vouched(), 920 * ms) << "a commit T/4 after the create vouches for it";
+    // The same replies on a lease told no connection time (the unit model's): as sent.
+    session_lease n;
+    n.start(10 * ms);
+    n.saw_state(50 * ms, false);
+    n.on_connected(T);
+    n.saw_state(901 * ms, true);
+    n.on_reply(100 * ms, false, 0);
+    EXPECT_EQ(n.renewable_from(950 * ms), 100 * ms + q);
+}
+
 TEST(Lease, TheSteadyStateOfHeartbeatsKeepsALockAtTheStatedMargin) {
     // Heartbeats (commits) every T/10 that are also the only sends: each one vouches for the
     // one sent at most 0.35 T before it, so the deadline stays at least f T after the last
