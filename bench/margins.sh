@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The loss signal against the next grant, per fault, for zklock's default (the lease) and
 # loss_policy::on_disconnect side by side, on a throwaway 3-server ensemble (tickTime 500 ms).
-# Prints a Markdown table (the README's) and writes it to bench/results/margins.md.
+# Prints a Markdown table (docs/benchmarks.md shows it) and writes it to bench/results/margins.md.
 #   bench/margins.sh [--runs N] [--session-timeout MS]     (N runs per fault and policy, default 10)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -25,7 +25,7 @@ namespace zklock {
 namespace asio = boost::asio;
 
 /// How waiters wait. Only `predecessor` is recommended; the other two are the seed documents'
-/// simpler algorithms, kept to measure the herd effect they suffer from (bench/herd).
+/// simpler algorithms, kept to measure the herd effect they suffer from (the herd rows of bench/compare).
 enum class lock_strategy {
     predecessor,    ///< the recipe: sequential nodes, each waiter watches only the next lower node
     watch_children, ///< sequential nodes, every waiter watches the children list: each release wakes all

@@ -54,9 +54,9 @@ struct session_options {
     std::chrono::milliseconds connect_timeout{10'000};
     /// When held locks are reported lost while the session cannot vouch for them (see
     /// loss_policy; each lock may override it with mutex_options::loss). The default, a lease of
-    /// 0.3 of the negotiated timeout renewed only through the leader (a sync every T/10 while a
-    /// lock is held), reports the loss at least 0.35 x T before the leader can expire the
-    /// session when the holder's follower is cut off or frozen (other cases: loss_policy::lease).
+    /// 0.3 of the negotiated timeout renewed only by writes a quorum committed (a heartbeat every
+    /// T/10 while a lock is held), reports the loss at least 0.35 x T before any leader can expire
+    /// the session, in every fault case of docs/lease.md, under its premises (loss_policy::lease).
     loss_policy loss = loss_policy::lease();
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;

@@ -1,6 +1,6 @@
 // The client-side lease of a session (loss_policy::lease): pure bookkeeping over a clock that
 // keeps counting while the machine is suspended, unit-tested with explicit times and no server.
-// The derivation it implements is in docs/lease.md (README, "The lease").
+// The derivation it implements is in docs/lease.md.
 #pragma once
 
 #include <zklock/loss_policy.hpp>
