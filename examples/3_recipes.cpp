@@ -1,4 +1,4 @@
-// The other recipes, as shown in the README: read/write lock, multi-lock, revocation, semaphore,
+// The other recipes, as docs/recipes.md shows them: read/write lock, multi-lock, revocation, semaphore,
 // reentrancy, in-process hand-off, inspection.
 //   zklock_recipes [connect-string]      (default: $ZK_CONNECT or 127.0.0.1:2181)
 #include <zklock.hpp>

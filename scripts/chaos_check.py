@@ -45,7 +45,7 @@ import tempfile
 
 
 # The lease margin bound per fault case, as a fraction of T: (0.65 - f) with f = 0.3, the default
-# lease fraction. The values come from the README's derivation ("The lease", "The derivation"),
+# lease fraction. The values come from the derivation in docs/lease.md,
 # which gives this same bound for every case: the holder's follower frozen or cut off from the
 # leader either way, the leader isolated from its quorum, the leader deposed with its followers
 # restarted (a new leader gives every session a full T from its own start), a grant after a long
@@ -225,7 +225,7 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None):
     to_expiry = []  # a lease loss whose session the server then expired: loss signal -> the server's expiry
     unlisted = set()  # fault cases missing from the bounds table
 
-    def bound_of(case):  # s, or None without T: (0.65 - f) T, f = 0.3 (README, "The lease"), per case
+    def bound_of(case):  # s, or None without T: (0.65 - f) T, f = 0.3 (docs/lease.md), per case
         if case not in bounds:
             unlisted.add(case)
         return bounds.get(case, DEFAULT_BOUND) * timeout_ms / 1000 if timeout_ms else None

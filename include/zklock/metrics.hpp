@@ -24,7 +24,7 @@ struct duration_histogram {
     std::uint64_t max_us = 0;
 };
 
-/// Why held locks were lost (see "What happens on session loss" in the README).
+/// Why held locks were lost (see "What happens on session loss" in docs/guarantees.md).
 enum class loss_reason : std::uint8_t { lease_expired, disconnected, session_expired, node_deleted, session_closed, other };
 inline constexpr std::size_t loss_reason_count = 6;
 ZKLOCK_DECL const char* to_string(loss_reason r) noexcept;

@@ -9,7 +9,7 @@ namespace zklock {
 /// TLS for a session (session_options::tls): every connection to a server of the connect string
 /// is a TLS connection (1.2 or 1.3), whose server certificate must chain to `ca` and name the
 /// server. zklock does the TLS itself (OpenSSL, through Boost.Asio), between the C client and the
-/// server; see the README ("TLS") for how and why.
+/// server; see docs/operations.md ("TLS") for how and why.
 ///
 /// Files and PEM text: each of ca, certificate and key is given either as a file name (`*_file`)
 /// or as PEM text (`*_pem`), not both (errc::tls_config_invalid). They are read by

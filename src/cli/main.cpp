@@ -1,5 +1,5 @@
 // zklock: flock(1) across machines, on ZooKeeper, plus the admin commands list, break and
-// revoke. See `zklock --help` and the README's "Command line" section.
+// revoke. See `zklock --help` and docs/operations.md ("On the command line").
 #include "cli/duration.hpp"
 
 #include <zklock.hpp>
@@ -36,7 +36,7 @@ namespace asio = boost::asio;
 using zklock::errc;
 using zklock::error_code;
 
-/// Exit codes (documented in --help and the README). The command's own status passes through
+/// Exit codes (documented in --help and docs/operations.md). The command's own status passes through
 /// unchanged (128 + N if a signal N ended it).
 enum exit_code : int {
     ex_failure = 1,      ///< the server refused (e.g. no such node, not authorised)

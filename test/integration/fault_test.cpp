@@ -168,7 +168,7 @@ TEST_F(Faults, HandOffQueueThroughSessionExpiry) {
 }
 
 TEST_F(Faults, HandOffWaitsForTheConnection) {
-    // The README's promise: a hand-off happens only while the session is connected. A holder
+    // The promise of docs/guarantees.md: a hand-off happens only while the session is connected. A holder
     // that releases while the connection is down passes nothing on; the local waiter gets the
     // lock on a new node once the session is back.
     run_test([&]() -> awaitable<void> {
