@@ -407,13 +407,26 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
             EXPECT_GE(a->statistics().heartbeats, beats + 1) << "phase " << k << ": no heartbeat while holding it";
             if (g.is_lost()) {
                 EXPECT_EQ(g.loss_reason(), errc::lease_expired) << "phase " << k << ": " << g.loss_reason().message();
+                // The liveness premise: writes under (f - 0.1) T - T/64 (368 ms here). The proxy
+                // queues (writes of 1.5 x the injected round trip), and a loaded machine adds its
+                // own: beyond the premise a loss that did not happen may be reported, by design
+                // (docs/lease.md, "Liveness"). Reported, not asserted, as the grant's headroom
+                // above. (Seen once in CI at 300 ms injected: lost with writes of 450 ms.)
+                const auto slowest = std::chrono::nanoseconds(a->statistics().slowest_write).count();
+                const double bound = zklock::detail::session_lease::liveness_bound(f) * T_ns;
 #ifdef ZT_UNDER_TSAN
                 // (ThreadSanitizer's own slowness adds to the injected round trips: reported only)
                 std::printf("  phase %d: lost within 1 s under ThreadSanitizer (%s)\n", k, g.loss_reason().message().c_str());
 #else
-                ADD_FAILURE() << "phase " << k << ", round trips " << 2 * one_way.count()
-                              << " ms: the heartbeats did not keep the lease: " << g.loss_reason().message()
-                              << " (slowest write " << a->statistics().slowest_write.count() / 1000 << " ms)";
+                if (static_cast<double>(slowest) < bound)
+                    ADD_FAILURE() << "phase " << k << ", round trips " << 2 * one_way.count()
+                                  << " ms: the heartbeats did not keep the lease: " << g.loss_reason().message()
+                                  << " (slowest write " << slowest / 1'000'000 << " ms, under the premise's "
+                                  << static_cast<long long>(bound / 1e6) << " ms)";
+                else
+                    std::printf("  phase %d: lost within 1 s with writes up to %lld ms, beyond the liveness premise "
+                                "(%lld ms): reported, not asserted\n", k, static_cast<long long>(slowest / 1'000'000),
+                                static_cast<long long>(bound / 1e6));
 #endif
             } else {
                 EXPECT_GE(a->statistics().heartbeats, beats + 3) << "phase " << k;
