@@ -26,8 +26,8 @@
 #       once, so they give L up at once and elect a new leader among themselves, while L keeps
 #       serving its clients and believes it leads until its syncLimit x tickTime runs out.
 #       Waits until the restarted servers serve (20 s at most); prints two lines on stdout,
-#       CUT_FROM=<realtime ns just before the cut> and NEW_LEADER=<id>, and its progress on stderr; fails if L does not lead, if no new leader
-#       serves within 20 s, or if they follow L. Needs --relay. `zk.sh thaw DIR` undoes the cut
+#       CUT_FROM=<realtime ns just before the cut> and NEW_LEADER=<id>, and its progress on
+#       stderr; fails if L does not lead, if no new leader serves within 20 s, or if they follow L. Needs --relay. `zk.sh thaw DIR` undoes the cut
 #       (L then rejoins as a follower).
 #   scripts/zk.sh stop  DIR          stops every server of DIR and removes DIR
 #   scripts/zk.sh kill  DIR I        SIGKILLs server I (1-based) of DIR
