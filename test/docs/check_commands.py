@@ -10,6 +10,8 @@ import shlex
 import subprocess
 import sys
 
+import doc_pages
+
 root = sys.argv[1]
 cli = sys.argv[2] if len(sys.argv) > 2 else None
 cli_help = None  # subcommand ("" for the program) -> its --help text
@@ -84,17 +86,11 @@ def check(cmd):
     return None
 
 
-bad = 0
-count = 0
-files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
-for f in files:
-    for line, cmd in commands(f):
-        count += 1
-        err = check(cmd)
-        if err:
-            bad += 1
-            print("%s:%d: %s (in: %s)" % (os.path.relpath(f, root), line, err, cmd))
-if bad:
-    sys.exit(1)
+def problem(cmd):
+    err = check(cmd)
+    return err and "%s (in: %s)" % (err, cmd)
+
+
+count, pages = doc_pages.check_pages(root, commands, problem)
 print("check_commands: %d commands in %d files exist with the options shown%s"
-      % (count, len(files), "" if cli_help is not None else " (zklock itself not checked: no binary given)"))
+      % (count, pages, "" if cli_help is not None else " (zklock itself not checked: no binary given)"))

@@ -6,6 +6,8 @@ import glob
 import os
 import sys
 
+import doc_pages
+
 root = sys.argv[1]
 sources = {}
 for pattern in ("examples/*.cpp", "include/zklock/*.hpp", "include/zklock.hpp"):
@@ -40,16 +42,12 @@ def found(block):
     return False
 
 
-bad = 0
-count = 0
-files = [os.path.join(root, "README.md")] + sorted(glob.glob(os.path.join(root, "docs", "*.md")))
-for f in files:
-    for line, block in blocks(f):
-        count += 1
-        if not found(block):
-            bad += 1
-            print("%s:%d: a C++ block that is in no file of examples/ or include/zklock/ (first line: %s)"
-                  % (os.path.relpath(f, root), line, block[0].strip() if block else ""))
-if bad:
-    sys.exit(1)
-print("check_snippets: %d C++ blocks in %d files, each one taken from examples/ or include/zklock/" % (count, len(files)))
+def problem(block):
+    if found(block):
+        return None
+    return "a C++ block that is in no file of examples/ or include/zklock/ (first line: %s)" % (
+        block[0].strip() if block else "")
+
+
+count, pages = doc_pages.check_pages(root, blocks, problem)
+print("check_snippets: %d C++ blocks in %d files, each one taken from examples/ or include/zklock/" % (count, pages))
