@@ -17,15 +17,16 @@ inline constexpr std::int32_t write = 2;  ///< setData (a revocation request wri
 inline constexpr std::int32_t create = 4; ///< create children (become a contender)
 inline constexpr std::int32_t remove = 8; ///< delete children (release, break a lock)
 inline constexpr std::int32_t admin = 16; ///< setACL
-inline constexpr std::int32_t all = 31;
+inline constexpr std::int32_t all = 31;   ///< every permission above (read to admin combined)
 } // namespace perm
 
 /// One ACL entry: permissions for an identity, e.g. {perm::all, "digest", "svc:<base64 sha1>"},
 /// {perm::read, "world", "anyone"}, {perm::all, "auth", ""} (whoever created the node).
 struct acl_entry {
-    std::int32_t perms = perm::all;
-    std::string scheme;
-    std::string id;
+    std::int32_t perms = perm::all; ///< the permission bits granted (perm::*, combined with |)
+    std::string scheme;             ///< the identity's scheme: "world", "auth", "digest", "x509", ...
+    std::string id;                 ///< the identity within the scheme ("anyone", "svc:<base64 sha1>", ...)
+    /// Equal when the permissions, the scheme and the id are equal.
     friend bool operator==(const acl_entry&, const acl_entry&) = default;
 };
 
@@ -56,8 +57,11 @@ public:
     /// Any list of entries, e.g. a digest identity made with `zkCli.sh`'s digest tool.
     static acl custom(std::vector<acl_entry> entries) { return acl(std::move(entries)); }
 
+    /// The entries, in order.
     const std::vector<acl_entry>& entries() const noexcept { return entries_; }
+    /// True if the entries are exactly those of open() (world:anyone with every permission).
     bool is_open() const noexcept { return entries_ == open().entries_; }
+    /// Equal when the entries are equal, in the same order.
     friend bool operator==(const acl&, const acl&) = default;
 
 private:
@@ -68,8 +72,8 @@ private:
 /// Credentials a session presents (zoo_add_auth) on every connection, also after a new session
 /// replaced an expired one. zklock never logs them nor puts them in error messages.
 struct credentials {
-    std::string scheme;
-    std::string secret;
+    std::string scheme; ///< the authentication scheme, e.g. "digest"
+    std::string secret; ///< the scheme's credentials, e.g. "user:password" for digest
 };
 
 /// The digest scheme: "user:password". ZooKeeper accepts any digest credentials at connect time

@@ -9,3 +9,8 @@
 #else
 #define ZKLOCK_DECL
 #endif
+
+/// \namespace zklock
+/// Distributed locks on ZooKeeper for Boost.Asio programs: zklock::session, the recipes
+/// (zklock::mutex, zklock::shared_mutex, zklock::semaphore, zklock::reentrant_mutex,
+/// zklock::async_acquire_all) and the zklock::guard that a grant returns.

@@ -20,7 +20,7 @@ using boost::system::error_code;
 
 /// Conditions detected by zklock. Every value has a message that names the problem.
 enum class errc {
-    ok = 0,
+    ok = 0,                 ///< success (an error_code made from it is empty)
     // -- bad input (nothing was sent to ZooKeeper) --
     path_empty = 1,         ///< a path (lock or data path) is empty
     path_not_absolute,      ///< a path does not start with '/'
@@ -28,9 +28,11 @@ enum class errc {
     path_empty_segment,     ///< a path contains "//"
     path_relative_segment,  ///< a path contains a "." or ".." segment
     path_bad_character,     ///< a path contains NUL or a control/unassigned character
-    path_reserved,          ///< a path is in ZooKeeper's reserved /zookeeper tree
+    path_reserved,          ///< a path is in ZooKeeper's reserved /zookeeper tree (or is "/" itself)
     invalid_connect_string, ///< the connect string is not host:port[,host:port...][/chroot]
-    invalid_argument,       ///< another argument is out of range (e.g. a session timeout <= 0)
+    /// Another argument is out of range (e.g. a session timeout <= 0). No longer returned by
+    /// zklock: every such mistake has an errc of its own (e.g. errc::invalid_session_timeout).
+    invalid_argument,
     path_too_long,          ///< a path is longer than max_path_length bytes
     data_too_large,         ///< node data is larger than max_node_data bytes
     invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.5]
@@ -53,7 +55,8 @@ enum class errc {
     revocation_requested,   ///< another client asked the holder of a revocable lock to let go
     not_revocable,          ///< async_wait_revoked on a lock not made with mutex_options::revocable
     lease_expired,          ///< lost by loss_policy::lease: no reply to a request sent within the lease
-    sequence_overflow,      ///< the lock path's sequence counter has wrapped: the order of contenders is unknown
+    /// The lock path's sequence counter has wrapped: the order of contenders is unknown.
+    sequence_overflow,
     create_retries_exhausted, ///< the lock node's create kept failing with connection loss
     internal_error,         ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
     lock_lost,              ///< async_commit: the lock was not held at the commit; nothing was applied
@@ -94,65 +97,74 @@ inline constexpr std::size_t max_node_data = 65536;  ///< bytes of node data (th
 /// The "zklock" category.
 ZKLOCK_DECL const boost::system::error_category& error_category() noexcept;
 
+/// An error_code of the "zklock" category for `e` (what lets `ec == errc::...` compile).
 inline error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), error_category()};
 }
 
 /// ZooKeeper's return codes (values as in the C client's zookeeper.h).
 enum class zk_errc {
-    ok = 0,
-    system_error = -1,
-    runtime_inconsistency = -2,
-    data_inconsistency = -3,
-    connection_loss = -4,
-    marshalling_error = -5,
-    unimplemented = -6,
-    operation_timeout = -7,
-    bad_arguments = -8,
-    invalid_state = -9,
-    new_config_no_quorum = -13,
-    reconfig_in_progress = -14,
-    api_error = -100,
-    no_node = -101,
-    no_auth = -102,
-    bad_version = -103,
-    no_children_for_ephemerals = -108,
-    node_exists = -110,
-    not_empty = -111,
-    session_expired = -112,
-    invalid_callback = -113,
-    invalid_acl = -114,
-    auth_failed = -115,
-    closing = -116,
-    nothing = -117,
-    session_moved = -118,
-    not_read_only = -119,
-    ephemeral_on_local_session = -120,
-    no_watcher = -121,
-    reconfig_disabled = -123,
+    ok = 0,                             ///< success
+    system_error = -1,                  ///< ZSYSTEMERROR: a system error
+    runtime_inconsistency = -2,         ///< ZRUNTIMEINCONSISTENCY: a runtime inconsistency
+    data_inconsistency = -3,            ///< ZDATAINCONSISTENCY: a data inconsistency
+    connection_loss = -4,               ///< ZCONNECTIONLOSS: connection lost (a write's outcome is unknown)
+    marshalling_error = -5,             ///< ZMARSHALLINGERROR: error (un)marshalling data
+    unimplemented = -6,                 ///< ZUNIMPLEMENTED: the operation is not implemented
+    operation_timeout = -7,             ///< ZOPERATIONTIMEOUT: timed out (a write's outcome is unknown)
+    bad_arguments = -8,                 ///< ZBADARGUMENTS: invalid arguments
+    invalid_state = -9,                 ///< ZINVALIDSTATE: the C client's handle is unusable (e.g. closed)
+    new_config_no_quorum = -13,         ///< ZNEWCONFIGNOQUORUM: no quorum of the new configuration
+    reconfig_in_progress = -14,         ///< ZRECONFIGINPROGRESS: another reconfiguration is in progress
+    api_error = -100,                   ///< ZAPIERROR: an API error
+    no_node = -101,                     ///< ZNONODE: the node does not exist
+    no_auth = -102,                     ///< ZNOAUTH: not authenticated (the ACL refuses this session)
+    bad_version = -103,                 ///< ZBADVERSION: version conflict
+    no_children_for_ephemerals = -108,  ///< ZNOCHILDRENFOREPHEMERALS: ephemeral nodes have no children
+    node_exists = -110,                 ///< ZNODEEXISTS: the node already exists
+    not_empty = -111,                   ///< ZNOTEMPTY: the node has children
+    session_expired = -112,             ///< ZSESSIONEXPIRED: the server expired the session
+    invalid_callback = -113,            ///< ZINVALIDCALLBACK: invalid callback
+    invalid_acl = -114,                 ///< ZINVALIDACL: invalid ACL (e.g. "auth" without credentials)
+    auth_failed = -115,                 ///< ZAUTHFAILED: client authentication failed
+    closing = -116,                     ///< ZCLOSING: the session is closing
+    nothing = -117,                     ///< ZNOTHING: no server responses to process (not an error)
+    session_moved = -118,               ///< ZSESSIONMOVED: the session moved to another server
+    not_read_only = -119,               ///< ZNOTREADONLY: a write sent to a read-only server
+    ephemeral_on_local_session = -120,  ///< ZEPHEMERALONLOCALSESSION: ephemeral create on a local session
+    no_watcher = -121,                  ///< ZNOWATCHER: the watcher could not be found
+    reconfig_disabled = -123,           ///< ZRECONFIGDISABLED: reconfiguration is disabled
+    /// ZSESSIONCLOSEDREQUIRESASLAUTH: the server closed the session: it requires SASL
+    /// authentication, which the client lacks or failed.
     session_closed_require_sasl_auth = -124,
-    quota_exceeded = -125,
-    throttled_op = -127,
+    quota_exceeded = -125,              ///< ZQUOTAEXCEEDED: a quota was exceeded
+    throttled_op = -127,                ///< ZTHROTTLEDOP: throttled by the server, not run (retry)
 };
 
 /// The "zookeeper" category: the server's and the C client's return codes.
 ZKLOCK_DECL const boost::system::error_category& zookeeper_category() noexcept;
 
+/// An error_code of the "zookeeper" category for `e` (what lets `ec == zk_errc::...` compile).
 inline error_code make_error_code(zk_errc e) noexcept {
     return {static_cast<int>(e), zookeeper_category()};
 }
 
 /// True when the error means the session (and every lock it held) is gone for good:
 /// session expired or closed, authentication failed. Retrying with the same session is pointless.
+/// The codes: errc::session_expired, errc::session_closed, zk_errc::session_expired,
+/// zk_errc::auth_failed, zk_errc::closing and zk_errc::invalid_state.
 ZKLOCK_DECL bool is_fatal(const error_code& ec) noexcept;
 
 /// True when the outcome of a write is unknown (connection loss, operation timeout):
-/// the request may or may not have been applied by the server.
+/// the request may or may not have been applied by the server. The codes:
+/// zk_errc::connection_loss and zk_errc::operation_timeout.
 ZKLOCK_DECL bool is_connection_error(const error_code& ec) noexcept;
 
 } // namespace zklock
 
+/// \cond INTERNAL
 template <>
 struct boost::system::is_error_code_enum<zklock::errc> : std::true_type {};
 template <>
 struct boost::system::is_error_code_enum<zklock::zk_errc> : std::true_type {};
+/// \endcond

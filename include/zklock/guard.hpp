@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/completion.hpp>
 
 #include <zklock/detail/no_session.hpp>
 #include <zklock/error.hpp>
@@ -70,7 +71,10 @@ class ZKLOCK_DECL guard {
 public:
     /// An empty guard (owns_lock() == false).
     guard() noexcept;
+    /// Internal: a guard that owns the granted lock `h` (the lock types make guards this way).
     explicit guard(std::shared_ptr<detail::held_lock> h) noexcept;
+    /// Takes over the other guard's lock; the other guard is left empty (it keeps the session's
+    /// executor, where its operations then complete).
     guard(guard&&) noexcept;
     /// Releases the currently owned lock in the background, then takes `other`'s.
     guard& operator=(guard&&) noexcept;
@@ -81,6 +85,7 @@ public:
 
     /// True if this guard owns a lock that was granted and not released (it may have been lost).
     bool owns_lock() const noexcept { return h_ != nullptr; }
+    /// owns_lock().
     explicit operator bool() const noexcept { return owns_lock(); }
     /// True once the lock is known to be lost (see the class comment). Under the lease policy it
     /// also compares the lease's deadline with steady_clock::now(); once true, stays true.
@@ -105,18 +110,36 @@ public:
     std::int64_t session_id() const noexcept;
 
     /// Releases the lock: deletes the node, completing when it is deleted or the session is gone.
+    ///
     /// The guard is empty as soon as this is called. Calling it on an empty guard completes with
-    /// success (idempotent).
-    /// A lock already lost (see is_lost) completes at once: its node is gone, or its delete goes
-    /// on in the background. While the connection is down the delete waits for the reconnect,
-    /// but the release completes no later than the lock's loss policy stops vouching for it (the
-    /// lease's deadline; one session timeout with loss_policy::on_expiry), the delete going on in
-    /// the background. Once the session is known to be gone (expired or closed) it completes
-    /// with success, since the server deleted the node. If the operation is created but never
-    /// started (a dropped `deferred` or unawaited `use_awaitable`), the lock is released in the
-    /// background. Completion signature: void(error_code). Not cancellable.
-    template <class CompletionToken>
-    auto async_release(CompletionToken&& token) {
+    /// success (idempotent). A lock already lost (see is_lost) completes at once: its node is
+    /// gone, or its delete goes on in the background. While the connection is down the delete
+    /// waits for the reconnect, but the release completes no later than the lock's loss policy
+    /// stops vouching for it (the lease's deadline; one session timeout with
+    /// loss_policy::on_expiry), the delete going on in the background. Once the session is known
+    /// to be gone (expired or closed) it completes with success, since the server deleted the
+    /// node. If the operation is created but never started (a dropped `deferred` or unawaited
+    /// `use_awaitable`), the lock is released in the background. A reentrant_mutex guard that is
+    /// not its owner's last completes at once: the node stays until the last one is released.
+    ///
+    /// \signature `void(error_code)`: the error_code is always empty (success), whether the node
+    /// was deleted, its delete goes on in the background, or the guard was empty. The token
+    /// defaults to asio::deferred (zklock::default_completion_token).
+    /// \executor The handler's associated executor; without one, the session's executor (also
+    /// for an empty guard that once held a lock). A default-constructed guard completes on the
+    /// handler's associated executor, or on asio::system_executor for a plain callback with no
+    /// executor. Never inside the initiating function. While the operation is pending, the
+    /// handler's executor has outstanding work.
+    /// \cancellation Not cancellable.
+    /// \errors None: the operation always completes with success.
+    /// \lifetimes The lock moves from the guard into the operation at the call (also for a
+    /// deferred operation), so the guard may be destroyed at once. The operation keeps the lock's
+    /// state and the session's implementation alive until it completes; the session object may
+    /// be destroyed meanwhile (the release then completes with success: the server deletes a
+    /// closed session's nodes).
+    /// \threadsafety Distinct objects: safe. Shared object: unsafe (the call empties the guard).
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
+    auto async_release(CompletionToken&& token = default_completion_token{}) {
         // The initiation owns a guard: an operation that is never started (a deferred or
         // use_awaitable operation dropped unawaited) still releases the lock, in the background.
         // (Shared, so that the initiation stays copyable, as asio::deferred requires; a second
@@ -130,12 +153,36 @@ public:
     }
 
     /// Completes when the lock is lost (with the reason) or released (errc::lock_released).
-    /// On an empty guard: errc::not_held. The first call arms a watch on the node itself, so
-    /// that its deletion by someone else is noticed (one extra request, paid only if asked).
-    /// Completion signature: void(error_code). Cancellation: terminal, partial, total
-    /// (completes with operation_aborted; the lock is not affected).
-    template <class CompletionToken>
-    auto async_wait_lost(CompletionToken&& token) {
+    ///
+    /// The first call arms a watch on the node itself, so that its deletion by someone else is
+    /// noticed (one extra request, paid only if asked). A lock already lost or released completes
+    /// at once. Any number of waits may be pending on one lock.
+    ///
+    /// \signature `void(error_code)`: the loss reason, or errc::lock_released; never an empty
+    /// error_code. The token defaults to asio::deferred (zklock::default_completion_token).
+    /// \executor The handler's associated executor; without one, the session's executor (also
+    /// for an empty guard that once held a lock). A default-constructed guard completes on the
+    /// handler's associated executor, or on asio::system_executor for a plain callback with no
+    /// executor. Never inside the initiating function. While the wait is pending, the handler's
+    /// executor has outstanding work (an io_context's run() does not return).
+    /// \cancellation Terminal, partial, total: the wait completes with
+    /// asio::error::operation_aborted; the lock is not affected. A cancellation emitted before
+    /// the wait reached the session's strand is not lost.
+    /// \errors
+    /// - the loss reason: errc::lease_expired, errc::lock_lost_suspended, errc::lock_node_deleted,
+    ///   errc::session_expired, errc::session_closed, or zk_errc::auth_failed when the server
+    ///   refused the session's credentials;
+    /// - errc::lock_released: the lock was released (by async_release, release_in_background,
+    ///   or the guard's destruction or assignment);
+    /// - errc::not_held: the guard is empty;
+    /// - asio::error::operation_aborted: the wait was cancelled.
+    /// \lifetimes The operation shares the lock's state (taken at the call, also for a deferred
+    /// operation), and through it the session's implementation: the guard may be moved, released
+    /// or destroyed while the wait is pending (the release completes it with errc::lock_released),
+    /// and so may the session object (the wait then completes with errc::session_closed).
+    /// \threadsafety Distinct objects: safe. Shared object: unsafe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
+    auto async_wait_lost(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [h = h_, ex = ex_](auto handler) {
                 if (!h && !ex) return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
@@ -144,13 +191,41 @@ public:
             token);
     }
 
-    /// For a lock acquired with mutex_options::revocable: completes with errc::revocation_requested
-    /// when another client asks the holder to let go (the holder is asked, not forced: release
-    /// when it suits you). Completes with the loss reason or errc::lock_released if that comes
-    /// first; errc::not_revocable / errc::not_held otherwise.
-    /// Completion signature: void(error_code). Cancellation: terminal, partial, total.
-    template <class CompletionToken>
-    auto async_wait_revoked(CompletionToken&& token) {
+    /// Waits until another client asks the holder of this revocable lock to let go.
+    ///
+    /// For a lock acquired with mutex_options::revocable: completes with
+    /// errc::revocation_requested when another client asks the holder to let go (async_revoke;
+    /// the holder is asked, not forced: release when it suits you). Completes with the loss
+    /// reason or errc::lock_released if that comes first; errc::not_revocable / errc::not_held
+    /// otherwise. A revocation is asked for by writing "__REVOKE__" (Curator's marker, as
+    /// async_revoke does) or "unlock" into the holder's node. A request that came before the call
+    /// completes it at once. Also arms the node watch (see async_wait_lost).
+    ///
+    /// \signature `void(error_code)`: errc::revocation_requested when a revocation was asked
+    /// for, else the error below; never an empty error_code. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor The handler's associated executor; without one, the session's executor (also
+    /// for an empty guard that once held a lock). A default-constructed guard completes on the
+    /// handler's associated executor, or on asio::system_executor for a plain callback with no
+    /// executor. Never inside the initiating function. While the wait is pending, the handler's
+    /// executor has outstanding work (an io_context's run() does not return).
+    /// \cancellation Terminal, partial, total: the wait completes with
+    /// asio::error::operation_aborted; the lock is not affected. A cancellation emitted before
+    /// the wait reached the session's strand is not lost.
+    /// \errors
+    /// - errc::revocation_requested: the revocation was asked for (the lock is still held);
+    /// - the loss reason (see async_wait_lost), if the lock is lost first;
+    /// - errc::lock_released: the lock was released first;
+    /// - errc::not_revocable: the lock was not acquired with mutex_options::revocable;
+    /// - errc::not_held: the guard is empty;
+    /// - asio::error::operation_aborted: the wait was cancelled.
+    /// \lifetimes The operation shares the lock's state (taken at the call, also for a deferred
+    /// operation), and through it the session's implementation: the guard may be moved, released
+    /// or destroyed while the wait is pending (the release completes it with errc::lock_released),
+    /// and so may the session object (the wait then completes with errc::session_closed).
+    /// \threadsafety Distinct objects: safe. Shared object: unsafe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
+    auto async_wait_revoked(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [h = h_, ex = ex_](auto handler) {
                 if (!h && !ex) return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
@@ -159,25 +234,47 @@ public:
             token);
     }
 
-    /// Commits `t`'s writes only if this lock is still held: one ZooKeeper multi-op checks that
-    /// the lock node exists and applies the writes, all or nothing. A paused or partitioned
-    /// former holder (GC, swap, SIGSTOP, a blocked io_context) cannot write after its lock is gone:
-    /// its node is gone first (session expiry, a break), so its commit fails.
-    ///  - success: the error_code is empty, commit_result::ops holds one result per operation;
-    ///  - errc::lock_lost: the lock node was gone at the commit, or the guard was already known to
-    ///    be lost (is_lost: nothing is sent); nothing was applied;
-    ///  - one of `t`'s operations failed (zk_errc::bad_version, no_node, node_exists, ...): that
-    ///    error, and commit_result::failed is its index; nothing was applied;
-    ///  - bad input, before anything is sent: see transaction::validate; errc::not_held on an empty guard;
-    ///  - zk_errc::connection_loss or operation_timeout: the outcome is unknown (read back to see).
-    /// Works for exclusive, shared (read) and semaphore guards. A grant of the in-process hand-off
-    /// shares its node with the grants before and after it: it commits only while it is the grant
-    /// that is out (checked before sending); await the commit before releasing the grant.
-    /// A successful commit renews the lease (a write goes through the leader).
-    /// Completion signature: void(error_code, commit_result). Not cancellable (a write in flight
-    /// cannot be called back).
-    template <class CompletionToken>
-    auto async_commit(transaction t, CompletionToken&& token) {
+    /// Commits `t`'s writes only if this lock is still held, all or nothing.
+    ///
+    /// One ZooKeeper multi-op checks that the lock node exists and applies the writes, all or
+    /// nothing. A paused or partitioned former holder (GC, swap, SIGSTOP, a blocked io_context)
+    /// cannot write after its lock is gone: its node is gone first (session expiry, a break), so
+    /// its commit fails. Works for exclusive, shared (read) and semaphore guards. A grant of the
+    /// in-process hand-off shares its node with the grants before and after it: it commits only
+    /// while it is the grant that is out (checked before sending); await the commit before
+    /// releasing the grant. A successful commit renews the lease (a write goes through the leader).
+    ///
+    /// \signature `void(error_code, commit_result)`: on success the error_code is empty and
+    /// commit_result::ops holds one result per operation; on failure, one of the errors below
+    /// (commit_result::failed names the operation that failed, if one did). The token defaults to
+    /// asio::deferred (zklock::default_completion_token).
+    /// \executor The handler's associated executor; without one, the session's executor (also
+    /// for an empty guard that once held a lock). A default-constructed guard completes on the
+    /// handler's associated executor, or on asio::system_executor for a plain callback with no
+    /// executor. Never inside the initiating function. While the operation is pending, the
+    /// handler's executor has outstanding work.
+    /// \cancellation Not cancellable (a write in flight cannot be called back).
+    /// \errors
+    /// - errc::lock_lost: the lock node was gone at the commit, or the guard was already known to
+    ///   be lost (is_lost: nothing is sent); nothing was applied;
+    /// - one of `t`'s operations failed (zk_errc::bad_version, no_node, node_exists, ...): that
+    ///   error, and commit_result::failed is its index; nothing was applied;
+    /// - the lock check failed otherwise (e.g. no read permission on the lock node): its error;
+    ///   nothing was applied;
+    /// - bad input, before anything is sent: see transaction::validate; errc::not_held on an
+    ///   empty guard;
+    /// - errc::session_closed: the session was closed before the commit was sent;
+    /// - zk_errc::connection_loss or operation_timeout: the outcome is unknown (read back to see);
+    /// - another failure of the request as a whole (e.g. zk_errc::session_expired,
+    ///   zk_errc::closing). When the request fails as a whole, every commit_result::ops entry
+    ///   holds its error too.
+    /// \lifetimes `t` is moved into the operation. The operation shares the lock's state (taken
+    /// at the call, also for a deferred operation) and the session's implementation: the guard
+    /// may be released or destroyed while the commit is pending; a commit that reaches the
+    /// session's strand after the release sends nothing and completes with errc::lock_lost.
+    /// \threadsafety Distinct objects: safe. Shared object: unsafe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, commit_result)) CompletionToken = default_completion_token>
+    auto async_commit(transaction t, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, commit_result)>(
             [h = h_, ex = ex_](auto handler, transaction t) {
                 if (!h && !ex)
@@ -190,14 +287,18 @@ public:
 
     /// Binds an asynchronous operation to the lock: when the lock is lost, the operation is
     /// cancelled (cancellation_type::terminal), so a critical section stops with its lock:
+    /// \code
     ///   auto ex = co_await asio::this_coro::executor;
     ///   co_await do_work(g.bind_loss(ex, asio::use_awaitable));
+    /// \endcode
     /// `ex` is the executor the bound operation's handler runs on (a strand, on a multi-threaded
     /// io_context): the cancellation is emitted there, never on another thread. If the lock is
     /// already lost, the operation is cancelled right after it starts. Any number of operations
     /// may be bound, each with its own signal, which lives as long as the operation's handler:
     /// the guard may be released or destroyed while they are pending. Also arms the node watch
     /// (see async_wait_lost). On an empty guard the token is returned bound to nothing.
+    /// Returns `token` bound to the binding's cancellation slot (asio::bind_cancellation_slot),
+    /// with the binding consigned to its handler (asio::consign).
     template <class Executor, class CompletionToken>
     auto bind_loss(const Executor& ex, CompletionToken&& token) {
         auto b = start_loss_binding(h_, asio::any_io_executor(ex));

@@ -21,6 +21,7 @@ namespace zklock {
 /// by fencing tokens (guard::fencing_token): no policy can tell a paused process anything.
 class ZKLOCK_DECL loss_policy {
 public:
+    /// The kind of policy (see lease(), on_disconnect(), on_expiry()).
     enum class kind {
         lease,         ///< the default; see lease()
         on_disconnect, ///< lost as soon as the connection drops
@@ -79,6 +80,7 @@ public:
     /// whose resource enforces fencing tokens, or where overlap is harmless.
     static constexpr loss_policy on_expiry() noexcept { return loss_policy(kind::on_expiry, 0); }
 
+    /// The policy's kind.
     constexpr kind type() const noexcept { return kind_; }
     /// The lease fraction (0 for the other kinds).
     constexpr double lease_fraction() const noexcept { return fraction_; }
@@ -88,6 +90,7 @@ public:
             return make_error_code(errc::invalid_lease_fraction);
         return {};
     }
+    /// Equal when the kinds and the lease fractions are equal.
     friend constexpr bool operator==(const loss_policy&, const loss_policy&) = default;
 
 private:

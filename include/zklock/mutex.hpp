@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/completion.hpp>
 
 #include <zklock/detail/deadline.hpp>
 
@@ -33,6 +34,11 @@ enum class lock_strategy {
                     ///< release wakes all, and the order is not fair. Not seen by Curator or kazoo.
 };
 
+/// Options of a lock: node data and naming, waiting algorithm, revocation, local hand-off, loss
+/// policy and ACL.
+///
+/// Taken by mutex, shared_mutex, reentrant_mutex and semaphore (a semaphore uses only node_data
+/// and node_acl). Checked by each acquire, not by the lock's constructor.
 struct mutex_options {
     /// Data stored in the lock node (the holder description shown to inspection tools).
     /// Empty means "zklock <hostname> pid <pid>".
@@ -130,54 +136,122 @@ ZKLOCK_DECL void start_node_acquire(const std::shared_ptr<session_impl>& s, acqu
 /// Thread safety: distinct and shared objects: safe.
 class ZKLOCK_DECL mutex {
 public:
+    /// A lock on `path` of session `s`, with `opts`.
+    ///
+    /// Sends nothing: the path and the options are checked by each acquire. The mutex keeps the
+    /// session's implementation alive, not the session object: an acquire started after the
+    /// session was closed or destroyed fails with errc::session_closed.
     mutex(session& s, std::string path, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}
 
+    /// The lock path given to the constructor.
     const std::string& path() const noexcept { return path_; }
     /// Internal: the session the lock lives on.
     const std::shared_ptr<detail::session_impl>& session_impl() const noexcept { return session_; }
 
     /// Waits for the lock, with no deadline.
     ///
-    /// Completion signature: void(error_code, guard). On success the guard owns the lock.
-    /// Errors: path errors (errc::path_*), errc::not_connected, errc::session_expired,
-    /// errc::lock_node_deleted (our node was deleted by someone else while waiting),
-    /// a zk_errc from the server, asio::error::operation_aborted (cancelled or session closed).
-    /// Connection loss while waiting is ridden out: the acquire resumes after reconnecting.
-    /// Per-operation cancellation: terminal, partial, total. After cancellation no node of
-    /// this acquire is left behind: it is deleted before completion when the server answers,
-    /// and in the background (retried until it succeeds or the session ends) when not. A cancel,
-    /// or a deadline (async_acquire_for/until), completes the operation within 40 ms even when
-    /// the server sits on a request (a reply that never comes would otherwise hold it for the C
-    /// client's request timeout, 2/3 T); a node that the late reply shows is deleted then.
-    /// Executor: the handler's associated executor (default: the session's executor).
-    template <class CompletionToken>
-    auto async_acquire(CompletionToken&& token) {
+    /// Connection loss while waiting is ridden out: the acquire resumes after reconnecting. An
+    /// acquire started while the session is connecting, suspended or making a new session after
+    /// an expiry waits for the connection.
+    ///
+    /// \signature `void(error_code, guard)`: on success no error and a guard that owns the lock;
+    /// on failure the error and an empty guard. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor The handler's associated executor (default: the session's executor); never inside
+    /// the initiating function.
+    /// \cancellation Terminal, partial, total. After cancellation no node of this acquire is left
+    /// behind: it is deleted before completion when the server answers, and in the background
+    /// (retried until it succeeds or the session ends) when not. A cancel, or a deadline
+    /// (async_acquire_for/until), completes the operation within 40 ms even when the server sits
+    /// on a request (a reply that never comes would otherwise hold it for the C client's request
+    /// timeout, 2/3 T); a node that the late reply shows is deleted then.
+    /// \errors
+    /// - path errors (errc::path_*): a bad lock path (nothing is sent).
+    /// - errc::invalid_lease_fraction, errc::invalid_local_handoff, errc::data_too_large: bad
+    ///   mutex_options (nothing is sent).
+    /// - errc::not_connected: the session is disconnected (async_connect has not completed, or the
+    ///   last attempt failed).
+    /// - errc::session_expired (or zk_errc::auth_failed, when the server refused the credentials
+    ///   on a reconnect): the session ended.
+    /// - errc::session_closed: the session was closed before the acquire started.
+    /// - errc::lock_node_deleted: our node was deleted by someone else while waiting.
+    /// - errc::path_used_by_semaphore, errc::strategy_conflict: the path is used by another kind
+    ///   of lock (one path, one lock).
+    /// - errc::sequence_overflow, errc::create_retries_exhausted, errc::chroot_missing,
+    ///   errc::internal_error.
+    /// - a zk_errc from the server (zk_errc::no_auth, for instance: the ACL of the lock path).
+    /// - asio::error::operation_aborted: cancelled, or the session was closed while waiting.
+    /// \lifetimes The mutex object may be destroyed while the operation is pending: the session
+    /// owns the operation, which goes on and completes as if the object were alive. The operation
+    /// keeps the session's implementation alive, and the handler's executor busy (outstanding
+    /// work), until it completes; closing or destroying the session object completes it with
+    /// asio::error::operation_aborted.
+    /// \threadsafety Distinct and shared mutex objects: safe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate({}, false, std::forward<CompletionToken>(token));
     }
 
-    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed since the
-    /// operation started: with a deferred token (asio::deferred, use_awaitable awaited later),
-    /// when it is launched, not when this call made it. A zero timeout (a deadline already past
-    /// when it starts) is one try, as async_try_acquire, failing with errc::acquire_timeout when
-    /// the lock is taken. While the session is disconnected the deadline still holds.
-    template <class Rep, class Period, class CompletionToken>
-    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
+    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
+    ///
+    /// The timeout counts from when the operation starts: with a deferred token (asio::deferred,
+    /// use_awaitable awaited later), when it is launched, not when this call made it. A zero
+    /// timeout (a deadline already past when it starts) is one try, as async_try_acquire, failing
+    /// with errc::acquire_timeout when the lock is taken. While the session is disconnected the
+    /// deadline still holds. A timeout too large to add to the clock means no deadline.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire; the deadline too completes the operation within 40 ms and
+    /// leaves no node behind.
+    /// \errors As async_acquire, plus errc::acquire_timeout: the deadline passed before the grant
+    /// (for a zero timeout: the lock was taken).
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token = default_completion_token{}) {
         return initiate(detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
     }
 
     /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.
-    template <class CompletionToken>
-    auto async_acquire_until(std::chrono::steady_clock::time_point deadline, CompletionToken&& token) {
+    ///
+    /// A deadline already past when the operation starts is one try, as a zero timeout of
+    /// async_acquire_for. While the session is disconnected the deadline still holds.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire; the deadline too completes the operation within 40 ms and
+    /// leaves no node behind.
+    /// \errors As async_acquire, plus errc::acquire_timeout: the deadline passed before the grant
+    /// (for a deadline already past: the lock was taken).
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_acquire_until(std::chrono::steady_clock::time_point deadline, CompletionToken&& token = default_completion_token{}) {
         return initiate(detail::deadline_spec::at(deadline), false, std::forward<CompletionToken>(token));
     }
 
-    /// Takes the lock only if no other contender is queued: errc::lock_busy otherwise
-    /// (the node it created is deleted before completion). Costs the same round trips as an
-    /// uncontended acquire. While the session is disconnected it fails at once with
-    /// zk_errc::connection_loss: it never waits for a reconnect.
-    template <class CompletionToken>
-    auto async_try_acquire(CompletionToken&& token) {
+    /// Takes the lock only if no other contender is queued: errc::lock_busy otherwise.
+    ///
+    /// The node it created is deleted before completion. Costs the same round trips as an
+    /// uncontended acquire. While the connection is down (the session connecting, suspended or
+    /// making a new session after an expiry) it fails at once with zk_errc::connection_loss: it
+    /// never waits for a reconnect.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire.
+    /// \errors As async_acquire, plus:
+    /// - errc::lock_busy: another contender holds the lock or is queued.
+    /// - zk_errc::connection_loss: the connection is down.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_try_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate({}, true, std::forward<CompletionToken>(token));
     }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/completion.hpp>
 
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
@@ -29,25 +30,56 @@ ZKLOCK_DECL void start_reentrant_acquire(const std::shared_ptr<session_impl>& s,
 /// that already holds the lock on this session and path gets another guard at once, with no
 /// request to ZooKeeper; the node is deleted when the owner's last guard is released. An acquire
 /// by an owner whose first acquire is still waiting waits with it (on the same node; each of
-/// them can be cancelled on its own, and the node goes when all of them have given up). Different owners exclude each
-/// other exactly as with zklock::mutex (and with Curator and kazoo). The plain mutex stays the
-/// default: reentrancy hides the nesting that usually deserves a second look.
+/// them can be cancelled on its own, and the node goes when all of them have given up).
+/// Different owners exclude each other exactly as with zklock::mutex (and with Curator and
+/// kazoo). The plain mutex stays the default: reentrancy hides the nesting that usually deserves
+/// a second look.
 ///
 /// All guards of one owner share the node, the fencing token and the loss signal: a nested
 /// acquire is not a new grant, so it gets the same token, never a larger one (a larger one would
 /// tell a fencing store that the outer guard is stale while it is still the owner's). The next
 /// owner's grant gets a strictly larger token. See guard::fencing_token.
+///
+/// Like a mutex object, a reentrant_mutex object is a cheap description (session + path) that
+/// may be destroyed while its operations are pending: the session owns them, and the owners'
+/// records are kept per session and path, not per object.
+/// Thread safety: distinct and shared objects: safe.
 class ZKLOCK_DECL reentrant_mutex {
 public:
+    /// A reentrant lock on `path` of session `s`, with `opts`.
+    ///
+    /// Sends nothing: the path and the options are checked by each acquire. `opts.strategy` is
+    /// ignored: always lock_strategy::predecessor.
     reentrant_mutex(session& s, std::string path, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), opts_(std::move(opts)) {}
 
+    /// The lock path given to the constructor.
     const std::string& path() const noexcept { return path_; }
 
-    /// Completion signature: void(error_code, guard). Errors, cancellation and executor as
-    /// mutex::async_acquire (cancelling a nested acquire that was satisfied at once is a no-op).
-    template <class CompletionToken>
-    auto async_acquire(std::uint64_t owner, CompletionToken&& token) {
+    /// Waits for the lock on behalf of `owner`, with no deadline.
+    ///
+    /// An `owner` that already holds the lock on this session and path gets another guard at once
+    /// (posted), with no request to ZooKeeper. An acquire by an owner whose first acquire is still
+    /// waiting waits with it, on the same node, and completes with the same outcome.
+    ///
+    /// \signature `void(error_code, guard)`: on success no error and a guard of the owner's hold;
+    /// on failure the error and an empty guard. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As mutex::async_acquire: the handler's associated executor (default: the
+    /// session's executor); never inside the initiating function.
+    /// \cancellation As mutex::async_acquire: terminal, partial, total. Cancelling a nested
+    /// acquire that was satisfied at once is a no-op. An acquire that waits with others of its
+    /// owner completes with asio::error::operation_aborted on its own; when the last of them gives
+    /// up, the node acquire is cancelled, and that last one completes once it has ended (and
+    /// deleted its node).
+    /// \errors As mutex::async_acquire (there is no try and no deadline, so neither
+    /// errc::lock_busy nor errc::acquire_timeout).
+    /// \lifetimes As mutex::async_acquire: the reentrant_mutex object may be destroyed while the
+    /// operation is pending; the operation keeps the session's implementation alive, and the
+    /// handler's executor busy (outstanding work), until it completes.
+    /// \threadsafety Distinct and shared reentrant_mutex objects: safe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_acquire(std::uint64_t owner, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req, std::uint64_t o) {
                 detail::start_reentrant_acquire(s, std::move(req), o,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/completion.hpp>
 
 #include <zklock/detail/deadline.hpp>
 
@@ -43,26 +44,67 @@ ZKLOCK_DECL void start_lease(const std::shared_ptr<session_impl>& s, std::string
 /// A lease is a guard: release it (or let it go out of scope), watch it for loss
 /// (session expiry, ...) and use its fencing token, like any lock. Cancellation and deadlines
 /// leave no lease behind.
+///
+/// Like a mutex object, a semaphore object is a cheap description (session + path + N) that may
+/// be destroyed while its operations are pending: the session owns them.
+/// Thread safety: distinct and shared objects: safe.
 class ZKLOCK_DECL semaphore {
 public:
+    /// A semaphore of `max_leases` leases on `path` of session `s`.
+    ///
+    /// Sends nothing: the path and N are checked by each acquire. Of `opts` only node_data (the
+    /// data of the lease and internal lock nodes; empty means "zklock lease") and node_acl are
+    /// used: the leases follow the session's loss policy (session_options::loss).
     semaphore(session& s, std::string path, int max_leases, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), max_(max_leases), opts_(std::move(opts)) {}
 
+    /// The semaphore path given to the constructor.
     const std::string& path() const noexcept { return path_; }
+    /// N, the number of leases that may be held at once, as given to the constructor.
     int max_leases() const noexcept { return max_; }
 
-    /// Waits for a lease. Completion signature: void(error_code, guard). Errors as
-    /// mutex::async_acquire, plus errc::invalid_max_leases (N < 1),
-    /// errc::semaphore_size_mismatch (N differs from the path's), errc::path_used_by_lock (the path
-    /// holds mutex or read/write lock nodes: one path, one lock).
-    /// Per-operation cancellation: terminal, partial, total.
-    template <class CompletionToken>
-    auto async_acquire(CompletionToken&& token) {
+    /// Waits for a lease, with no deadline.
+    ///
+    /// \signature `void(error_code, guard)`: on success no error and a guard that owns the lease;
+    /// on failure the error and an empty guard. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor The handler's associated executor (default: the session's executor); never inside
+    /// the initiating function.
+    /// \cancellation Terminal, partial, total (the type is passed on to the internal lock's acquire
+    /// in flight). No lease is left behind: it is deleted before completion when the session is
+    /// connected, in the background otherwise; the internal lock is released in the background.
+    /// As with mutex::async_acquire, a cancel or the deadline completes the operation within 40 ms
+    /// even when the server sits on a request; what the late reply brings is let go then.
+    /// \errors As mutex::async_acquire (those of the internal lock on "<path>/locks" among them),
+    /// plus:
+    /// - errc::invalid_max_leases: N < 1.
+    /// - errc::semaphore_size_mismatch: N differs from the path's.
+    /// - errc::path_used_by_lock: the path holds mutex or read/write lock nodes (one path, one
+    ///   lock).
+    /// - errc::lock_node_deleted: our lease was deleted by someone else while waiting.
+    /// \lifetimes The semaphore object may be destroyed while the operation is pending: the session
+    /// owns the operation. The operation keeps the session's implementation alive, and the
+    /// handler's executor busy (outstanding work), until it completes; closing or destroying the
+    /// session object completes it with asio::error::operation_aborted.
+    /// \threadsafety Distinct and shared semaphore objects: safe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate({}, std::forward<CompletionToken>(token));
     }
     /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
-    template <class Rep, class Period, class CompletionToken>
-    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token) {
+    ///
+    /// The timeout counts from when the operation starts (with a deferred token, when it is
+    /// launched); it covers the internal lock's acquire too.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire.
+    /// \errors As async_acquire, plus errc::acquire_timeout.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token = default_completion_token{}) {
         return initiate(detail::deadline_spec::after(timeout), std::forward<CompletionToken>(token));
     }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/config.hpp>
+#include <zklock/completion.hpp>
 
 #include <zklock/acl.hpp>
 #include <zklock/error.hpp>
@@ -87,11 +88,17 @@ struct metrics_snapshot;
 
 /// Counters of the requests this session sent and the watch events it received.
 struct session_statistics {
+    /// Create requests sent.
     std::uint64_t creates = 0;
+    /// Delete requests sent.
     std::uint64_t deletes = 0;
+    /// getChildren requests sent.
     std::uint64_t get_children = 0;
+    /// getData requests sent.
     std::uint64_t get_data = 0;
+    /// exists requests sent.
     std::uint64_t exists = 0;
+    /// setData requests sent.
     std::uint64_t set_data = 0;
     std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
     /// Lease heartbeats: while a lock is held, a multi that checks every held node, every T/10
@@ -122,11 +129,12 @@ struct session_statistics {
 /// Without a handler the C client is silent. The handler may be called from any thread.
 ZKLOCK_DECL void set_log_handler(std::function<void(std::string_view)> handler);
 
-/// A ZooKeeper session: one zhandle_t of the single-threaded C client (libzookeeper_st), driven
-/// on one strand of the session's executor (no thread of its own); its completions and watch
-/// events run on that strand, so that locks built on it see every event in server order. While
-/// connected it keeps its io_context busy (its connection is a pending wait), until closed or
-/// destroyed.
+/// A ZooKeeper session, bridged into an Asio executor.
+///
+/// One zhandle_t of the single-threaded C client (libzookeeper_st), driven on one strand of the
+/// session's executor (no thread of its own); its completions and watch events run on that
+/// strand, so that locks built on it see every event in server order. While connected it keeps
+/// its io_context busy (its connection is a pending wait), until closed or destroyed.
 ///
 /// Thread safety: distinct objects: safe. Shared object: all member functions may be called
 /// concurrently; completion handlers run on their own associated executor (default: the
@@ -135,32 +143,69 @@ ZKLOCK_DECL void set_log_handler(std::function<void(std::string_view)> handler);
 /// Destroying a session closes it without waiting: the close request goes out behind the
 /// requests already sent (with TLS it goes through zklock's relay, which needs the io_context to
 /// run a moment longer: prefer async_close, which completes once it reached the server), and no
-/// reply is awaited (against a dead or silent server the session
-/// then ends at its timeout, on the server). Operations in flight complete with
-/// asio::error::operation_aborted and held locks report errc::session_closed. Destroy it before
-/// its execution context.
+/// reply is awaited (against a dead or silent server the session then ends at its timeout, on
+/// the server). Waiting operations (acquires, waits on a state) complete with
+/// asio::error::operation_aborted, a node operation whose request was already sent with
+/// zk_errc::closing, and held locks report errc::session_closed. Destroy it before its execution
+/// context.
 class ZKLOCK_DECL session {
 public:
+    /// The executor type: asio::any_io_executor.
     using executor_type = asio::any_io_executor;
 
+    /// Makes a session on `ex` with `opts`.
+    ///
     /// Does not connect; call async_connect. Throws nothing (bad options fail async_connect).
     session(executor_type ex, session_options opts);
+    /// Closes the session without waiting (see the class description); prefer async_close.
     ~session();
+    /// Not copyable.
     session(const session&) = delete;
+    /// Not copyable.
     session& operator=(const session&) = delete;
 
+    /// The executor given to the constructor: where handlers without an associated executor run.
     executor_type get_executor() const noexcept;
+    /// The options given to the constructor.
     const session_options& options() const noexcept;
 
     /// Connects, completing on the first ZOO_CONNECTED_STATE event.
     ///
-    /// Completion signature: void(error_code). Errors: errc::invalid_connect_string,
-    /// errc::invalid_session_timeout, errc::invalid_connect_timeout, errc::connect_timeout (no server answered within
-    /// options().connect_timeout; the attempt is abandoned), asio::error::operation_aborted
-    /// (closed meanwhile). Completes at once (posted) if already connected.
-    /// Cancellation: terminal, partial (the attempt is abandoned, state back to disconnected).
-    template <class CompletionToken>
-    auto async_connect(CompletionToken&& token) {
+    /// Completes at once (posted) if already connected (with session_options::auth: once the
+    /// server accepted the credentials). While an attempt is in progress, or while the session is
+    /// suspended or making a new session after an expiry, it waits for that connection. Host names
+    /// in the connect string are resolved asynchronously; options().connect_timeout covers the
+    /// resolution too.
+    ///
+    /// \signature `void(error_code)`: no error once connected, else the error. The token
+    /// defaults to asio::deferred (zklock::default_completion_token).
+    /// \executor The handler's associated executor (default: the session's executor); never inside
+    /// the initiating function.
+    /// \cancellation Terminal, partial: the operation completes with asio::error::operation_aborted;
+    /// if it was the last one waiting for an attempt still in progress, the attempt is abandoned
+    /// (state back to disconnected).
+    /// \errors
+    /// - errc::invalid_connect_string, errc::invalid_chroot, errc::path_too_long (the chroot):
+    ///   a bad session_options::connect.
+    /// - errc::invalid_session_timeout, errc::invalid_connect_timeout, errc::invalid_lease_fraction
+    ///   (session_options::loss): bad options.
+    /// - errc::connect_timeout: no server answered within options().connect_timeout; the attempt is
+    ///   abandoned (what each server got: last_connect_attempts()).
+    /// - the resolver's error (asio::error::host_not_found if it gave none) when no host of the
+    ///   connect string resolves.
+    /// - the TLS errors (errc::tls_*) listed at session_options::tls.
+    /// - zk_errc::auth_failed: the server refused session_options::auth (the session ends: no retry).
+    /// - errc::session_expired: the session expired and no new session is made
+    ///   (session_options::renew_after_expiry is false, or the C client refused to start one).
+    /// - errc::session_closed: the session was closed before the operation started.
+    /// - asio::error::operation_aborted: closed meanwhile, or cancelled.
+    /// \lifetimes The session object may be destroyed while the operation is pending: that closes
+    /// the session, and the operation completes with asio::error::operation_aborted. Until it
+    /// completes, the operation keeps the handler's executor busy (outstanding work).
+    /// \threadsafety Distinct objects: safe. Shared object: safe; it may be called concurrently
+    /// with any member function.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
+    auto async_connect(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [impl = impl_](auto handler) {
                 start_connect(impl, asio::any_completion_handler<void(error_code)>(std::move(handler)));
@@ -169,12 +214,27 @@ public:
     }
 
     /// Closes the session: the server deletes its ephemeral nodes, so every lock is released.
+    ///
     /// With TLS it completes once the close request has gone through the relay (1 s at most).
-    /// Operations in flight complete with operation_aborted; guards report errc::session_closed.
-    /// (Those completions are not ordered with the close's own: one may come after it.)
-    /// Completion signature: void(error_code). Idempotent. Not cancellable.
-    template <class CompletionToken>
-    auto async_close(CompletionToken&& token) {
+    /// Waiting operations (acquires, waits on a state) complete with asio::error::operation_aborted,
+    /// a node operation whose request was already sent with zk_errc::closing; guards report
+    /// errc::session_closed. (Those completions are not ordered with the close's own: one may come
+    /// after it.) Idempotent: on a closed session it completes at once. The closed state is
+    /// final: a later async_connect fails with errc::session_closed.
+    ///
+    /// \signature `void(error_code)`: always no error. The token defaults to
+    /// asio::deferred (zklock::default_completion_token).
+    /// \executor The handler's associated executor (default: the session's executor); never inside
+    /// the initiating function.
+    /// \cancellation Not cancellable.
+    /// \errors None: it always succeeds.
+    /// \lifetimes The session object may be destroyed while the operation is pending (its
+    /// destructor closes the session too). Until it completes, the operation keeps the handler's
+    /// executor busy (outstanding work).
+    /// \threadsafety Distinct objects: safe. Shared object: safe; it may be called concurrently
+    /// with any member function.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
+    auto async_close(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [impl = impl_](auto handler) {
                 start_close(impl, asio::any_completion_handler<void(error_code)>(std::move(handler)));
@@ -183,10 +243,28 @@ public:
     }
 
     /// Waits until the state differs from `last_seen`, then completes with the new state.
+    ///
     /// Completes at once (posted) if it already differs. Intermediate states may be skipped.
-    /// Completion signature: void(error_code, session_state). Cancellation: terminal, partial, total.
-    template <class CompletionToken>
-    auto async_wait_state(session_state last_seen, CompletionToken&& token) {
+    /// The closed state is final: a wait with `last_seen` == session_state::closed completes only
+    /// when it is cancelled.
+    ///
+    /// \signature `void(error_code, session_state)`: on success no error and the new state; on
+    /// cancellation asio::error::operation_aborted and `last_seen` (or the current state, if the
+    /// cancellation reached the session before the wait was registered). The token defaults to
+    /// asio::deferred (zklock::default_completion_token).
+    /// \executor The handler's associated executor (default: the session's executor); never inside
+    /// the initiating function.
+    /// \cancellation Terminal, partial, total: the operation completes with
+    /// asio::error::operation_aborted and nothing else changes. A cancellation emitted right after
+    /// the initiating call is not lost.
+    /// \errors asio::error::operation_aborted: cancelled.
+    /// \lifetimes The session object may be destroyed while the operation is pending: the state
+    /// becomes closed, which completes the wait (unless `last_seen` is closed). Until it completes,
+    /// the operation keeps the handler's executor busy (outstanding work).
+    /// \threadsafety Distinct objects: safe. Shared object: safe; it may be called concurrently
+    /// with any member function.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, session_state)) CompletionToken = default_completion_token>
+    auto async_wait_state(session_state last_seen, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, session_state)>(
             [impl = impl_](auto handler, session_state s) {
                 start_wait_state(impl, s,

@@ -17,7 +17,9 @@ namespace zklock {
 struct tls_options {
     /// The certificate authorities that may sign a server's certificate (PEM, one or more).
     /// Only these are trusted, not the system's store, unless `use_system_ca_store`.
+    /// One of ca_file, ca_pem or use_system_ca_store is needed (else errc::tls_config_invalid).
     std::string ca_file;
+    /// The same certificate authorities as PEM text, instead of ca_file.
     std::string ca_pem;
     /// Also trust the system's default CA store (OpenSSL's default paths).
     bool use_system_ca_store = false;
@@ -27,11 +29,17 @@ struct tls_options {
     /// as x509 with the certificate's subject, e.g. "CN=svc" (see acl::x509_all_world_read).
     /// Optional: without it, a server that requires one refuses the connection
     /// (errc::tls_client_certificate_required).
+    /// A certificate without its private key, or a key without its certificate, is
+    /// errc::tls_config_invalid.
     std::string certificate_file;
+    /// The same certificate chain as PEM text, instead of certificate_file.
     std::string certificate_pem;
     /// The certificate's private key (PEM), and its password if it is encrypted.
     std::string private_key_file;
+    /// The same private key as PEM text, instead of private_key_file.
     std::string private_key_pem;
+    /// The private key's password, if it is encrypted (for private_key_file and private_key_pem
+    /// alike; zklock never asks for it on a terminal).
     std::string private_key_password;
 
     /// Check that the server's certificate names the server (its subject alternative names, by

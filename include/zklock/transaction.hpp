@@ -16,10 +16,10 @@ namespace zklock {
 
 /// How transaction::create makes its node.
 enum class create_mode {
-    persistent,
+    persistent,           ///< stays until it is deleted
     ephemeral,            ///< deleted with the session that created it
     persistent_sequential,///< ZooKeeper appends a 10-digit counter to the name (see op_result::path)
-    ephemeral_sequential,
+    ephemeral_sequential, ///< ephemeral, and with the counter of persistent_sequential
 };
 
 /// The most bytes of paths and data a transaction may carry (each operation counts 64 bytes more
@@ -38,13 +38,16 @@ inline constexpr std::size_t max_transaction_bytes = 900 * 1024;
 /// unless the node's version is that one (the version that async_get_data returned).
 class ZKLOCK_DECL transaction {
 public:
+    /// What an operation does, one value per chaining call: `create` (create()), `set_data`
+    /// (set_data()), `remove` (remove(): delete a node) and `check` (check(): change nothing).
     enum class kind { create, set_data, remove, check };
+    /// One operation of the transaction, as the chaining calls recorded it.
     struct op {
-        kind what;
-        std::string path;
+        kind what;                 ///< what the operation does
+        std::string path;          ///< the node it applies to
         std::string data;         ///< create, set_data
         std::int32_t version = -1; ///< set_data, remove, check
-        create_mode mode = create_mode::persistent;
+        create_mode mode = create_mode::persistent; ///< create
         acl node_acl = acl::open(); ///< create
     };
 
@@ -73,8 +76,11 @@ public:
         return *this;
     }
 
+    /// The operations, in the order they were added.
     const std::vector<op>& ops() const noexcept { return ops_; }
+    /// The number of operations.
     std::size_t size() const noexcept { return ops_.size(); }
+    /// True if the transaction has no operation (async_commit refuses it: errc::transaction_empty).
     bool empty() const noexcept { return ops_.empty(); }
 
     /// What async_commit checks before sending anything: errc::transaction_empty,
@@ -95,6 +101,7 @@ struct op_result {
 
 /// What async_commit completes with, besides its error_code.
 struct commit_result {
+    /// The value of `failed` when none of the transaction's own operations failed.
     static constexpr std::size_t npos = std::numeric_limits<std::size_t>::max();
     /// One per operation of the transaction, in order. After a failure nothing was applied.
     std::vector<op_result> ops;

@@ -6,12 +6,17 @@
 #include <string_view>
 
 // (CMakeLists.txt reads the version from these three lines: they are its only source)
+/// The headers' major version.
 #define ZKLOCK_VERSION_MAJOR 0
+/// The headers' minor version.
 #define ZKLOCK_VERSION_MINOR 1
+/// The headers' patch version.
 #define ZKLOCK_VERSION_PATCH 0
 
+/// \cond INTERNAL
 #define ZKLOCK_VERSION_STR_(x) #x
 #define ZKLOCK_VERSION_STR(x) ZKLOCK_VERSION_STR_(x)
+/// \endcond
 /// "0.1.0": the headers' version.
 #define ZKLOCK_VERSION_STRING                                                                        \
     ZKLOCK_VERSION_STR(ZKLOCK_VERSION_MAJOR) "." ZKLOCK_VERSION_STR(ZKLOCK_VERSION_MINOR) "." ZKLOCK_VERSION_STR( \

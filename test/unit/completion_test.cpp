@@ -94,7 +94,7 @@ TEST(Completion, ClearsTheCancellationSlotBeforeTheUpcall) {
     EXPECT_EQ(calls, 1);
 }
 
-// (Review item 14.) Operations that know no session: a default-constructed guard and an empty
+// Operations that know no session: a default-constructed guard and an empty
 // multi-lock set complete with their error on the handler's own executor, never inside the
 // call, and start no hidden thread (Asio's system_context starts its pool on first use). Each
 // ctest runs in a process of its own, so the thread count is this test's alone.
@@ -140,4 +140,42 @@ TEST(Completion, OperationsWithoutASessionCompleteOnTheCallersExecutorAndStartNo
     io.run();
     EXPECT_EQ(done, 6);
     EXPECT_EQ(threads_of_this_process(), before) << "a hidden thread was started";
+}
+
+// A token that cannot take an operation's completion signature is refused at the call (the
+// tokens are constrained); one that can is accepted.
+template <class Token>
+concept acquire_token = requires(zklock::mutex& m, Token t) { m.async_acquire(std::move(t)); };
+template <class Token>
+concept release_token = requires(zklock::guard& g, Token t) { g.async_release(std::move(t)); };
+static_assert(acquire_token<void (*)(error_code, zklock::guard)>);
+static_assert(!acquire_token<void (*)(error_code, int)>, "a handler of the wrong signature was accepted");
+static_assert(!acquire_token<void (*)(error_code)>, "a handler of the wrong signature was accepted");
+static_assert(release_token<void (*)(error_code)>);
+static_assert(!release_token<void (*)(error_code, zklock::guard)>, "a handler of the wrong signature was accepted");
+
+// Without a token an operation is asio::deferred: nothing starts until it is awaited or given a
+// token, and `co_await op()` works in an asio::awaitable coroutine.
+TEST(Completion, WithoutATokenAnOperationIsDeferredAndAwaitable) {
+    static_assert(std::is_same_v<zklock::default_completion_token, asio::deferred_t>);
+    asio::io_context io;
+    int done = 0;
+    zklock::guard empty;
+    auto op = empty.async_wait_lost(); // made, not started
+    io.run();
+    EXPECT_EQ(done, 0);
+    io.restart();
+    std::move(op)(asio::bind_executor(io, [&](error_code ec) {
+        EXPECT_EQ(ec, zklock::errc::not_held);
+        ++done;
+    }));
+    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+        zklock::guard g;
+        co_await g.async_release(); // deferred, awaited
+        auto [ec, guards] = co_await zklock::async_acquire_all(std::vector<zklock::mutex>{}, asio::as_tuple(asio::deferred));
+        EXPECT_EQ(ec, zklock::errc::multi_lock_empty);
+        ++done;
+    }, asio::detached);
+    io.run();
+    EXPECT_EQ(done, 2);
 }
