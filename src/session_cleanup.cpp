@@ -1,6 +1,7 @@
 // The guaranteed deletes: a lock node whose release failed, or whose create's reply was lost,
 // is deleted in the background, retried until it is gone or the session has ended.
 #include "detail/c_op.hpp"
+#include "detail/cleanup_rules.hpp"
 #include "detail/protocol.hpp"
 
 namespace zklock::detail {
@@ -69,13 +70,11 @@ void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, int rc) {
     it->running = false;
     ++it->failures;
     n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-    if (state() != session_state::connected && (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT))
-        return; // run_cleanups retries it on the reconnect
-    // Connected, or an error the connection does not explain (ZMARSHALLINGERROR, ZNOAUTH, ...):
-    // again after 50 ms, doubling up to 5 s, until the node is gone or the session ends.
-    const auto wait = std::chrono::milliseconds(50) * (1 << std::min(it->failures - 1, 7));
+    const auto plan = cleanup_rules::plan_retry(it->failures, rc, state() == session_state::connected);
+    if (plan.on_reconnect) return; // run_cleanups retries it on the reconnect
+    // Until the node is gone or the session ends.
     it->running = true; // (not run_cleanups' to start meanwhile)
-    it->backoff = std::make_shared<asio::steady_timer>(strand_, std::min<std::chrono::milliseconds>(wait, std::chrono::seconds(5)));
+    it->backoff = std::make_shared<asio::steady_timer>(strand_, plan.backoff);
     it->backoff->async_wait([w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](error_code ec) {
         auto s = w.lock();
         if (ec || !s || !s->cleanup_alive(gen, ep)) return;
@@ -98,18 +97,20 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
         cleanup_request([&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
             auto s = w.lock();
             if (!s || !s->cleanup_alive(gen, ep)) return;
-            if (r.rc == ZNONODE || (r.rc == ZOK && r.stat.czxid != it->owner_czxid)) return s->finish_cleanup(it, {}); // gone, or not ours
-            if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED || r.rc == ZAUTHFAILED) return s->finish_cleanup(it, {});
-            if (r.rc != ZOK) return s->retry_cleanup(it, r.rc);
+            switch (cleanup_rules::after_check(r.rc, r.stat.czxid, it->owner_czxid)) {
+            case cleanup_rules::verdict::delete_version: break;
+            case cleanup_rules::verdict::retry: return s->retry_cleanup(it, r.rc);
+            default: return s->finish_cleanup(it, {}); // gone, not ours, or gone with the session
+            }
             s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
                                zk_handler([w, gen, ep, it](zk_result r2) {
                 auto s = w.lock();
                 if (!s || !s->cleanup_alive(gen, ep)) return;
-                if (r2.rc == ZBADVERSION) return s->run_cleanup(it); // its data changed: look again
-                if (r2.rc == ZOK || r2.rc == ZNONODE) return s->finish_cleanup(it, {});
-                if (r2.rc == ZCLOSING || r2.rc == ZINVALIDSTATE || r2.rc == ZSESSIONEXPIRED || r2.rc == ZAUTHFAILED)
-                    return s->finish_cleanup(it, {}); // the handle is gone: so is the session's node
-                s->retry_cleanup(it, r2.rc);
+                switch (cleanup_rules::after_versioned_delete(r2.rc)) {
+                case cleanup_rules::verdict::look_again: return s->run_cleanup(it);
+                case cleanup_rules::verdict::retry: return s->retry_cleanup(it, r2.rc);
+                default: return s->finish_cleanup(it, {});
+                }
             }));
         }));
         return;
@@ -118,22 +119,20 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
         cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
             auto s = w.lock();
             if (!s || !s->cleanup_alive(gen, ep)) return;
-            if (r.rc == ZOK || r.rc == ZNONODE || r.rc == ZCLOSING || r.rc == ZINVALIDSTATE ||
-                r.rc == ZSESSIONEXPIRED || r.rc == ZAUTHFAILED) // (a dead handle: the node goes with its session)
-                return s->finish_cleanup(it, {});
-            // Anything else, the node may still be there: never give up while the session lives
-            // (connection loss waits for the reconnect; other errors retry with a back-off).
-            s->retry_cleanup(it, r.rc);
+            if (cleanup_rules::after_delete(r.rc) == cleanup_rules::verdict::finished) return s->finish_cleanup(it, {});
+            s->retry_cleanup(it, r.rc); // the node may still be there
         }));
         return;
     }
     cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
         auto s = w.lock();
         if (!s || !s->cleanup_alive(gen, ep)) return;
-        if (r.rc == ZCLOSING || r.rc == ZINVALIDSTATE || r.rc == ZSESSIONEXPIRED || r.rc == ZAUTHFAILED) return s->finish_cleanup(it, {});
-        if (r.rc != ZOK && r.rc != ZNONODE) return s->retry_cleanup(it, r.rc);
-        std::optional<std::string> found;
-        if (r.rc == ZOK) found = find_by_guid(r.children, it->guid);
+        switch (cleanup_rules::after_listing(r.rc)) {
+        case cleanup_rules::verdict::search: break;
+        case cleanup_rules::verdict::retry: return s->retry_cleanup(it, r.rc);
+        default: return s->finish_cleanup(it, {}); // the parent is gone, or the session
+        }
+        auto found = find_by_guid(r.children, it->guid);
         if (!found) return s->finish_cleanup(it, {}); // never created, or the parent is gone
         it->node = it->parent + "/" + *found;
         s->run_cleanup(it);

@@ -201,7 +201,10 @@ void session_impl::connect(pending<void(error_code)> h) {
     // Cancellation (terminal, partial): this waiter completes with operation_aborted; if it was
     // the last one of an attempt still connecting, the attempt is abandoned (disconnected).
     auto id = next_state_waiter_.fetch_add(1, std::memory_order_relaxed);
-    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type) {
+    h.on_cancel([w = weak_from_this(), id](asio::cancellation_type type) {
+        // Total cancellation promises no side effect, and abandoning the attempt is one.
+        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) == asio::cancellation_type::none)
+            return;
         auto s = w.lock();
         if (!s) return;
         asio::post(s->strand_, [s, id] { s->cancel_connect(id); });
@@ -209,16 +212,11 @@ void session_impl::connect(pending<void(error_code)> h) {
     asio::post(strand_, [self = shared_from_this(), h = std::move(h), id]() mutable {
         auto& s = *self;
         if (s.connects_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted);
-        switch (s.state()) {
-        case session_state::connected:
-            if (!s.auth_confirmed_) s.connect_waiters_.emplace_back(id, std::move(h));
-            else h.complete({});
-            return;
-        case session_state::closed: h.complete(errc::session_closed); return; // (issue 31: not a bare "canceled")
-        case session_state::connecting:
-        case session_state::suspended:
-        case session_state::expired: s.connect_waiters_.emplace_back(id, std::move(h)); return;
-        case session_state::disconnected: break;
+        switch (session_fsm::on_connect(s.fsm_facts())) {
+        case session_fsm::connect_decision::succeed: return h.complete({});
+        case session_fsm::connect_decision::fail_closed: return h.complete(errc::session_closed);
+        case session_fsm::connect_decision::wait: s.connect_waiters_.emplace_back(id, std::move(h)); return;
+        case session_fsm::connect_decision::start: break;
         }
         if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
         // Below 100 ms, the C client's connection attempts, timed by the requested timeout until
@@ -251,8 +249,7 @@ void session_impl::connect(pending<void(error_code)> h) {
             if (!ec) s.start_handle();
             if (ec || !s.handle_) {
                 s.set_state(session_state::disconnected);
-                for (auto& [cid, w] : s.connect_waiters_) w.complete(ec ? ec : make_error_code(errc::invalid_connect_string));
-                s.connect_waiters_.clear();
+                s.complete_connect_waiters(ec ? ec : make_error_code(errc::invalid_connect_string));
                 s.notify(session_event::state_changed);
                 return;
             }
@@ -412,15 +409,12 @@ void session_impl::abandon_attempt(error_code why) {
     connect_timer_.cancel();
     close_handle(std::move(old));
     set_state(session_state::disconnected);
-    for (auto& [cid, w] : connect_waiters_) w.complete(why);
-    connect_waiters_.clear();
+    complete_connect_waiters(why);
     notify(session_event::state_changed); // acquires waiting for the connection give up
 }
 
 bool session_impl::attempt_in_progress() const noexcept {
-    auto st = state();
-    return st == session_state::connecting ||
-           (!auth_confirmed_ && (st == session_state::connected || st == session_state::suspended));
+    return session_fsm::attempt_in_progress(fsm_facts());
 }
 
 void session_impl::arm_connect_timer(std::optional<std::chrono::steady_clock::time_point> at) {
@@ -446,85 +440,91 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             return;
         }
     }
-    if (zstate == ZOO_CONNECTED_STATE) {
-        auto prev = state();
-        if (handle_) {
-            std::int64_t id = 0;
-            int ms = 0;
-            if (handle_->session_info(id, ms)) {
-                session_id_ = id;
-                timeout_ms_ = ms; // (the lease took T at the connection's event: on_connected)
-                // The relay's handshake deadline follows the negotiated T (the server may cut it)
-                if (relay_ && ms > 0 && opts_.tls->handshake_timeout.count() == 0)
-                    relay_->handshake_timeout = std::max(std::chrono::milliseconds(ms / 3), std::chrono::milliseconds(100));
-            }
-        }
-        if (prev == session_state::suspended) n_reconnects.fetch_add(1, std::memory_order_relaxed);
-        set_state(session_state::connected);
-        if (auth_confirmed_) { // else on_auth_result completes them
-            connect_timer_.cancel();
-            for (auto& [cid, w] : connect_waiters_) w.complete({});
-            connect_waiters_.clear();
-        }
-        (void)prev;
-        if (auth_probe_needed_) probe_auth();
-        notify(session_event::reconnected); // waiters re-check their node and re-arm watches
-        run_cleanups();
-        arm_heartbeat(true); // renew the lease at once (or touch: evidence needs answered sends)
-        arm_lease_timer(); // T may have been renegotiated: the deadlines moved
-    } else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) {
-        if (state() != session_state::connected) return;
-        set_state(session_state::suspended);
-        notify(session_event::suspended); // on_disconnect locks are lost; lease locks wait for their lease
-    } else if (zstate == ZOO_AUTH_FAILED_STATE) {
-        fail_auth();
-    } else if (zstate == ZOO_EXPIRED_SESSION_STATE) {
-        n_expiries.fetch_add(1, std::memory_order_relaxed);
-        set_state(session_state::expired);
-        end_reason_ = errc::session_expired;
-        notify(session_event::expired);
-        fire_lapse_waiters(true);
-        watches_.clear();
-        finish_all_cleanups(); // the server deleted our ephemeral nodes
-        std::shared_ptr<zk_handle> old;
-        {
-            std::lock_guard lk(handle_mu_);
-            old = std::move(handle_);
-        }
-        close_handle(std::move(old));
-        if (opts_.renew_after_expiry) start_handle();
-        if (handle_) {
-            set_state(session_state::connecting);
-            arm_connect_timer();
-        } else {
-            // No new session (not wanted, or the C client refused to start one): nothing will
-            // change by itself any more.
-            set_state(session_state::disconnected);
-            for (auto& [cid, w] : connect_waiters_) w.complete(errc::session_expired);
-            connect_waiters_.clear();
-            notify(session_event::state_changed);
-        }
-    }
+    if (zstate == ZOO_CONNECTED_STATE) feed(session_fsm::event::connected);
+    else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) feed(session_fsm::event::connecting);
+    else if (zstate == ZOO_AUTH_FAILED_STATE) feed(session_fsm::event::auth_refused);
+    else if (zstate == ZOO_EXPIRED_SESSION_STATE) feed(session_fsm::event::expired);
 }
 
 void session_impl::on_auth_result(std::uint64_t gen, int rc) {
     if (gen != generation() || state() == session_state::closed) return;
-    if (rc == ZAUTHFAILED) return fail_auth(); // the server's verdict: refused
-    if (rc != ZOK) {
-        // No verdict: the C client calls the completion with the connection's error when the
-        // connection drops (or times out) before the server's answer came. It presents the
-        // credentials again on its next connection, but this completion is spent: ask there.
-        auth_probe_needed_ = true;
-        if (state() == session_state::connected) probe_auth();
-        return;
+    // ZAUTHFAILED: the server's verdict, refused. Another error: no verdict; the C client calls
+    // the completion with the connection's error when the connection drops (or times out)
+    // before the server's answer came.
+    feed(rc == ZAUTHFAILED ? session_fsm::event::auth_refused
+         : rc != ZOK       ? session_fsm::event::auth_no_verdict
+                           : session_fsm::event::auth_accepted);
+}
+
+session_fsm::facts session_impl::fsm_facts() const noexcept {
+    return {state(), auth_confirmed_, auth_probe_needed_, opts_.renew_after_expiry};
+}
+
+void session_impl::feed(session_fsm::event e) {
+    // The machine decides (src/detail/session_fsm.hpp); here its effects are carried out, in order.
+    const auto t = session_fsm::step(fsm_facts(), e);
+    auth_confirmed_ = t.next.auth_confirmed;
+    auth_probe_needed_ = t.next.auth_probe_needed;
+    using session_fsm::effect;
+    for (auto fx : t) {
+        switch (fx) {
+        case effect::read_session_info: read_session_info(); break;
+        case effect::count_reconnect: n_reconnects.fetch_add(1, std::memory_order_relaxed); break;
+        case effect::count_expiry: n_expiries.fetch_add(1, std::memory_order_relaxed); break;
+        case effect::enter_connected: set_state(session_state::connected); break;
+        case effect::enter_suspended: set_state(session_state::suspended); break;
+        case effect::enter_expired: set_state(session_state::expired); break;
+        case effect::enter_connecting: set_state(session_state::connecting); break;
+        case effect::enter_disconnected: set_state(session_state::disconnected); break;
+        case effect::cancel_connect_timer: connect_timer_.cancel(); break;
+        case effect::arm_connect_timer: arm_connect_timer(); break;
+        case effect::connect_waiters_succeed: complete_connect_waiters({}); break;
+        case effect::connect_waiters_fail: complete_connect_waiters(t.failure); break;
+        case effect::record_end_reason: end_reason_ = t.failure; break;
+        case effect::probe_auth: probe_auth(); break;
+        case effect::notify_reconnected: notify(session_event::reconnected); break;
+        case effect::notify_suspended: notify(session_event::suspended); break;
+        case effect::notify_ended: notify(session_event::expired); break;
+        case effect::notify_state_changed: notify(session_event::state_changed); break;
+        case effect::fire_lapse_waiters: fire_lapse_waiters(true); break;
+        case effect::clear_watches: watches_.clear(); break;
+        case effect::refuse_new_deletes: refused_ = true; break;
+        case effect::finish_cleanups: finish_all_cleanups(); break;
+        case effect::run_cleanups: run_cleanups(); break;
+        case effect::renew_lease_now: arm_heartbeat(true); break;
+        case effect::rearm_lease_timer: arm_lease_timer(); break;
+        case effect::drop_handle: {
+            std::shared_ptr<zk_handle> old;
+            {
+                std::lock_guard lk(handle_mu_);
+                old = std::move(handle_);
+            }
+            close_handle(std::move(old));
+            break;
+        }
+        case effect::start_new_handle:
+            start_handle();
+            feed(handle_ ? session_fsm::event::renewal_started : session_fsm::event::renewal_failed);
+            break;
+        }
     }
-    auth_probe_needed_ = false;
-    auth_confirmed_ = true;
-    if (state() == session_state::connected) {
-        connect_timer_.cancel();
-        for (auto& [cid, w] : connect_waiters_) w.complete({});
-        connect_waiters_.clear();
-    }
+}
+
+void session_impl::read_session_info() {
+    if (!handle_) return;
+    std::int64_t id = 0;
+    int ms = 0;
+    if (!handle_->session_info(id, ms)) return;
+    session_id_ = id;
+    timeout_ms_ = ms; // (the lease took T at the connection's event: on_connected)
+    // The relay's handshake deadline follows the negotiated T (the server may cut it)
+    if (relay_ && ms > 0 && opts_.tls->handshake_timeout.count() == 0)
+        relay_->handshake_timeout = std::max(std::chrono::milliseconds(ms / 3), std::chrono::milliseconds(100));
+}
+
+void session_impl::complete_connect_waiters(error_code ec) {
+    for (auto& [cid, w] : connect_waiters_) w.complete(ec);
+    connect_waiters_.clear();
 }
 
 void session_impl::probe_auth() {
@@ -546,34 +546,6 @@ void session_impl::probe_auth() {
         op->res.rc = rc;
         post_result(strand_, op);
     }
-}
-
-void session_impl::fail_auth() {
-    // The server refused our credentials: the C client gives the handle up for good. Retrying
-    // with the same credentials would be refused again, so the session ends here (no renewal);
-    // locks it held are reported lost (the server deletes their nodes when the session times out).
-    if (state() == session_state::disconnected || state() == session_state::closed) return;
-    connect_timer_.cancel();
-    end_reason_ = zk_errc::auth_failed; // what was held or awaited ends for that reason
-    notify(session_event::expired);
-    fire_lapse_waiters(true);
-    watches_.clear();
-    // No delete can succeed on a refused session: its nodes go when the server expires it (its
-    // client is gone). Retrying them would knock on a closed door for as long as the object
-    // lives. (finish_all_cleanups moves the cleanup epoch: replies still in flight see it.) Nor
-    // are new ones taken (refused_): what ends now because of the refusal would queue them.
-    refused_ = true;
-    finish_all_cleanups();
-    std::shared_ptr<zk_handle> old;
-    {
-        std::lock_guard lk(handle_mu_);
-        old = std::move(handle_);
-    }
-    close_handle(std::move(old));
-    set_state(session_state::disconnected);
-    for (auto& [cid, w] : connect_waiters_) w.complete(zk_errc::auth_failed);
-    connect_waiters_.clear();
-    notify(session_event::state_changed);
 }
 
 void session_impl::wait_state(session_state last_seen, pending<void(error_code, session_state)> h) {
@@ -610,8 +582,7 @@ void session_impl::enter_closed() {
     lease_timer_.cancel();
     heartbeat_timer_.cancel();
     set_state(session_state::closed);
-    for (auto& [cid, w] : connect_waiters_) w.complete(asio::error::operation_aborted);
-    connect_waiters_.clear();
+    complete_connect_waiters(asio::error::operation_aborted);
     notify(session_event::closed);
     fire_lapse_waiters(true);
     watches_.clear();

@@ -1,6 +1,15 @@
 // The session bridge: one zhandle_t of libzookeeper_st driven from one strand, its completions
 // and watch events posted to that strand, plus the session-wide machinery the lock recipes share
 // (listeners, watch registry, guaranteed background deletes).
+//
+// The parts, one file each:
+//   zk_handle.cpp          the bridge to the C client (class zk_handle below)
+//   c_callbacks.cpp        the C client's completions and watchers (detail/c_op.hpp: a request in flight)
+//   session_impl.cpp       connect, resolve, close; the driver of the state machine; listeners, watches
+//   session_fsm.hpp        the state machine's decisions, pure (events in, effects out)
+//   session_heartbeat.cpp  the lease: its timer, heartbeats and touches (detail/lease.hpp: its rules)
+//   session_requests.cpp   the requests
+//   session_cleanup.cpp    the guaranteed deletes (detail/cleanup_rules.hpp: their decisions, pure)
 #pragma once
 
 #include "detail/boot_timer.hpp"
@@ -9,6 +18,7 @@
 #include <zklock/guard.hpp>
 #include "detail/metrics.hpp"
 #include "detail/pending.hpp"
+#include "detail/session_fsm.hpp"
 #include "detail/tls_relay.hpp"
 
 #include <zklock/session.hpp>
@@ -492,7 +502,12 @@ private:
     bool auth_probe_needed_ = false;   // strand: see probe_auth()
     bool auth_probe_in_flight_ = false;
     bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
-    void fail_auth();
+    /// The session state machine (detail/session_fsm.hpp): its inputs, and its driver, which
+    /// carries out the effects of `e` in order.
+    session_fsm::facts fsm_facts() const noexcept;
+    void feed(session_fsm::event e);
+    void read_session_info();
+    void complete_connect_waiters(error_code ec);
     /// The credentials' verdict was lost with the connection: a request sent after them on the
     /// next connection tells (a reply means the server accepted them; a refusal closes it).
     void probe_auth();
