@@ -1,6 +1,9 @@
 // zklock: flock(1) across machines, on ZooKeeper, plus the admin commands list, break and
 // revoke. See `zklock --help` and docs/operations.md ("On the command line").
 #include "cli/duration.hpp"
+#include "cli/exit_codes.hpp"
+#include "cli/spawn.hpp"
+#include "cli/text.hpp"
 
 #include <zklock.hpp>
 
@@ -28,36 +31,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
 
 namespace {
 
 namespace asio = boost::asio;
 using zklock::errc;
 using zklock::error_code;
+using namespace zklock::cli;
 
-/// Exit codes (documented in --help and docs/operations.md). The command's own status passes through
-/// unchanged (128 + N if a signal N ended it).
-enum exit_code : int {
-    ex_failure = 1,      ///< the server refused (e.g. no such node, not authorised)
-    ex_usage = 64,       ///< bad arguments: nothing was sent to ZooKeeper
-    ex_unavailable = 69, ///< no ZooKeeper server could be reached
-    ex_software = 70,    ///< an internal error
-    ex_expired = 74,     ///< the session expired while waiting for the lock: the request is gone
-    ex_busy = 75,        ///< --nonblock: the lock is held; --timeout: it passed first
-    ex_lost = 76,        ///< the lock was lost while the command ran; the command was terminated
-    ex_cannot_run = 126, ///< the command could not be executed
-    ex_not_found = 127,  ///< the command was not found
-};
-
-constexpr const char* exit_codes_help = R"(Exit status of run: the command's own (128+N if signal N ended it), or
-  64 bad arguments (nothing was sent)     69 no ZooKeeper server reachable
-  75 lock busy (--nonblock) or --timeout passed first
-  74 the session expired while waiting     76 lock lost while the command ran (it was sent
-     SIGTERM, then SIGKILL), or before it started (then it was not run)
-  126 command not executable              127 command not found
-  1 the server refused (e.g. not authorised)   70 internal error
-Other commands: 0 on success, 1 refused by the server, 64, 69 or 70 as above.)";
 
 int fail(int code, const std::string& message) {
     std::cerr << "zklock: " << message << "\n";
@@ -154,11 +135,6 @@ int server_error(const std::string& what, const error_code& ec) {
     return fail(ex_failure, what + ": " + ec.message());
 }
 
-std::string hex(std::int64_t v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
-    return buf;
-}
 
 // ------------------------------------------------------------------------------------ run
 struct run_args {
@@ -174,127 +150,7 @@ struct run_args {
     bool data_given = false; // --data was given (even empty: refused)
 };
 
-/// The guardian: a small process that kills the command's whole process group when zklock dies,
-/// however it dies (SIGKILL, OOM killer). The child's parent-death signal reaches the command's
-/// first process only: a shell's children (`sh -c 'sleep 31'` forks `sleep`) would run on,
-/// reparented to init, without the lock. The guardian waits for EOF on a pipe whose write end only
-/// zklock holds (close-on-exec: the command does not inherit it); EOF comes when zklock exits.
-/// It lives in a process group of its own, so a signal to zklock's group does not take it along,
-/// and ignores the terminal's signals. Not covered: processes that leave the command's group
-/// (setsid, setpgid: daemons), and a guardian killed on its own (zklock_run's --help says so).
-/// Returns the pipe's write end (-1 without a guardian): a byte written to it sends the guardian
-/// away without a kill (the command never ran).
-int start_guardian(pid_t group) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return -1; // (without a guardian, the parent-death signal still covers the first process)
-    pid_t g = fork();
-    if (g == 0) {
-        // async-signal-safe calls only (see spawn)
-        close(fds[1]);
-        setpgid(0, 0);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) signal(sig, SIG_IGN);
-        // every other descriptor is closed: the guardian holds no socket, no terminal
-        for (int fd = 0; fd < 1024; ++fd)
-            if (fd != fds[0]) close(fd);
-        char c;
-        ssize_t n;
-        while ((n = read(fds[0], &c, 1)) < 0 && errno == EINTR) {
-        }
-        if (n == 1) _exit(0);  // sent away: the command never ran
-        kill(-group, SIGKILL); // (ESRCH when the group has ended: nothing to do)
-        _exit(0);
-    }
-    close(fds[0]);
-    if (g < 0) {
-        close(fds[1]);
-        return -1;
-    }
-    return fds[1]; // open (close-on-exec) until zklock exits, whichever way
-}
 
-/// Starts `argv` in a process group of its own (so that a lost lock stops the whole command,
-/// not only a shell in front of it), with `extra_env` added. Returns the pid, or -1 with errno.
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const sigset_t& old_mask) {
-    // Everything the child needs is built before fork: between fork and exec only
-    // async-signal-safe calls (the C client's threads may hold malloc's locks).
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e; ++e) {
-        std::string_view kv(*e);
-        bool ours = false;
-        for (auto& x : extra_env) ours = ours || kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1);
-        if (!ours) env_strings.emplace_back(kv);
-    }
-    for (auto& x : extra_env) env_strings.push_back(x);
-    std::vector<char*> env;
-    for (auto& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
-    env.push_back(nullptr);
-    const pid_t parent = getpid();
-    int pipefd[2]; // exec's outcome: EOF when it succeeded, else its errno
-    if (pipe2(pipefd, O_CLOEXEC) != 0) return -1;
-    // The go-ahead: the child execs the command only once the guardian is in place. (Started
-    // after the exec, the guardian came too late for a zklock killed just after it: the
-    // command's own children ran on, without the lock. Seen under load.)
-    int gofd[2];
-    if (pipe2(gofd, O_CLOEXEC) != 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return -1;
-    }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(pipefd[0]);
-        close(gofd[1]);
-        setpgid(0, 0);
-        // If zklock dies (SIGKILL, OOM), its session and lock go within the session timeout:
-        // the command must not outlive it.
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(ex_software);
-        char go = 0;
-        ssize_t got;
-        while ((got = read(gofd[0], &go, 1)) < 0 && errno == EINTR) {
-        }
-        if (got != 1) _exit(ex_software); // zklock went away before the guardian was in place
-        close(gofd[0]);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_DFL);
-        // The command inherits none of zklock's descriptors: the C client's connection and the
-        // TLS relay's sockets would stay open in it (no EOF, no reset would reach the server
-        // when zklock closes them), and it could accept on the relay's listeners.
-        if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-            for (int fd = 3; fd < 4096; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC); // (kernels before 5.11)
-        pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-        execvpe(args[0], args.data(), env.data());
-        int err = errno;
-        (void)!write(pipefd[1], &err, sizeof err);
-        _exit(err == ENOENT ? ex_not_found : ex_cannot_run);
-    }
-    close(pipefd[1]);
-    close(gofd[0]);
-    if (pid < 0) {
-        close(pipefd[0]);
-        close(gofd[1]);
-        return -1;
-    }
-    setpgid(pid, pid); // (also in the child: whichever runs first)
-    const int guardian = start_guardian(pid);
-    (void)!write(gofd[1], "g", 1);
-    close(gofd[1]);
-    int err = 0;
-    ssize_t n = read(pipefd[0], &err, sizeof err); // EOF: exec succeeded
-    close(pipefd[0]);
-    if (n == static_cast<ssize_t>(sizeof err)) {
-        waitpid(pid, nullptr, 0);
-        if (guardian >= 0) {
-            (void)!write(guardian, "x", 1); // (its group is gone: its number may be reused)
-            close(guardian);
-        }
-        errno = err;
-        return -1;
-    }
-    return pid;
-}
 
 void release_and_wait(asio::io_context& io, zklock::guard& g) {
     bool done = false;
@@ -520,71 +376,6 @@ struct admin_args {
     bool read_write = false;
 };
 
-/// Length of the valid UTF-8 sequence at the start of `s`, or 0.
-std::size_t utf8_sequence(std::string_view s) {
-    auto b = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-    auto cont = [&](std::size_t i) { return i < s.size() && (b(i) & 0xC0) == 0x80; };
-    unsigned char c = b(0);
-    if (c >= 0xC2 && c <= 0xDF && cont(1)) return 2;
-    if (c == 0xE0 && cont(1) && b(1) >= 0xA0 && cont(2)) return 3;
-    if (((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) && cont(1) && cont(2)) return 3;
-    if (c == 0xED && cont(1) && b(1) < 0xA0 && cont(2)) return 3;
-    if (c == 0xF0 && cont(1) && b(1) >= 0x90 && cont(2) && cont(3)) return 4;
-    if (c >= 0xF1 && c <= 0xF3 && cont(1) && cont(2) && cont(3)) return 4;
-    if (c == 0xF4 && cont(1) && b(1) < 0x90 && cont(2) && cont(3)) return 4;
-    return 0;
-}
-
-/// A JSON string; bytes that are not valid UTF-8 (binary node data) become U+FFFD.
-std::string json_string(std::string_view s) {
-    std::string out = "\"";
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x80) {
-            if (std::size_t n = utf8_sequence(s.substr(i))) {
-                out.append(s.substr(i, n));
-                i += n - 1;
-            } else {
-                out += "\\ufffd";
-            }
-            continue;
-        }
-        switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default:
-            if (c < 0x20 || c == 0x7f) {
-                char buf[8];
-                std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                out += buf;
-            } else {
-                out += static_cast<char>(c);
-            }
-        }
-    }
-    return out + "\"";
-}
-
-/// Node data for a terminal: valid UTF-8 stays, control bytes and bytes that are not valid UTF-8
-/// (binary data) become '?', so no escape sequence reaches the terminal.
-std::string printable(std::string_view s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        unsigned char c = static_cast<unsigned char>(s[i]);
-        if (c >= 0x80) {
-            std::size_t n = utf8_sequence(s.substr(i));
-            if (n) out.append(s.substr(i, n));
-            else out += '?';
-            i += n ? n - 1 : 0;
-            continue;
-        }
-        out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
-    }
-    return out;
-}
 
 template <class Start>
 int with_session(const admin_args& a, bool path_is_node, Start start) {
