@@ -240,7 +240,7 @@ class CliTest(unittest.TestCase):
         self.assert_no_leftovers()
 
     def test_a_shared_run_and_an_exclusive_run_on_one_path_exclude_each_other(self):
-        # issue 31, item 1: a reader was granted while a mutex held the path, and the reverse
+        # guards against a reader being granted while a mutex holds the path, and the reverse
         for first, second in ((["run"], ["run", "--shared"]), (["run", "--shared"], ["run"])):
             holder = self.spawn(*first, "--data", "first", self.path, "--", "sleep", "30")
             self.wait_children(1)
@@ -288,8 +288,8 @@ class CliTest(unittest.TestCase):
         self.assert_no_leftovers()
 
     def test_a_sigkilled_run_takes_the_commands_children_along(self):
-        # issue 31, item 4: `sh -c 'sleep 31'` under a SIGKILLed zklock: sh died of its
-        # parent-death signal, sleep ran on without the lock. The guardian kills the whole group.
+        # `sh -c 'sleep 31'` under a SIGKILLed zklock: sh dies of its parent-death signal, and
+        # sleep must not run on without the lock. The guardian kills the whole group.
         pidfile = os.path.join(self.tmp, "grandchild")
         holder = self.spawn("run", "--session-timeout", "2s", self.path, "--", "sh", "-c",
                             "sleep 60 & echo $! > %s; wait" % pidfile)
@@ -349,7 +349,7 @@ class CliTest(unittest.TestCase):
         self.assert_no_leftovers()
 
     def test_a_lock_lost_before_the_command_starts_is_not_run(self):
-        # (Issue 24, item 9.) Lost between the grant and the spawn: exit with the loss code and do
+        # Lost between the grant and the spawn: exit with the loss code and do
         # not run the command. ZKLOCK_TEST_SPAWN_DELAY_MS widens that gap for the test.
         marker = os.path.join(self.tmp, "ran")
         holder = self.spawn("run", self.path, "--", "touch", marker,
@@ -366,7 +366,7 @@ class CliTest(unittest.TestCase):
         self.assert_no_leftovers()
 
     def test_a_session_that_expires_while_waiting_exits_74(self):
-        # (Issue 24, item 9.) It used to exit 1, like a command that failed.
+        # The expiry code, not 1, which would look like a command that failed.
         ready = os.path.join(self.tmp, "ready")
         holder = self.spawn("run", self.path, "--", "sh", "-c",
                             "echo ready > %s; while :; do sleep 0.05; done" % ready)
@@ -464,7 +464,7 @@ class CliTest(unittest.TestCase):
         self.assert_no_leftovers()
 
     def test_hand_made_nodes_are_listed_as_foreign_and_can_be_broken(self):
-        # issue 24 item 10: a child named like a lock node that no sequential create made (its
+        # a child named like a lock node that no sequential create made (its
         # suffix is at the counter's cap while the parent's cversion is small) must not deny the lock
         odd = self.path + "/x-lock-2147483647"
         self.zk.create(odd, b"crafted", makepath=True)
@@ -558,7 +558,7 @@ class CliTest(unittest.TestCase):
         r = zklock("run", self.path, "--", "true", env=env)
         self.assertEqual(r.returncode, EX_USAGE)
         self.assertIn("ZK_CONNECT", self.assert_one_error_line(r))
-        # the run's own mistakes are named first, even without ZK_CONNECT (issue 31, item 12)
+        # the run's own mistakes are named first, even without ZK_CONNECT
         r = zklock("run", "--timeout", "abc", self.path, "--", "true", env=env)
         self.assertEqual(r.returncode, EX_USAGE)
         self.assertIn("--timeout", self.assert_one_error_line(r))
@@ -611,7 +611,7 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, EX_UNAVAILABLE)
         line = self.assert_one_error_line(r)
         self.assertIn("cannot connect", line)
-        # issue 31, item 9: what the attempts got, per server
+        # what the attempts got, per server
         self.assertIn("127.0.0.1:%d: connection refused" % port, line)
 
 

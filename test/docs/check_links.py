@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Every relative link of the documentation resolves (issue 35, item 4).
+"""Every relative link of the documentation resolves.
 
     check_links.py REPO_ROOT
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""The README's short example is examples/1_tutorial.cpp as it is (issue 31, item 11): the suite
-compiles and runs that file, so the README cannot show code that does not build."""
+"""The README's short example is examples/1_tutorial.cpp as it is: the suite compiles and runs
+that file, so the README cannot show code that does not build."""
 import sys
 
 readme, example = sys.argv[1], sys.argv[2]

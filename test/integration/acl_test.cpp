@@ -210,7 +210,7 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
         mh.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { local_ec = ec; });
         co_await sleep_for(300ms); // a's requests are parked behind b's node and b's lease, and behind gh
         CO_REQUIRE(!waited_ec && !sem_ec && !local_ec);
-        // (Issue 24, item 8.) A guaranteed delete that keeps failing (injected: no auth) is still
+        // A guaranteed delete that keeps failing (injected: no auth) is still
         // pending when the credentials are refused: the refusal must drop it, not leave it
         // retrying against a session that can do nothing any more.
         zklock::mutex ms(*a, stuck);

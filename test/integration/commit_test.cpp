@@ -1,4 +1,4 @@
-// guard::async_commit against the real server (issue 26): the writes land only while the lock is
+// guard::async_commit against the real server: the writes land only while the lock is
 // held. The tests whose holder does not know that its lock is gone (a break, a takeover) fail if
 // the lock check is dropped from the multi: its write would then be applied.
 #include <zklock/inspect.hpp>

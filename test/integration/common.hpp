@@ -239,6 +239,24 @@ protected:
         return p;
     }
 
+    /// Two sessions and a mutex on each, on one fresh lock path: the set-up of most lock tests.
+    ///     auto c = co_await two_contenders();
+    ///     auto g = co_await c.ma.async_acquire(use_awaitable); // c.mb waits behind it
+    struct contenders {
+        std::string path;
+        std::unique_ptr<zklock::session> a, b;
+        zklock::mutex ma, mb;
+    };
+    // (No `zklock::mutex_options o = {}` parameter: GCC 12 frees an invalid pointer when it
+    // destroys a coroutine's aggregate parameter defaulted with `= {}`.)
+    awaitable<contenders> two_contenders() {
+        auto path = lock_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        co_return contenders{std::move(path), std::move(a), std::move(b), std::move(ma), std::move(mb)};
+    }
+
     /// Runs `body()` (a coroutine lambda) on `io` with `threads` threads; fails if it does not
     /// finish within `limit`.
     template <class Body>

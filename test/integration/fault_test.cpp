@@ -286,25 +286,22 @@ TEST_F(Faults, WaitLostCompletesWithReleasedAndIsCancellable) {
 
 TEST_F(Faults, CloseAbortsOperationsInFlightAndReleasesLocks) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto c = co_await two_contenders();
+        auto ga = co_await c.ma.async_acquire(use_awaitable);
         zklock::error_code b_ec;
         bool b_done = false;
-        mb.async_acquire([&](zklock::error_code ec, zklock::guard) { b_ec = ec; b_done = true; });
-        co_await wait_for_children(*a, path, 2);
+        c.mb.async_acquire([&](zklock::error_code ec, zklock::guard) { b_ec = ec; b_done = true; });
+        co_await wait_for_children(*c.a, c.path, 2);
         zklock::error_code lost;
         ga.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
-        co_await b->async_close(use_awaitable);
+        co_await c.b->async_close(use_awaitable);
         // (the aborted acquire's completion is not ordered with the close's: it may come after)
         co_await eventually([&] { return b_done; });
         EXPECT_TRUE(b_done);
         EXPECT_EQ(b_ec, asio::error::operation_aborted);
-        EXPECT_EQ(b->state(), session_state::closed);
-        co_await b->async_close(use_awaitable); // idempotent
-        co_await a->async_close(use_awaitable);
+        EXPECT_EQ(c.b->state(), session_state::closed);
+        co_await c.b->async_close(use_awaitable); // idempotent
+        co_await c.a->async_close(use_awaitable);
         co_await eventually([&] { return bool(lost); });
         EXPECT_EQ(lost, errc::session_closed);
     });

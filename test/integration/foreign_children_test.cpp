@@ -1,6 +1,6 @@
-// Children that no lock recipe made (issue 24 items 7, 10, 11): hand-made nodes with odd
-// suffixes must not deny the lock, a parent whose counter may have wrapped must not be granted
-// on a guess, and the admin operations report the real cause of a failure.
+// Children that no lock recipe made: hand-made nodes with odd suffixes must not deny the lock, a
+// parent whose counter may have wrapped must not be granted on a guess, and the admin operations
+// report the real cause of a failure.
 #include <zklock/inspect.hpp>
 #include <zklock/mutex.hpp>
 #include <zklock/shared_mutex.hpp>
@@ -127,7 +127,7 @@ TEST_F(Foreign, AHandMadeWriterAboveTheCounterDoesNotBlockReaders) {
 }
 
 TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
-    // Item 11: a parent's cversion at the cap (2147483647) means that its counter may have wrapped,
+    // A parent's cversion at the cap (2147483647) means that its counter may have wrapped,
     // so suffixes may repeat or be negative. Peers then order the children differently (Curator as
     // strings, '-' first; kazoo as strings too), and zklock cannot know which node came first: it
     // refuses to grant rather than guess. The cap is reached here through the test hook.
@@ -160,7 +160,7 @@ TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
 }
 
 TEST_F(Foreign, AdminOperationsReportTheRealCause) {
-    // Item 7: inspect, break and revoke complete with the server's code or a zklock condition that
+    // Inspect, break and revoke complete with the server's code or a zklock condition that
     // names the problem, never a generic invalid_argument.
     run_test([&]() -> awaitable<void> {
         // (a path that only its owner may read: the fixture's check could not list it; checked below)

@@ -248,9 +248,9 @@ TEST_F(Handoff, NodeDeletedBySomeoneElseStopsTheHandOff) {
 }
 
 TEST_F(Handoff, ALostGrantThatIsNeverReleasedDoesNotHoldUpTheQueue) {
-    // Issue 24 item 2: the node is deleted by someone else while its grant is out, and that grant's
-    // holder never releases it. The local waiter behind it is served by a fresh node at once (it
-    // used to wait for a release that never came).
+    // The node is deleted by someone else while its grant is out, and that grant's holder never
+    // releases it. The local waiter behind it is served by a fresh node at once, instead of
+    // waiting for a release that never comes.
     run_test([&]() -> awaitable<void> {
         auto path = lock_path();
         auto a = co_await connect();
@@ -287,7 +287,7 @@ TEST_F(Handoff, ALostGrantThatIsNeverReleasedDoesNotHoldUpTheQueue) {
 }
 
 TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
-    // Issue 24 item 2, loss by the lease while the session survives: the node stays until the
+    // A grant lost by its lease while the session survives: the node stays until the
     // holder can have stopped (the handover time, as for any lock lost by its lease), then the
     // local waiter is served by a fresh node, though the holder never releases.
     using clk = std::chrono::steady_clock;
@@ -455,18 +455,18 @@ TEST_F(Handoff, BadOptionsAreRefused) {
 }
 
 TEST_F(Handoff, ARevocationEndsTheHandOffsOfANonRevocableLockWithoutTellingTheHolder) {
-    // (Review item 18, decided: a hand-off queue always watches its node for revocation, so an
-    // operator can make a busy process let others in; the grant that is out is told only if it
-    // asked for revocable.)
+    // By design, a hand-off queue always watches its node for revocation, so an operator can
+    // make a busy process let others in; the grant that is out is told only if it asked for
+    // revocable.
     run(io, revoke_a_handoff_queue(lock_path(), false));
 }
 
 TEST_F(Handoff, MutexesThatDifferInAnOptionDoNotShareANode) {
-    // (Issue 24, item 4.) Two mutex objects on one path in one process share a hand-off queue,
-    // and so its node, only if nothing about the node or the grant differs. Otherwise the second
-    // waits for the first like another process would, and gets a node of its own, made with its
-    // own settings. (It used to be handed the first one's node at once, with the first one's ACL,
-    // data and loss policy.)
+    // Two mutex objects on one path in one process share a hand-off queue, and so its node, only
+    // if nothing about the node or the grant differs. Otherwise the second waits for the first
+    // like another process would, and gets a node of its own, made with its own settings. Guards
+    // against the second being handed the first one's node at once, with the first one's ACL,
+    // data and loss policy.
     run_test([&]() -> awaitable<void> {
         auto s = co_await connect();
         std::vector<std::pair<std::string, zklock::mutex_options>> variants;

@@ -357,10 +357,10 @@ TEST_F(Lease, AWaiterThatWaitedLongerThanTheLeaseIsGrantedAValidLock) {
 /// `one_way` delay each way (T = 2 s), then held for 1 s (five heartbeat periods). Liveness
 /// (docs/lease.md, "Liveness"): a grant leaves its first heartbeat room to renew the lease (two
 /// heartbeat periods, at most f/2), and while round trips stay under (f - 0.1) T - T/64 the
-/// heartbeats keep it: the lock is not lost by its own slowness. Before session 29 an idle
-/// session touched T/10 to T/5 apart and the first heartbeat went a period after the grant: at
-/// round trips of T/10, 2 phases of 6 lost the lock within 1 s of the grant (and CI, under ASan:
-/// "no heartbeats while holding a lock").
+/// heartbeats keep it: the lock is not lost by its own slowness. Guards against the schedule in
+/// which an idle session touched T/10 to T/5 apart and the first heartbeat went a period after
+/// the grant: at round trips of T/10 it lost the lock within 1 s of the grant at 2 phases of 6
+/// (and CI, under ASan, failed with "no heartbeats while holding a lock").
 class LeaseGrant : public zt::zk_test {
 protected:
     void grant_at_every_touch_phase(std::chrono::milliseconds one_way);

@@ -1,4 +1,4 @@
-// One path, one lock, whatever the recipe (issue 31, item 1): for every ordered pair of recipes,
+// One path, one lock, whatever the recipe: for every ordered pair of recipes,
 // a holder of the first on a path, then an attempt of the second on the same path. Exclusive kinds
 // exclude everything; readers share with readers only; a semaphore and a lock, or the unique_node
 // strategy and the sequential nodes, cannot share a path: the second fails with an error that

@@ -197,18 +197,15 @@ TEST_F(Mutex, GrantsInFifoOrderAndWakesOneWaiterPerRelease) {
 
 TEST_F(Mutex, TryAcquire) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_try_acquire(use_awaitable);
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_try_acquire(use_awaitable);
         CO_REQUIRE(g.owns_lock());
-        auto [ec, g2] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
+        auto [ec, g2] = co_await c.mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::lock_busy) << ec.message();
         EXPECT_FALSE(g2.owns_lock());
-        EXPECT_EQ((co_await children_of(*a, path)).size(), 1u); // the loser's node is already gone
+        EXPECT_EQ((co_await children_of(*c.a, c.path)).size(), 1u); // the loser's node is already gone
         co_await g.async_release(use_awaitable);
-        auto g3 = co_await mb.async_try_acquire(use_awaitable);
+        auto g3 = co_await c.mb.async_try_acquire(use_awaitable);
         EXPECT_TRUE(g3.owns_lock());
         co_await g3.async_release(use_awaitable);
     });
@@ -216,22 +213,19 @@ TEST_F(Mutex, TryAcquire) {
 
 TEST_F(Mutex, TimeoutLeavesNoNode) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable);
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable);
         auto t0 = std::chrono::steady_clock::now();
-        auto [ec, g2] = co_await mb.async_acquire_for(300ms, boost::asio::as_tuple(use_awaitable));
+        auto [ec, g2] = co_await c.mb.async_acquire_for(300ms, boost::asio::as_tuple(use_awaitable));
         auto took = std::chrono::steady_clock::now() - t0;
         EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
         EXPECT_GE(took, 300ms);
         EXPECT_FALSE(g2.owns_lock());
-        auto kids = co_await children_of(*a, path);
+        auto kids = co_await children_of(*c.a, c.path);
         CO_REQUIRE(kids.size() == 1u);
-        EXPECT_EQ(path + "/" + kids[0], g.node_path());
+        EXPECT_EQ(c.path + "/" + kids[0], g.node_path());
         // a deadline already passed: fails without leaving anything either
-        auto [ec2, g3] = co_await mb.async_acquire_until(std::chrono::steady_clock::now() - 1s, boost::asio::as_tuple(use_awaitable));
+        auto [ec2, g3] = co_await c.mb.async_acquire_until(std::chrono::steady_clock::now() - 1s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec2, errc::acquire_timeout);
         co_await g.async_release(use_awaitable);
     });
@@ -239,25 +233,22 @@ TEST_F(Mutex, TimeoutLeavesNoNode) {
 
 TEST_F(Mutex, CancellationLeavesNoNodeForEveryCancellationType) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable);
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable);
         for (auto type : {asio::cancellation_type::terminal, asio::cancellation_type::partial,
                           asio::cancellation_type::total}) {
             asio::cancellation_signal sig;
             zklock::error_code got;
             bool done = false;
-            mb.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard) {
+            c.mb.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard) {
                 got = ec;
                 done = true;
             }));
-            co_await wait_for_children(*a, path, 2);
+            co_await wait_for_children(*c.a, c.path, 2);
             sig.emit(type);
             while (!done) co_await sleep_for(5ms);
             EXPECT_EQ(got, asio::error::operation_aborted);
-            EXPECT_EQ((co_await children_of(*a, path)).size(), 1u) << "cancelled waiter's node left behind";
+            EXPECT_EQ((co_await children_of(*c.a, c.path)).size(), 1u) << "cancelled waiter's node left behind";
         }
         co_await g.async_release(use_awaitable);
     });
@@ -353,13 +344,10 @@ TEST_F(Mutex, LostCreateReplyIsRecoveredByGuid) {
 
 TEST_F(Mutex, LostCreateReplyWhileCancelledLeavesNoNode) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable);
-        b->impl()->faults.lose_create_replies = 1;
-        auto [ec, g2] = co_await mb.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable);
+        c.b->impl()->faults.lose_create_replies = 1;
+        auto [ec, g2] = co_await c.mb.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::acquire_timeout);
         co_await g.async_release(use_awaitable);
     });

@@ -1,5 +1,5 @@
-// What a new user hit (issue 31): acquires while the ensemble cannot be reached complete within
-// their bound (item 2); a zero deadline is one try (item 8); a closed session says so (item 10).
+// What a new user runs into: acquires while the ensemble cannot be reached complete within
+// their bound; a zero deadline is one try; a closed session says so.
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
@@ -91,10 +91,10 @@ TEST_F(NewUser, AClosedSessionSaysItIsClosed) {
 }
 
 TEST_F(NewUser, ConnectStringAndOptionMistakesAreNamedAtOnce) {
-    // Before (items 5 to 7): "http://..." was "an empty segment" of a lock path, a chroot with a
-    // trailing '/' "must not end with '/'", a missing chroot "ZooKeeper: no node"; a session
-    // timeout of 0 or a connect timeout of 0 "a timeout or option is out of range", and one of
-    // 1 ms hung until the connect timeout.
+    // Each mistake is named at once. Guards against the misleading reports: "http://..." as "an
+    // empty segment" of a lock path, a chroot with a trailing '/' as "must not end with '/'", a
+    // missing chroot as "ZooKeeper: no node"; a session timeout of 0 or a connect timeout of 0 as
+    // "a timeout or option is out of range", and one of 1 ms hanging until the connect timeout.
     run_test([&]() -> awaitable<void> {
         auto ex = co_await asio::this_coro::executor;
         auto refused = [&](zklock::session_options o) -> awaitable<zklock::error_code> {
@@ -132,10 +132,11 @@ TEST_F(NewUser, ConnectStringAndOptionMistakesAreNamedAtOnce) {
 }
 
 TEST_F(NewUser, AStallLongerThanTheSessionReportsTheExpiryNotADeletionOrALapse) {
-    // Before (item 3): a holder stopped for 2 T, then resumed, reported lock_node_deleted
-    // ("deleted by another client": the server's expiry had deleted it, and the watch event was
-    // waiting in the socket) or lease_expired ("the server may expire the session soon": it had
-    // expired T earlier), whichever of the socket and the lease timer the io_context served first.
+    // A holder stopped for 2 T, then resumed, reports the expiry. Guards against it reporting
+    // lock_node_deleted ("deleted by another client": the server's expiry had deleted it, and the
+    // watch event was waiting in the socket) or lease_expired ("the server may expire the session
+    // soon": it had expired T earlier), whichever of the socket and the lease timer the io_context
+    // served first.
     // The stall here blocks the io_context's only thread, as SIGSTOP, a debugger or a swap storm
     // would; with and without a loss waiter (and its watch) armed before it.
     for (bool armed_before : {true, false}) {
@@ -197,7 +198,7 @@ TEST_F(NewUser, AStallShorterThanTheSessionStillReportsTheLapseAtOnce) {
 }
 
 TEST_F(NewUser, AConnectTimeoutSaysWhatEachServerGot) {
-    // Before (item 9): "no ZooKeeper server answered", for a port that refused every attempt.
+    // Guards against a bare "no ZooKeeper server answered" for a port that refused every attempt.
     run_test([&]() -> awaitable<void> {
         asio::ip::tcp::acceptor bound(co_await asio::this_coro::executor);
         bound.open(asio::ip::tcp::v4());

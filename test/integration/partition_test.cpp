@@ -218,7 +218,7 @@ TEST_F(Partition, IsolatedLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted)
 }
 
 TEST_F(Partition, StallResumeStallOnTheHoldersFollower) {
-    // The reviewer's sequence: the holder's follower is cut off from the leader, reconnected just
+    // Stall, resume, stall: the holder's follower is cut off from the leader, reconnected just
     // long enough for the holder's heartbeats to renew the lease, and cut off again. The lease
     // must still report the loss before the grant: by (0.65 - 2f) T at worst (tickTime = T/2);
     // a lease fraction for which that is not positive (f = 0.5) is refused (lease tests).

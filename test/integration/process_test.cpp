@@ -173,7 +173,7 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
 }
 
 TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
-    // Issue 8's failover hang, made to happen at will: the leader is killed while the quorum ports
+    // A failover hang, made to happen at will: the leader is killed while the quorum ports
     // of both survivors are taken by another process (here, this one). Whichever survivor wins the
     // election cannot bind its port, steps down and wins again: the ensemble serves nobody for as
     // long as the ports are held, although two servers are up. (A port picked with bind(0) and left
@@ -281,7 +281,7 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
 }
 
 TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) {
-    // The issue's fault: the holder's session uses one follower only; that follower is SIGSTOPped
+    // The fault under test: the holder's session uses one follower only; that follower is SIGSTOPped
     // (it replied to the holder but never relays its last touches to the leader); a waiter on the
     // other servers. At 5 phases spread over the C client's ping interval (T/3), the lease must
     // report the loss at least the stated margin ((0.65 - f) T, less an allowance) before the grant.

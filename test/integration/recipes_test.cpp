@@ -189,7 +189,7 @@ TEST_F(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
 }
 
 TEST_F(Reentrant, AFencingStoreAcceptsTheNestedHoldersWritesAndRefusesTheFormerOwners) {
-    // (Issue 24, item 5.) A nested acquire is not a new grant: same token. A store that refuses
+    // A nested acquire is not a new grant: same token. A store that refuses
     // tokens smaller than the largest it has seen (as guard::fencing_token says) accepts the outer
     // and the nested guard's writes, then the next owner's, and refuses the former owner's after.
     struct fencing_store {

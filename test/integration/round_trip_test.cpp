@@ -1,4 +1,4 @@
-// A contended hand-off in one round trip (issue 25 item 3): a waiter whose predecessor was the only
+// A contended hand-off in one round trip: a waiter whose predecessor was the only
 // node in its way is granted on that node's deletion, without listing the children again.
 #include <zklock/mutex.hpp>
 #include <zklock/shared_mutex.hpp>
@@ -17,18 +17,15 @@ TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {
     // a create and its listing, a getData watch on the holder's node, the holder's delete. The
     // re-list after the deletion (a fifth request, on the hand-off's critical path) is gone.
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable); // (parents made; not counted)
-        const auto a0 = a->statistics(), b0 = b->statistics();
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable); // (parents made; not counted)
+        const auto a0 = c.a->statistics(), b0 = c.b->statistics();
         const int cycles = 40;
         bool a_holds = true;
         for (int i = 0; i < cycles; ++i) {
             // the other one queues behind the holder, then the holder lets go
-            auto& next = a_holds ? mb : ma;
-            auto& next_s = a_holds ? *b : *a;
+            auto& next = a_holds ? c.mb : c.ma;
+            auto& next_s = a_holds ? *c.b : *c.a;
             // (wait until it has listed and armed its watch: it sends the getData only then; a
             // release before its listing was processed would make this cycle uncontended)
             const auto armed = next_s.statistics().get_data;
@@ -41,7 +38,7 @@ TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {
             g = std::move(w->guard);
             a_holds = !a_holds;
         }
-        const auto a1 = a->statistics(), b1 = b->statistics(); // (the last release is no cycle's)
+        const auto a1 = c.a->statistics(), b1 = c.b->statistics(); // (the last release is no cycle's)
         co_await g.async_release(use_awaitable);
         auto diff = [](const zklock::session_statistics& x, const zklock::session_statistics& y) {
             zklock::session_statistics d;
@@ -134,13 +131,10 @@ TEST_F(RoundTrip, AWaiterWithMoreThanItsPredecessorAheadListsAgain) {
 
 TEST_F(RoundTrip, ARevocationRequestOnThePredecessorIsNotADeletion) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable);
-        auto w = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
-        co_await wait_for_children(*a, path, 2);
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable);
+        auto w = in_background([&](auto h) { c.mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*c.a, c.path, 2);
         raw_zk peer;
         EXPECT_EQ(peer.set(g.node_path(), "__REVOKE__"), ZOK); // a data change on the watched node
         co_await sleep_for(300ms);
@@ -181,45 +175,39 @@ TEST_F(RoundTrip, AFreeLockWhoseListingReplyIsLostIsGrantedAfterOneMoreListing) 
 
 TEST_F(RoundTrip, AWaiterWhoseListingReplyIsLostStillWaitsItsTurn) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable);
-        const auto before = b->statistics();
-        b->impl()->faults.lose_list_replies = 1;
-        auto w = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
-        co_await eventually([&] { return b->statistics().get_data > before.get_data; }, 5000ms); // (its watch is armed)
-        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable);
+        const auto before = c.b->statistics();
+        c.b->impl()->faults.lose_list_replies = 1;
+        auto w = in_background([&](auto h) { c.mb.async_acquire_for(10s, h); });
+        co_await eventually([&] { return c.b->statistics().get_data > before.get_data; }, 5000ms); // (its watch is armed)
+        EXPECT_EQ(c.b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
         co_await sleep_for(200ms);
         EXPECT_FALSE(w->done) << "granted while the holder still held the lock";
-        EXPECT_EQ((co_await children_of(*a, path)).size(), 2u);
+        EXPECT_EQ((co_await children_of(*c.a, c.path)).size(), 2u);
         co_await g.async_release(use_awaitable);
         co_await eventually([&] { return w->done; }, 5000ms);
         CO_REQUIRE(w->granted());
-        EXPECT_EQ(b->statistics().creates - before.creates, 1u);
+        EXPECT_EQ(c.b->statistics().creates - before.creates, 1u);
         co_await w->guard.async_release(use_awaitable);
     });
 }
 
 TEST_F(RoundTrip, ATimedOutAcquireWhoseListingReplyIsLostLeavesNoNode) {
     run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        zklock::mutex ma(*a, path), mb(*b, path);
-        auto g = co_await ma.async_acquire(use_awaitable);
-        b->impl()->faults.lose_list_replies = 1;
-        auto [ec, g2] = co_await mb.async_acquire_for(300ms, boost::asio::as_tuple(use_awaitable));
+        auto c = co_await two_contenders();
+        auto g = co_await c.ma.async_acquire(use_awaitable);
+        c.b->impl()->faults.lose_list_replies = 1;
+        auto [ec, g2] = co_await c.mb.async_acquire_for(300ms, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
-        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
-        auto kids = co_await children_of(*a, path);
+        EXPECT_EQ(c.b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        auto kids = co_await children_of(*c.a, c.path);
         for (int i = 0; i < 100 && kids.size() != 1; ++i) { // (its delete is guaranteed, maybe not yet done)
             co_await sleep_for(50ms);
-            kids = co_await children_of(*a, path);
+            kids = co_await children_of(*c.a, c.path);
         }
         CO_REQUIRE(kids.size() == 1u);
-        EXPECT_EQ(path + "/" + kids[0], g.node_path()) << "the timed-out waiter's node is still there";
+        EXPECT_EQ(c.path + "/" + kids[0], g.node_path()) << "the timed-out waiter's node is still there";
         co_await g.async_release(use_awaitable);
     });
 }

@@ -1,4 +1,4 @@
-// Errors from the server and every recipe under faults (the review's "missing tests"): ACLs that
+// Errors from the server and every recipe under faults: ACLs that
 // forbid a create, a lock path under an ephemeral node, a chroot that does not exist, expiry and
 // connection loss for shared_mutex, semaphore, reentrant_mutex and multi-locks, a node deleted
 // while its holder was disconnected.
@@ -120,7 +120,7 @@ TEST_F(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
         zklock::mutex m(*a, "/locks/x");
         auto t0 = std::chrono::steady_clock::now();
         auto [ec, g] = co_await m.async_acquire_for(20s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec, zklock::errc::chroot_missing) << ec.message(); // (issue 31, item 5: was a bare "no node")
+        EXPECT_EQ(ec, zklock::errc::chroot_missing) << ec.message(); // (not a bare "no node")
         EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the acquire kept retrying";
         auto admin = co_await connect();
         EXPECT_TRUE((co_await children_of(*admin, chroot)).empty()) << "the chroot was created";

@@ -44,7 +44,7 @@ TEST(Error, EveryCodeHasItsOwnMessage) {
     EXPECT_GE(assigned, 45); // (the walk reaches every block of values)
 }
 
-// Issue 31, item 6: each mistake has its code, and its message names the option and its range.
+// Each mistake has its code, and its message names the option and its range.
 TEST(Error, EachMistakeNamesItsOptionAndRange) {
     struct want { errc e; std::vector<std::string> words; };
     for (const auto& w : std::vector<want>{

@@ -216,19 +216,19 @@ TEST(Lease, TheTouchScheduleKeepsSendsAPeriodApartAndNeverSpins) {
 namespace {
 /// How a session schedules its touches and heartbeats around a grant (the model below).
 enum class schedule {
-    before_s28, ///< a fixed T/10 tick: a heartbeat while a lock is held, else a touch unless
+    fixed_tick, ///< a fixed T/10 tick: a heartbeat while a lock is held, else a touch unless
                 ///< anything was sent since the last tick (so sends T/10 to T/5 apart around
                 ///< other sends); a grant needs a lease that has not lapsed; the first heartbeat
                 ///< a period after the grant
-    s28,        ///< the same ticks; a grant needs two periods of lease, at most f/2 (three
+    fixed_tick_headroom,        ///< the same ticks; a grant needs two periods of lease, at most f/2 (three
                 ///< renewals at most), and a grant on a lease shorter than two periods sends its
                 ///< first heartbeat at once
     current,    ///< a touch a period after the last send (next_touch_at); while a write is in
                 ///< flight, a heartbeat a period after the last write (next_heartbeat_at); the
-                ///< grant seeks the headroom of s28, counted from when heartbeats can first renew
-                ///< the lease (too_short_to_grant), for T/2 (lease_grant_headroom_wait); the
-                ///< first heartbeat at first_heartbeat_at (the steady state's time, never before
-                ///< renewable_from)
+                ///< grant seeks the headroom above (two periods, at most f/2), counted from when
+                ///< heartbeats can first renew the lease (too_short_to_grant), for T/2
+                ///< (lease_grant_headroom_wait); the first heartbeat at first_heartbeat_at (the
+                ///< steady state's time, never before renewable_from)
 };
 
 /// A model of one free lock's acquire and hold, against the real session_lease and its schedule
@@ -312,9 +312,9 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
     const lease_ns c = now;
     send(c, true); // the create
     run_until(c + r);
-    const double headroom = sch == schedule::before_s28 ? 0.0 : std::min(2 * session_lease::heartbeat, f / 2);
-    // (lease_for_grant: a renewal; if that left it short, a pause of T/20 and a new listing; s28
-    // tried three times, now for half of T)
+    const double headroom = sch == schedule::fixed_tick ? 0.0 : std::min(2 * session_lease::heartbeat, f / 2);
+    // (lease_for_grant: a renewal; if that left it short, a pause of T/20 and a new listing; the
+    // older schedules try three times, the current one for half of T)
     const lease_ns seek_until = now + T / 2;
     auto too_short = [&] { return sch == schedule::current ? l.too_short_to_grant(now, f) : l.lapsed(now, f - headroom); };
     for (int tries = 0; too_short() && (sch == schedule::current ? now < seek_until : tries < 3); ++tries) {
@@ -330,8 +330,8 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
     granted = now;
     held = true;
     switch (sch) {
-    case schedule::before_s28: timer = now + p; break;
-    case schedule::s28:
+    case schedule::fixed_tick: timer = now + p; break;
+    case schedule::fixed_tick_headroom:
         if (l.lapsed(now, f - std::min(2 * session_lease::heartbeat, f))) fire(now);
         else timer = now + p;
         break;
@@ -374,26 +374,27 @@ TEST(Lease, AGrantAtAnyPhaseIsKeptByItsHeartbeatsWhileRoundTripsStayUnderTheBoun
         EXPECT_EQ(losses(schedule::current, r), 0) << "round trips " << r / ms << " ms";
 }
 
-TEST(Lease, TheSchedulesBeforeSession29LostGrantsAtSlowRoundTrips) {
-    // The same model with the older schedules reproduces what CI met (round trips near T/10 under
-    // ASan: "no heartbeats while holding a lock"; slower ones under TSan, after session 28's
-    // partial fix): so the model can fail, and the current schedule's passing above means
-    // something.
+TEST(Lease, TheOlderSchedulesLostGrantsAtSlowRoundTrips) {
+    // The same model with the two older schedules reproduces what CI met: with the fixed T/10
+    // tick and no headroom, round trips near T/10 under ASan ("no heartbeats while holding a
+    // lock"); with the two-period headroom, a partial fix, slower ones under TSan. So the model
+    // can fail, and the current schedule's passing above means something.
     const double f = loss_policy::default_lease_fraction;
     const auto bound = static_cast<lease_ns>((f - session_lease::heartbeat) * static_cast<double>(T)) - T / 64;
     const lease_ns rs[] = {T / 20, T / 10, 3 * T / 20, 17 * T / 100, bound - 10 * ms};
     std::printf("  losses in 96 cases, round trips (ms):");
     for (auto r : rs) std::printf(" %6lld", static_cast<long long>(r / ms));
     std::printf("\n");
-    const char* names[] = {"before session 28", "session 28", "now"};
+    const char* names[] = {"fixed T/10 tick, no headroom", "fixed T/10 tick, 2-period headroom",
+                           "current schedule"};
     int at[3][5] = {};
     for (int k = 0; k < 3; ++k) {
         std::printf("  %-36s", names[k]);
         for (int i = 0; i < 5; ++i) std::printf(" %6d", at[k][i] = losses(static_cast<schedule>(k), rs[i]));
         std::printf("\n");
     }
-    EXPECT_GT(at[0][1], 0) << "the schedule before session 28 at T/10";
-    EXPECT_GT(at[1][4], 0) << "session 28's schedule near the bound";
+    EXPECT_GT(at[0][1], 0) << "the fixed T/10 tick without headroom, at round trips of T/10";
+    EXPECT_GT(at[1][4], 0) << "the fixed T/10 tick with two periods of headroom, near the bound";
     for (int i = 0; i < 5; ++i) EXPECT_EQ(at[2][i], 0) << rs[i] / ms << " ms";
 }
 
@@ -464,7 +465,7 @@ TEST(Lease, TheDerivationsMarginIsTheSameInEveryCase) {
     EXPECT_DOUBLE_EQ(session_lease::reference_offset, 0.35);
     EXPECT_DOUBLE_EQ(session_lease::expiry_after_reference, 0.65);
     EXPECT_NEAR(session_lease::guaranteed_margin(loss_policy::default_lease_fraction), 0.35, 1e-12);
-    EXPECT_GE(session_lease::guaranteed_margin(loss_policy::default_lease_fraction), 0.3) << "the issue's floor";
+    EXPECT_GE(session_lease::guaranteed_margin(loss_policy::default_lease_fraction), 0.3) << "the margin's required floor";
     EXPECT_NEAR(session_lease::guaranteed_margin(loss_policy::max_lease_fraction), 0.15, 1e-12);
     EXPECT_EQ(session_lease::heartbeat_interval(T), 200 * ms);
 }

@@ -72,7 +72,7 @@ TEST(Protocol, OverflowedSequencesMakeTheOrderUnknown) {
     EXPECT_TRUE(amb({"aa__lock__0000000005", "_c_b-lock-0000000005"}));  // repeated across dialects
     EXPECT_FALSE(amb({"_c_a-lock-0000000001", "leader--2147483648"}));   // a foreign child stays foreign
     // The holder with the lowest suffix would be granted by string order: the newcomer whose
-    // suffix repeats the holder's must not be (the review's two-holders case).
+    // suffix repeats the holder's must not be, or two clients would hold the lock at once.
     std::vector<std::string> repeated{"_c_zzzz-lock-2147483647", "_c_aaaa-lock-2147483647"};
     EXPECT_EQ(decide_exclusive(repeated, "_c_aaaa-lock-2147483647").what, exclusive_decision::ambiguous);
     // an 11-character suffix of our own is not "missing" (that forgot the node and left it behind)
@@ -84,7 +84,7 @@ TEST(Protocol, OverflowedSequencesMakeTheOrderUnknown) {
 }
 
 TEST(Protocol, AParentCversionBelowTheCapMakesOddSuffixesForeign) {
-    // Issue 24 items 10 and 11: a sequential create names its node from the parent's cversion
+    // A sequential create names its node from the parent's cversion
     // before counting itself, and the stored cversion stays at INT32_MAX once the counter wraps.
     // While the cversion is below that cap, no wrap has happened: a suffix that is negative or not
     // below the cversion was made by hand. Such a child is ignored, and cannot deny the lock.
@@ -284,7 +284,7 @@ TEST(Protocol, ReadWriteRules) {
     EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator).what, exclusive_decision::wait);
     EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator, W(1)).what, exclusive_decision::acquired);
     // one path, one lock whatever the recipe: a mutex node is a writer to the read/write lock,
-    // and read and write nodes are contenders to a mutex (issue 31)
+    // and read and write nodes are contenders to a mutex
     EXPECT_TRUE(parse_contender("_c_x-lock-0000000007", lock_family::rw, lock_dialect::curator)->writer);
     EXPECT_TRUE(parse_contender(W(3), lock_family::mutex, lock_dialect::curator)->writer);
     EXPECT_FALSE(parse_contender(R(1), lock_family::mutex, lock_dialect::curator)->writer);

@@ -1,0 +1,107 @@
+// The semaphore under faults: its leases node reaped, its internal lock lost, a reply lost.
+#include <zklock/mutex.hpp>
+#include <zklock/multi_lock.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/shared_mutex.hpp>
+#include <zklock/znode.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+#include "raw_zk.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+
+using namespace zt;
+using zklock::errc;
+using zklock::session_state;
+
+using Semaphore = zt::zk_test;
+
+TEST_F(Semaphore, RecreatesItsReapedLeasesNode) {
+    // "<path>/leases" reaped between the get_data and the lease's create must not fail the
+    // acquire with ZNONODE.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto a = co_await connect();
+        zklock::semaphore sem(*a, path, 2);
+        a->impl()->faults.reap_leases_before_create = 1;
+        auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << ec.message();
+        EXPECT_TRUE(lease.owns_lock());
+        co_await lease.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, AWaiterStartsOverWhenItsInternalLockIsLost) {
+    // Guards against a waiter that keeps waiting with its lease after its internal lock was
+    // lost: the next waiter would take the internal lock and add its own lease, and with N = 1
+    // both would wait on a count of 2.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto h = co_await connect();
+        auto w1s = co_await connect();
+        auto w2s = co_await connect();
+        zklock::semaphore sh(*h, path, 1), s1(*w1s, path, 1), s2(*w2s, path, 1);
+        auto held = co_await sh.async_acquire(use_awaitable);
+        zklock::guard l1, l2;
+        zklock::error_code e1, e2;
+        bool d1 = false, d2 = false;
+        s1.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) { e1 = ec; l1 = std::move(g); d1 = true; });
+        co_await wait_for_children(*h, path + "/leases", 2); // W1 holds the internal lock and waits
+        s2.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) { e2 = ec; l2 = std::move(g); d2 = true; });
+        co_await wait_for_children(*h, path + "/locks", 2);  // W2 waits for the internal lock
+        // someone deletes W1's internal lock node
+        auto locks = co_await children_of(*h, path + "/locks");
+        std::sort(locks.begin(), locks.end(), [](const std::string& x, const std::string& y) {
+            return x.substr(x.size() - 10) < y.substr(y.size() - 10);
+        });
+        auto& hi = *h->impl();
+        auto r = co_await asio::co_spawn(hi.strand(), hi.async_remove(path + "/locks/" + locks.front(), use_awaitable), use_awaitable);
+        EXPECT_EQ(r.rc, ZOK);
+        co_await sleep_for(500ms);
+        co_await held.async_release(use_awaitable); // one lease free: one of them must get it
+        co_await eventually([&] { return d1 || d2; }, 5000ms);
+        EXPECT_TRUE(d1 || d2) << "both waiters wait on a count that never drops to N";
+        if (d2 && !e2) co_await l2.async_release(use_awaitable);
+        if (d1 && !e1) co_await l1.async_release(use_awaitable);
+        co_await eventually([&] { return d1 && d2; }, 8000ms);
+        EXPECT_TRUE(d1 && d2);
+        EXPECT_FALSE(e1) << e1.message();
+        EXPECT_FALSE(e2) << e2.message();
+        if (l1) co_await l1.async_release(use_awaitable);
+        if (l2) co_await l2.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
+    // The semaphore's lease create carries the path's listing (one path, one lock: no lock node
+    // may be there). Its reply lost after the create's (faults.lose_list_replies, the two replies
+    // split across a connection loss): the check is made on a new listing, and still refuses a
+    // path a mutex holds, leaving no lease.
+    run_test([&]() -> awaitable<void> {
+        auto path = mixed_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        zklock::semaphore sem(*b, path, 2);
+        const auto before = b->statistics();
+        b->impl()->faults.lose_list_replies = 1;
+        auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(ec, zklock::errc::path_used_by_lock) << ec.message();
+        EXPECT_GE(b->statistics().get_children - before.get_children, 2u) << "the lost listing was not made again";
+        co_await g.async_release(use_awaitable);
+        // and on a free path, granted after the fresh listing
+        b->impl()->faults.lose_list_replies = 1;
+        auto [ec2, lease2] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec2) << ec2.message();
+        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_TRUE(lease2.owns_lock());
+        co_await lease2.async_release(use_awaitable);
+    });
+}

@@ -1,0 +1,136 @@
+// The session: connecting, its timeouts and cancellation, and the guaranteed deletes it runs
+// in the background.
+#include <zklock/mutex.hpp>
+#include <zklock/multi_lock.hpp>
+#include <zklock/semaphore.hpp>
+#include <zklock/shared_mutex.hpp>
+#include <zklock/znode.hpp>
+
+#include "common.hpp"
+#include "proxy.hpp"
+#include "raw_zk.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/detached.hpp>
+
+using namespace zt;
+using zklock::errc;
+using zklock::session_state;
+
+using Session = zt::zk_test;
+
+TEST_F(Session, ARenewedSessionHasAConnectTimeout) {
+    // After an expiry the new session has a connect timeout too. Without one, with no server
+    // reachable it would stay "connecting" forever and acquires without a deadline would hang.
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = lock_path();
+        auto o = through(proxy);
+        o.session_timeout = 2000ms;
+        o.connect_timeout = 2000ms;
+        o.loss = zklock::loss_policy::on_expiry();
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path);
+        auto g = co_await ma.async_acquire(use_awaitable);
+        proxy.blackhole(true);
+        auto gb = co_await mb.async_acquire_for(10s, use_awaitable); // the server expired A's session
+        EXPECT_TRUE(gb.owns_lock());
+        proxy.refuse_after(1);  // one reconnect (to learn of the expiry), then the server is gone
+        proxy.blackhole(false);
+        co_await eventually([&] { return g.is_lost(); }, 5000ms);
+        EXPECT_EQ(g.loss_reason(), errc::session_expired) << g.loss_reason().message();
+        co_await eventually([&] { return a->state() == session_state::disconnected; }, 6000ms);
+        EXPECT_EQ(a->state(), session_state::disconnected) << zklock::to_string(a->state());
+        auto [ec, none] = co_await ma.async_acquire(boost::asio::as_tuple(use_awaitable)); // no deadline
+        EXPECT_EQ(ec, errc::not_connected) << ec.message();
+        co_await g.async_release(use_awaitable);
+        co_await gb.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Session, ConnectIsCancellable) {
+    // Guards against async_connect's documented cancellation not being installed.
+    run_test([&]() -> awaitable<void> {
+        auto o = options("127.0.0.1:1"); // nothing listens: the C client would retry until the timeout
+        o.connect_timeout = 30s;
+        zklock::session s(co_await asio::this_coro::executor, o);
+        asio::cancellation_signal sig;
+        bool done = false;
+        zklock::error_code got;
+        s.async_connect(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) {
+            got = ec;
+            done = true;
+        }));
+        co_await sleep_for(200ms);
+        EXPECT_EQ(s.state(), session_state::connecting);
+        sig.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done; }, 3000ms);
+        EXPECT_TRUE(done) << "the cancel did not reach the connect";
+        EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+        EXPECT_EQ(s.state(), session_state::disconnected) << zklock::to_string(s.state());
+        // and a cancel emitted at once, before the strand ran the connect
+        asio::cancellation_signal sig2;
+        bool done2 = false;
+        s.async_connect(asio::bind_cancellation_slot(sig2.slot(), [&](zklock::error_code ec) {
+            got = ec;
+            done2 = true;
+        }));
+        sig2.emit(asio::cancellation_type::terminal);
+        co_await eventually([&] { return done2; }, 3000ms);
+        EXPECT_TRUE(done2);
+        EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+        co_await eventually([&] { return s.state() == session_state::disconnected; }, 1000ms);
+        EXPECT_EQ(s.state(), session_state::disconnected) << zklock::to_string(s.state());
+    });
+}
+
+TEST_F(Session, ATotalCancelLeavesTheConnectGoingOn) {
+    // Total cancellation promises no side effect; abandoning the attempt would be one. So a
+    // connect that gets only a total cancel goes on, and completes when the server answers.
+    run_test([&]() -> awaitable<void> {
+        zklock::session s(co_await asio::this_coro::executor, options());
+        asio::cancellation_signal sig;
+        bool done = false;
+        zklock::error_code got;
+        s.async_connect(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) {
+            got = ec;
+            done = true;
+        }));
+        sig.emit(asio::cancellation_type::total);
+        co_await eventually([&] { return done; }, 5000ms);
+        EXPECT_TRUE(done);
+        EXPECT_FALSE(got) << got.message();
+        EXPECT_EQ(s.state(), session_state::connected) << zklock::to_string(s.state());
+        co_await s.async_close(use_awaitable);
+    });
+}
+
+using GuaranteedDelete = zt::zk_test;
+
+TEST_F(GuaranteedDelete, NeverGivesUpWhileTheSessionLives) {
+    // A background delete whose request fails, with the session alive and connected, tries
+    // again (a capped back-off) until the node is gone, and counts each retry. Guards against it
+    // stopping on an unexpected code (the node would stay until the session ended) and, on a
+    // connection loss seen while still connected, waiting for a reconnect that does not come.
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        for (int rc : {ZMARSHALLINGERROR, ZOPERATIONTIMEOUT, ZCONNECTIONLOSS, ZNOAUTH}) {
+            auto path = lock_path("rc" + std::to_string(-rc));
+            zklock::mutex m(*a, path);
+            auto g = co_await m.async_acquire(use_awaitable);
+            const auto before = a->metrics().background_delete_retries;
+            a->impl()->faults.cleanup_error_rc = rc;
+            a->impl()->faults.cleanup_errors = 3;
+            g.release_in_background(); // the guaranteed delete: its first 3 requests fail
+            co_await expect_no_leftovers(*a, path);
+            EXPECT_EQ(a->state(), session_state::connected);
+            EXPECT_GE(a->metrics().background_delete_retries - before, 3u) << "rc " << rc;
+            co_await eventually([&] { return a->impl()->background_deletes() == 0; }, 2000ms);
+            EXPECT_EQ(a->impl()->background_deletes(), 0u) << "rc " << rc;
+        }
+    });
+}
