@@ -8,6 +8,10 @@
 //                          notified holds, deletes its node (which notifies the next) and queues
 //                          again (create + getChildren + exists, off the chain). The chain per
 //                          hand-off: one delete's commit plus one watch delivery
+//   zk_raw_bench rtt       CONNECT SECONDS                 one session, one request at a time: the round
+//                          trip of a read (exists) and of a write (create of an ephemeral node,
+//                          then its delete, each timed): the unit of bench/compare's "round trips
+//                          per cycle"
 // Prints one JSON object like zklock_bench.
 #include <zookeeper/zookeeper.h>
 
@@ -122,6 +126,46 @@ int main(int argc, char** argv) {
                     "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":0}\n",
                     workers, workers, locks, n, wall, n / wall, pct(0.5), pct(0.99), all.empty() ? 0.0 : all.back(),
                     n ? cpu * 1e6 / n : 0.0, ru.ru_maxrss);
+        return 0;
+    }
+    if (mode == "rtt" && argc == 4) {
+        zhandle_t* zh = connect_zk(argv[2]);
+        const double seconds = std::atof(argv[3]);
+        const std::string dir = base + "/rtt";
+        ensure(zh, dir);
+        const std::string node = dir + "/n";
+        std::vector<double> reads, writes;
+        const auto us = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+        const auto t0 = clk::now();
+        while (std::chrono::duration<double>(clk::now() - t0).count() < seconds) {
+            Stat st{};
+            auto a = clk::now();
+            if (zoo_exists(zh, "/", 0, &st) != ZOK) { std::fprintf(stderr, "exists failed\n"); return 1; }
+            auto b = clk::now();
+            if (zoo_create(zh, node.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, nullptr, 0) != ZOK) {
+                std::fprintf(stderr, "create failed\n");
+                return 1;
+            }
+            auto c = clk::now();
+            if (zoo_delete(zh, node.c_str(), -1) != ZOK) { std::fprintf(stderr, "delete failed\n"); return 1; }
+            auto d = clk::now();
+            reads.push_back(us(a, b));
+            writes.push_back(us(b, c));
+            writes.push_back(us(c, d));
+        }
+        const double wall = std::chrono::duration<double>(clk::now() - t0).count();
+        zoo_delete(zh, dir.c_str(), -1);
+        zookeeper_close(zh);
+        const auto median = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v.empty() ? 0.0 : v[v.size() / 2];
+        };
+        const double r = median(reads), w = median(writes);
+        std::printf("{\"impl\":\"raw-c-rtt\",\"workers\":1,\"sessions\":1,\"locks\":0,\"hold_ms\":0,\"cycles\":%zu,"
+                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":0,\"max_us\":0,"
+                    "\"read_rtt_us\":%.1f,\"write_rtt_us\":%.1f,\"requests_per_cycle\":3.00,\"cpu_us_per_cycle\":0,"
+                    "\"peak_rss_kb\":0,\"overlaps\":0}\n",
+                    reads.size(), wall, reads.size() / wall, r + 2 * w, r, w);
         return 0;
     }
     if (mode == "pipelined" && argc == 5) {

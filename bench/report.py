@@ -42,6 +42,20 @@ def cps_cell(r):
         return f"{f(r['cycles_per_s'])} ({f(r['cps_min'])}-{f(r['cps_max'])})"
     return f(r["cycles_per_s"])
 
+def write_rtt(fs):
+    """the median write round trip (zk_raw_bench rtt) of this forceSync setting, in us"""
+    r = by.get((fs, "rtt"), {}).get("raw-c-rtt")
+    return r.get("write_rtt_us") if r else None
+
+def round_trips(fs, r):
+    """A one-lock row's cycle, less its hold, in write round trips of the same run: its chain of
+    waits, whatever the requests (a read round trip is shorter than a write's). Rows of many
+    locks run in parallel: no chain to count."""
+    w = write_rtt(fs)
+    if not r or not w or r.get("locks") != 1 or not r.get("cycles_per_s"):
+        return None
+    return (1e6 / r["cycles_per_s"] - 1000 * (r.get("hold_ms") or 0)) / w
+
 lines = []
 for fs in ["no", "yes"]:
     keys = [k for k in by if k[0] == fs]
@@ -52,12 +66,12 @@ for fs in ["no", "yes"]:
         lines.append(f"Medians of {reps} runs each, the runs in turn; cycles/s with their spread (min-max).\n")
     lines.append("| workload | zklock cycles/s | curator | kazoo | raw C | zklock/curator | zklock/kazoo | zklock/raw | "
                  "p50 us zklock / curator | p99 us zklock / curator | CPU us/cycle zklock / curator | "
-                 "requests/cycle zklock / curator / kazoo / raw C | overlaps |")
-    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+                 "requests/cycle zklock / curator / kazoo / raw C | round trips/cycle zklock / curator / kazoo / raw C | overlaps |")
+    lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     order = [k for k in sorted(keys, key=lambda k: [w["workload"] for w in rows].index(k[1]))]
     for k in order:
         d = by[k]
-        if k[1] == "pipelined-ceiling" or k[1].startswith("herd-") or k[1].startswith("ring-"):
+        if k[1] in ("pipelined-ceiling", "rtt") or k[1].startswith("herd-") or k[1].startswith("ring-"):
             continue
         z = d.get("zklock")
         if not z:
@@ -69,10 +83,16 @@ for fs in ["no", "yes"]:
         c = d.get("curator", {})
         ov = sum(x.get("overlaps", 0) or 0 for x in d.values())
         rq = " / ".join(f(d.get(p, {}).get("requests_per_cycle"), 2) for p in ["zklock"] + peers)
+        rt = " / ".join(f(round_trips(fs, d.get(p)), 2) for p in ["zklock"] + peers)
         lines.append(f"| {k[1]} | {cps_cell(z)} | {cps_cell(d.get('curator'))} | {cps_cell(d.get('kazoo'))} | {cps_cell(d.get('raw-c'))} | "
                      f"{f(ratio('curator'), 2)} | {f(ratio('kazoo'), 2)} | {f(ratio('raw-c'), 2)} | "
                      f"{f(z['p50_us'])} / {f(c.get('p50_us'))} | {f(z['p99_us'])} / {f(c.get('p99_us'))} | "
-                     f"{f(z['cpu_us_per_cycle'], 1)} / {f(c.get('cpu_us_per_cycle'), 1)} | {rq} | {ov} |")
+                     f"{f(z['cpu_us_per_cycle'], 1)} / {f(c.get('cpu_us_per_cycle'), 1)} | {rq} | {rt} | {ov} |")
+    if write_rtt(fs):
+        rr = by[(fs, "rtt")]["raw-c-rtt"]
+        lines.append(f"\nRound trips per cycle: a one-lock row's cycle (less its hold) over the median write round trip "
+                     f"of the same run, {f(rr['write_rtt_us'])} us (a read's: {f(rr['read_rtt_us'])} us; zk_raw_bench rtt). "
+                     f"So a cycle of two writes and a read counts a little under 3; a hand-off, one write and a watch.")
     ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
     if ceil:
         lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
