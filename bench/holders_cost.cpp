@@ -52,14 +52,22 @@ int main(int argc, char** argv) {
     int holders = 100, parallel = 64, timeout_ms = 10'000;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i], v = argv[i + 1];
-        if (k == "--connect") connect = v;
-        else if (k == "--holders") holders = std::atoi(v.c_str());
-        else if (k == "--parallel") parallel = std::atoi(v.c_str());
-        else if (k == "--session-timeout-ms") timeout_ms = std::atoi(v.c_str());
-        else { std::fprintf(stderr, "zklock_holders: unknown option %s\n", k.c_str()); return 2; }
+        if (k == "--connect")
+            connect = v;
+        else if (k == "--holders")
+            holders = std::atoi(v.c_str());
+        else if (k == "--parallel")
+            parallel = std::atoi(v.c_str());
+        else if (k == "--session-timeout-ms")
+            timeout_ms = std::atoi(v.c_str());
+        else {
+            std::fprintf(stderr, "zklock_holders: unknown option %s\n", k.c_str());
+            return 2;
+        }
     }
     if (connect.empty() || holders < 1 || parallel < 1 || timeout_ms < 1) {
-        std::fprintf(stderr, "usage: zklock_holders --connect HOST:PORT [--holders N] [--session-timeout-ms MS] [--parallel N]\n");
+        std::fprintf(stderr, "usage: zklock_holders --connect HOST:PORT [--holders N] [--session-timeout-ms "
+                             "MS] [--parallel N]\n");
         return 2;
     }
     const std::string base = "/zklock-holders/run-" + std::to_string(::getpid());
@@ -83,83 +91,96 @@ int main(int argc, char** argv) {
         }
         for (auto& g : guards) lost += !g || g.is_lost();
         std::printf("MARK %.6f %llu %llu %llu %llu %.3f %ld %ld\n", mono_seconds(),
-                    static_cast<unsigned long long>(sum.heartbeats), static_cast<unsigned long long>(sum.touches),
-                    static_cast<unsigned long long>(sum.lease_renewals), static_cast<unsigned long long>(requests),
-                    cpu_seconds(), lost, not_connected);
+                    static_cast<unsigned long long>(sum.heartbeats),
+                    static_cast<unsigned long long>(sum.touches),
+                    static_cast<unsigned long long>(sum.lease_renewals),
+                    static_cast<unsigned long long>(requests), cpu_seconds(), lost, not_connected);
         std::fflush(stdout);
         if (lost || not_connected) rc = 3;
     };
 
     auto fail = [](std::exception_ptr e) {
-        if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) {
-            std::fprintf(stderr, "zklock_holders: %s\n", x.what());
-            std::exit(1);
-        }
+        if (e) try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                std::fprintf(stderr, "zklock_holders: %s\n", x.what());
+                std::exit(1);
+            }
     };
     // before the ramp-up: a signal that comes early waits in the set instead of killing the process
     asio::signal_set sigs(io, SIGUSR1, SIGTERM, SIGINT);
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        auto ex = co_await asio::this_coro::executor;
-        sessions.reserve(static_cast<std::size_t>(holders));
-        for (int i = 0; i < holders; ++i) {
-            zklock::session_options o;
-            o.connect = connect;
-            o.session_timeout = std::chrono::milliseconds(timeout_ms);
-            sessions.push_back(std::make_unique<zklock::session>(ex, o));
-            mutexes.push_back(std::make_unique<zklock::mutex>(*sessions.back(), base + "/h-" + std::to_string(i)));
-        }
-        // `parallel` coroutines take the sessions in turn: connect all, then acquire all
-        asio::steady_timer t(ex);
-        auto in_turn = [&](auto step) -> asio::awaitable<void> {
-            int next = 0, running = 0;
-            for (int k = 0; k < std::min(parallel, holders); ++k) {
-                ++running;
-                asio::co_spawn(ex, [&]() -> asio::awaitable<void> {
-                    while (next < holders) co_await step(next++);
-                    --running;
-                }, fail);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            sessions.reserve(static_cast<std::size_t>(holders));
+            for (int i = 0; i < holders; ++i) {
+                zklock::session_options o;
+                o.connect = connect;
+                o.session_timeout = std::chrono::milliseconds(timeout_ms);
+                sessions.push_back(std::make_unique<zklock::session>(ex, o));
+                mutexes.push_back(
+                    std::make_unique<zklock::mutex>(*sessions.back(), base + "/h-" + std::to_string(i)));
             }
-            while (running > 0) {
+            // `parallel` coroutines take the sessions in turn: connect all, then acquire all
+            asio::steady_timer t(ex);
+            auto in_turn = [&](auto step) -> asio::awaitable<void> {
+                int next = 0, running = 0;
+                for (int k = 0; k < std::min(parallel, holders); ++k) {
+                    ++running;
+                    asio::co_spawn(
+                        ex,
+                        [&]() -> asio::awaitable<void> {
+                            while (next < holders) co_await step(next++);
+                            --running;
+                        },
+                        fail);
+                }
+                while (running > 0) {
+                    t.expires_after(std::chrono::milliseconds(5));
+                    co_await t.async_wait(use_awaitable);
+                }
+            };
+            const auto c0 = clk::now();
+            co_await in_turn([&](int i) -> asio::awaitable<void> {
+                co_await sessions[static_cast<std::size_t>(i)]->async_connect(use_awaitable);
+            });
+            const auto c1 = clk::now();
+            co_await in_turn([&](int i) -> asio::awaitable<void> {
+                guards[static_cast<std::size_t>(i)] =
+                    co_await mutexes[static_cast<std::size_t>(i)]->async_acquire(use_awaitable);
+            });
+            const auto c2 = clk::now();
+            std::printf("READY %d %.3f %.3f %lld\n", holders, std::chrono::duration<double>(c1 - c0).count(),
+                        std::chrono::duration<double>(c2 - c1).count(),
+                        static_cast<long long>(sessions.front()->negotiated_timeout().count()));
+            std::fflush(stdout);
+            std::fprintf(stderr,
+                         "zklock_holders: %d sessions connected in %.2f s, %d locks acquired in %.2f s (T = "
+                         "%lld ms)\n",
+                         holders, std::chrono::duration<double>(c1 - c0).count(), holders,
+                         std::chrono::duration<double>(c2 - c1).count(),
+                         static_cast<long long>(sessions.front()->negotiated_timeout().count()));
+
+            for (;;) {
+                int sig = co_await sigs.async_wait(use_awaitable);
+                mark();
+                if (sig != SIGUSR1) break;
+            }
+            // close all at once (each close is a round trip; the server deletes the lock nodes)
+            int closing = 0;
+            for (auto& s : sessions) {
+                ++closing;
+                s->async_close([&](zklock::error_code) { --closing; });
+            }
+            while (closing > 0) {
                 t.expires_after(std::chrono::milliseconds(5));
                 co_await t.async_wait(use_awaitable);
             }
-        };
-        const auto c0 = clk::now();
-        co_await in_turn([&](int i) -> asio::awaitable<void> {
-            co_await sessions[static_cast<std::size_t>(i)]->async_connect(use_awaitable);
-        });
-        const auto c1 = clk::now();
-        co_await in_turn([&](int i) -> asio::awaitable<void> {
-            guards[static_cast<std::size_t>(i)] = co_await mutexes[static_cast<std::size_t>(i)]->async_acquire(use_awaitable);
-        });
-        const auto c2 = clk::now();
-        std::printf("READY %d %.3f %.3f %lld\n", holders, std::chrono::duration<double>(c1 - c0).count(),
-                    std::chrono::duration<double>(c2 - c1).count(),
-                    static_cast<long long>(sessions.front()->negotiated_timeout().count()));
-        std::fflush(stdout);
-        std::fprintf(stderr, "zklock_holders: %d sessions connected in %.2f s, %d locks acquired in %.2f s (T = %lld ms)\n",
-                     holders, std::chrono::duration<double>(c1 - c0).count(), holders,
-                     std::chrono::duration<double>(c2 - c1).count(),
-                     static_cast<long long>(sessions.front()->negotiated_timeout().count()));
-
-        for (;;) {
-            int sig = co_await sigs.async_wait(use_awaitable);
-            mark();
-            if (sig != SIGUSR1) break;
-        }
-        // close all at once (each close is a round trip; the server deletes the lock nodes)
-        int closing = 0;
-        for (auto& s : sessions) {
-            ++closing;
-            s->async_close([&](zklock::error_code) { --closing; });
-        }
-        while (closing > 0) {
-            t.expires_after(std::chrono::milliseconds(5));
-            co_await t.async_wait(use_awaitable);
-        }
-        guards.clear();
-        mutexes.clear();
-    }, fail);
+            guards.clear();
+            mutexes.clear();
+        },
+        fail);
     io.run();
     sessions.clear();
     return rc;

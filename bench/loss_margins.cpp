@@ -143,11 +143,13 @@ awaitable<outcome> one_run(const config& c, const std::string& fault, const std:
     auto seen = proxy->last_reply();
     co_await eventually([&] { return proxy->last_reply() != seen; }, c.T);
     co_await sleep_for(phase);
-    if (fault == "freeze") zk_sh(c, "pause", server);
-    else proxy->blackhole(true);
+    if (fault == "freeze")
+        zk_sh(c, "pause", server);
+    else
+        proxy->blackhole(true);
     const auto t0 = clk::now();
-    co_await eventually([&] { return st->lost_at != clk::time_point{} && st->granted_at != clk::time_point{}; },
-                        8 * c.T);
+    co_await eventually(
+        [&] { return st->lost_at != clk::time_point{} && st->granted_at != clk::time_point{}; }, 8 * c.T);
     if (fault == "freeze") {
         zk_sh(c, "resume", server);
         zk_sh(c, "wait", server);
@@ -157,9 +159,12 @@ awaitable<outcome> one_run(const config& c, const std::string& fault, const std:
     outcome r;
     r.lost = st->lost_at != clk::time_point{};
     r.granted = st->granted_at != clk::time_point{};
-    if (st->why == zklock::errc::lease_expired) r.why = "lease_expired";
-    else if (st->why == zklock::errc::lock_lost_suspended) r.why = "lock_lost_suspended";
-    else r.why = st->why ? st->why.message() : "-";
+    if (st->why == zklock::errc::lease_expired)
+        r.why = "lease_expired";
+    else if (st->why == zklock::errc::lock_lost_suspended)
+        r.why = "lock_lost_suspended";
+    else
+        r.why = st->why ? st->why.message() : "-";
     r.loss_s = std::chrono::duration<double>(st->lost_at - t0).count();
     r.grant_s = std::chrono::duration<double>(st->granted_at - t0).count();
     co_await held.async_release(use_awaitable);
@@ -197,15 +202,18 @@ awaitable<int> main_co(config c) {
                 // the phase: k of `runs` steps over one ping interval
                 auto phase = ping * k / c.runs;
                 auto r = co_await one_run(c, fault, policy, server, others, phase, n++);
-                std::fprintf(stderr, "%-9s %-13s phase %4lld ms: loss %s s (%s), grant %s s, margin %s s\n", fault.c_str(),
-                             policy.c_str(),
-                             static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(phase).count()),
+                std::fprintf(stderr, "%-9s %-13s phase %4lld ms: loss %s s (%s), grant %s s, margin %s s\n",
+                             fault.c_str(), policy.c_str(),
+                             static_cast<long long>(
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(phase).count()),
                              r.lost ? fmt(r.loss_s).c_str() : "none", r.why.c_str(),
-                             r.granted ? fmt(r.grant_s).c_str() : "none", r.lost && r.granted ? fmt(r.margin()).c_str() : "-");
+                             r.granted ? fmt(r.grant_s).c_str() : "none",
+                             r.lost && r.granted ? fmt(r.margin()).c_str() : "-");
                 cells[{fault, policy}].push_back(r);
             }
-    std::printf("| fault | policy | runs | loss signal after the fault | next holder granted after the fault | "
-                "margin: smallest, median, largest | overlaps |\n|---|---|---|---|---|---|---|\n");
+    std::printf(
+        "| fault | policy | runs | loss signal after the fault | next holder granted after the fault | "
+        "margin: smallest, median, largest | overlaps |\n|---|---|---|---|---|---|---|\n");
     for (auto& fault : c.faults)
         for (auto& policy : c.policies) {
             auto& rs = cells[{fault, policy}];
@@ -225,15 +233,16 @@ awaitable<int> main_co(config c) {
             std::sort(grant.begin(), grant.end());
             std::sort(margin.begin(), margin.end());
             if (margin.empty()) {
-                std::printf("| %s | %s | %zu | - | - | - | %d runs without both events |\n", fault.c_str(), policy.c_str(),
-                            rs.size(), missing);
+                std::printf("| %s | %s | %zu | - | - | - | %d runs without both events |\n", fault.c_str(),
+                            policy.c_str(), rs.size(), missing);
                 continue;
             }
-            std::printf("| %s | %s | %zu | %s .. %s s | %s .. %s s | %s, %s, %s s | %d%s |\n", fault.c_str(), policy.c_str(),
-                        rs.size(), fmt(loss.front()).c_str(), fmt(loss.back()).c_str(), fmt(grant.front()).c_str(),
-                        fmt(grant.back()).c_str(), fmt(margin.front()).c_str(), fmt(margin[margin.size() / 2]).c_str(),
-                        fmt(margin.back()).c_str(), overlaps,
-                        missing ? (" (" + std::to_string(missing) + " runs without both events)").c_str() : "");
+            std::printf("| %s | %s | %zu | %s .. %s s | %s .. %s s | %s, %s, %s s | %d%s |\n", fault.c_str(),
+                        policy.c_str(), rs.size(), fmt(loss.front()).c_str(), fmt(loss.back()).c_str(),
+                        fmt(grant.front()).c_str(), fmt(grant.back()).c_str(), fmt(margin.front()).c_str(),
+                        fmt(margin[margin.size() / 2]).c_str(), fmt(margin.back()).c_str(), overlaps,
+                        missing ? (" (" + std::to_string(missing) + " runs without both events)").c_str()
+                                : "");
         }
     co_return 0;
 }
@@ -248,13 +257,20 @@ int main(int argc, char** argv) {
             if (i + 1 >= argc) usage("missing value after " + a);
             return argv[++i];
         };
-        if (a == "--dir") c.dir = next();
-        else if (a == "--scripts") c.scripts = next();
-        else if (a == "--runs") c.runs = std::stoi(next());
-        else if (a == "--session-timeout") c.T = std::chrono::milliseconds(std::stoi(next()));
-        else if (a == "--policies") c.policies = split(next());
-        else if (a == "--faults") c.faults = split(next());
-        else usage("unknown argument " + a);
+        if (a == "--dir")
+            c.dir = next();
+        else if (a == "--scripts")
+            c.scripts = next();
+        else if (a == "--runs")
+            c.runs = std::stoi(next());
+        else if (a == "--session-timeout")
+            c.T = std::chrono::milliseconds(std::stoi(next()));
+        else if (a == "--policies")
+            c.policies = split(next());
+        else if (a == "--faults")
+            c.faults = split(next());
+        else
+            usage("unknown argument " + a);
     }
     if (c.dir.empty() || c.scripts.empty()) usage("--dir and --scripts are required");
     for (auto& p : c.policies) policy_of(p);

@@ -36,21 +36,31 @@ static zhandle_t* connect_zk(const char* hosts) {
     std::mutex mu;
     std::condition_variable cv;
     bool up = false;
-    struct ctx_t { std::mutex* mu; std::condition_variable* cv; bool* up; } ctx{&mu, &cv, &up};
-    zhandle_t* zh = zookeeper_init(hosts, [](zhandle_t*, int type, int state, const char*, void* c) {
-        auto* x = static_cast<ctx_t*>(c);
-        if (!x) return;
-        if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE) {
-            std::lock_guard lk(*x->mu);
-            *x->up = true;
-            x->cv->notify_all();
-        }
-    }, 10000, nullptr, &ctx, 0);
+    struct ctx_t {
+        std::mutex* mu;
+        std::condition_variable* cv;
+        bool* up;
+    } ctx{&mu, &cv, &up};
+    zhandle_t* zh = zookeeper_init(
+        hosts,
+        [](zhandle_t*, int type, int state, const char*, void* c) {
+            auto* x = static_cast<ctx_t*>(c);
+            if (!x) return;
+            if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE) {
+                std::lock_guard lk(*x->mu);
+                *x->up = true;
+                x->cv->notify_all();
+            }
+        },
+        10000, nullptr, &ctx, 0);
     // Like zklock: no host name resolution on every I/O loop iteration (the C client's default,
     // which costs a getaddrinfo per iteration and would make this floor unfairly slow).
     if (zh) zoo_set_servers_resolution_delay(zh, -1);
     std::unique_lock lk(mu);
-    if (!zh || !cv.wait_for(lk, std::chrono::seconds(10), [&] { return up; })) { std::fprintf(stderr, "connect failed\n"); std::exit(1); }
+    if (!zh || !cv.wait_for(lk, std::chrono::seconds(10), [&] { return up; })) {
+        std::fprintf(stderr, "connect failed\n");
+        std::exit(1);
+    }
     zoo_set_context(zh, nullptr);
     return zh;
 }
@@ -91,7 +101,9 @@ int main(int argc, char** argv) {
                 char created[512];
                 while (!stop) {
                     auto t0 = clk::now();
-                    if (zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created) != ZOK) break;
+                    if (zoo_create(zh, prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
+                                   ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created) != ZOK)
+                        break;
                     String_vector kids{};
                     zoo_get_children(zh, dir.c_str(), 0, &kids);
                     deallocate_String_vector(&kids);
@@ -116,16 +128,23 @@ int main(int argc, char** argv) {
         for (auto& t : ts) t.join();
         std::vector<double> all;
         long n = 0;
-        for (int w = 0; w < workers; ++w) { all.insert(all.end(), lat[w].begin(), lat[w].end()); n += cycles[w]; }
+        for (int w = 0; w < workers; ++w) {
+            all.insert(all.end(), lat[w].begin(), lat[w].end());
+            n += cycles[w];
+        }
         std::sort(all.begin(), all.end());
-        auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, std::size_t(p * all.size()))]; };
+        auto pct = [&](double p) {
+            return all.empty() ? 0.0 : all[std::min(all.size() - 1, std::size_t(p * all.size()))];
+        };
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
-        std::printf("{\"impl\":\"raw-c\",\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":0,\"cycles\":%ld,\"seconds\":%.3f,"
-                    "\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"requests_per_cycle\":3.00,"
+        std::printf("{\"impl\":\"raw-c\",\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":0,"
+                    "\"cycles\":%ld,\"seconds\":%.3f,"
+                    "\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"requests_per_"
+                    "cycle\":3.00,"
                     "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":0}\n",
-                    workers, workers, locks, n, wall, n / wall, pct(0.5), pct(0.99), all.empty() ? 0.0 : all.back(),
-                    n ? cpu * 1e6 / n : 0.0, ru.ru_maxrss);
+                    workers, workers, locks, n, wall, n / wall, pct(0.5), pct(0.99),
+                    all.empty() ? 0.0 : all.back(), n ? cpu * 1e6 / n : 0.0, ru.ru_maxrss);
         return 0;
     }
     if (mode == "rtt" && argc == 4) {
@@ -135,19 +154,28 @@ int main(int argc, char** argv) {
         ensure(zh, dir);
         const std::string node = dir + "/n";
         std::vector<double> reads, writes;
-        const auto us = [](clk::time_point a, clk::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+        const auto us = [](clk::time_point a, clk::time_point b) {
+            return std::chrono::duration<double, std::micro>(b - a).count();
+        };
         const auto t0 = clk::now();
         while (std::chrono::duration<double>(clk::now() - t0).count() < seconds) {
             Stat st{};
             auto a = clk::now();
-            if (zoo_exists(zh, "/", 0, &st) != ZOK) { std::fprintf(stderr, "exists failed\n"); return 1; }
+            if (zoo_exists(zh, "/", 0, &st) != ZOK) {
+                std::fprintf(stderr, "exists failed\n");
+                return 1;
+            }
             auto b = clk::now();
-            if (zoo_create(zh, node.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, nullptr, 0) != ZOK) {
+            if (zoo_create(zh, node.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL, nullptr, 0) !=
+                ZOK) {
                 std::fprintf(stderr, "create failed\n");
                 return 1;
             }
             auto c = clk::now();
-            if (zoo_delete(zh, node.c_str(), -1) != ZOK) { std::fprintf(stderr, "delete failed\n"); return 1; }
+            if (zoo_delete(zh, node.c_str(), -1) != ZOK) {
+                std::fprintf(stderr, "delete failed\n");
+                return 1;
+            }
             auto d = clk::now();
             reads.push_back(us(a, b));
             writes.push_back(us(b, c));
@@ -161,11 +189,12 @@ int main(int argc, char** argv) {
             return v.empty() ? 0.0 : v[v.size() / 2];
         };
         const double r = median(reads), w = median(writes);
-        std::printf("{\"impl\":\"raw-c-rtt\",\"workers\":1,\"sessions\":1,\"locks\":0,\"hold_ms\":0,\"cycles\":%zu,"
-                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":0,\"max_us\":0,"
-                    "\"read_rtt_us\":%.1f,\"write_rtt_us\":%.1f,\"requests_per_cycle\":3.00,\"cpu_us_per_cycle\":0,"
-                    "\"peak_rss_kb\":0,\"overlaps\":0}\n",
-                    reads.size(), wall, reads.size() / wall, r + 2 * w, r, w);
+        std::printf(
+            "{\"impl\":\"raw-c-rtt\",\"workers\":1,\"sessions\":1,\"locks\":0,\"hold_ms\":0,\"cycles\":%zu,"
+            "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":0,\"max_us\":0,"
+            "\"read_rtt_us\":%.1f,\"write_rtt_us\":%.1f,\"requests_per_cycle\":3.00,\"cpu_us_per_cycle\":0,"
+            "\"peak_rss_kb\":0,\"overlaps\":0}\n",
+            reads.size(), wall, reads.size() / wall, r + 2 * w, r, w);
         return 0;
     }
     if (mode == "pipelined" && argc == 5) {
@@ -174,23 +203,39 @@ int main(int argc, char** argv) {
         double seconds = std::atof(argv[4]);
         std::string dir = base + "/pipe";
         ensure(zh, dir);
-        struct state_t { zhandle_t* zh; std::string prefix; std::atomic<long> pairs{0}; std::atomic<bool> stop{false}; std::atomic<int> inflight{0}; } st;
+        struct state_t {
+            zhandle_t* zh;
+            std::string prefix;
+            std::atomic<long> pairs{0};
+            std::atomic<bool> stop{false};
+            std::atomic<int> inflight{0};
+        } st;
         st.zh = zh;
         st.prefix = dir + "/n-";
-        struct op { static void start(state_t* s) {
-            s->inflight++;
-            zoo_acreate(s->zh, s->prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
-                [](int rc, const char* value, const void* d) {
-                    auto* s = static_cast<state_t*>(const_cast<void*>(d));
-                    if (rc != ZOK) { s->inflight--; return; }
-                    zoo_adelete(s->zh, value, -1, [](int, const void* d) {
+        struct op {
+            static void start(state_t* s) {
+                s->inflight++;
+                zoo_acreate(
+                    s->zh, s->prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                    [](int rc, const char* value, const void* d) {
                         auto* s = static_cast<state_t*>(const_cast<void*>(d));
-                        s->pairs++;
-                        s->inflight--;
-                        if (!s->stop) start(s);
-                    }, d);
-                }, s);
-        } };
+                        if (rc != ZOK) {
+                            s->inflight--;
+                            return;
+                        }
+                        zoo_adelete(
+                            s->zh, value, -1,
+                            [](int, const void* d) {
+                                auto* s = static_cast<state_t*>(const_cast<void*>(d));
+                                s->pairs++;
+                                s->inflight--;
+                                if (!s->stop) start(s);
+                            },
+                            d);
+                    },
+                    s);
+            }
+        };
         for (int i = 0; i < window; ++i) op::start(&st);
         std::this_thread::sleep_for(std::chrono::seconds(1));
         long p0 = st.pairs;
@@ -203,9 +248,12 @@ int main(int argc, char** argv) {
         st.stop = true;
         while (st.inflight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
         zookeeper_close(zh);
-        std::printf("{\"impl\":\"raw-c-pipelined\",\"workers\":%d,\"sessions\":1,\"locks\":0,\"hold_ms\":0,\"cycles\":%ld,"
-                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,\"requests_per_cycle\":2.00,"
-                    "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n", window, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
+        std::printf("{\"impl\":\"raw-c-pipelined\",\"workers\":%d,\"sessions\":1,\"locks\":0,\"hold_ms\":0,"
+                    "\"cycles\":%ld,"
+                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,"
+                    "\"requests_per_cycle\":2.00,"
+                    "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n",
+                    window, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
         return 0;
     }
     if (mode == "ring" && argc == 5) {
@@ -224,35 +272,49 @@ int main(int argc, char** argv) {
         struct ring {
             static void queue(member* m) {
                 if (*m->stop) return;
-                zoo_acreate(m->zh, (m->dir + "/n-").c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL,
+                zoo_acreate(
+                    m->zh, (m->dir + "/n-").c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
+                    ZOO_EPHEMERAL_SEQUENTIAL,
                     [](int rc, const char* value, const void* d) {
                         auto* m = static_cast<member*>(const_cast<void*>(d));
                         if (rc != ZOK) return;
                         m->node = value;
                         look(m);
-                    }, m);
+                    },
+                    m);
             }
             static void look(member* m) {
-                zoo_aget_children(m->zh, m->dir.c_str(), 0, [](int rc, const String_vector* v, const void* d) {
-                    auto* m = static_cast<member*>(const_cast<void*>(d));
-                    if (rc != ZOK || !v) return;
-                    std::vector<std::string> kids(v->data, v->data + v->count);
-                    std::sort(kids.begin(), kids.end()); // ("n-" + 10 digits: as strings = by number)
-                    auto mine = m->node.substr(m->dir.size() + 1);
-                    auto it = std::find(kids.begin(), kids.end(), mine);
-                    if (it == kids.end()) return;
-                    if (it == kids.begin()) return hold(m);
-                    auto pred = m->dir + "/" + *(it - 1);
-                    zoo_awexists(m->zh, pred.c_str(), [](zhandle_t*, int type, int, const char*, void* c) {
-                        if (type == ZOO_DELETED_EVENT) hold(static_cast<member*>(c)); // (nobody gives up here)
-                    }, m, [](int rc, const Stat*, const void* d) {
-                        if (rc == ZNONODE) look(static_cast<member*>(const_cast<void*>(d))); // gone already
-                    }, m);
-                }, m);
+                zoo_aget_children(
+                    m->zh, m->dir.c_str(), 0,
+                    [](int rc, const String_vector* v, const void* d) {
+                        auto* m = static_cast<member*>(const_cast<void*>(d));
+                        if (rc != ZOK || !v) return;
+                        std::vector<std::string> kids(v->data, v->data + v->count);
+                        std::sort(kids.begin(), kids.end()); // ("n-" + 10 digits: as strings = by number)
+                        auto mine = m->node.substr(m->dir.size() + 1);
+                        auto it = std::find(kids.begin(), kids.end(), mine);
+                        if (it == kids.end()) return;
+                        if (it == kids.begin()) return hold(m);
+                        auto pred = m->dir + "/" + *(it - 1);
+                        zoo_awexists(
+                            m->zh, pred.c_str(),
+                            [](zhandle_t*, int type, int, const char*, void* c) {
+                                if (type == ZOO_DELETED_EVENT)
+                                    hold(static_cast<member*>(c)); // (nobody gives up here)
+                            },
+                            m,
+                            [](int rc, const Stat*, const void* d) {
+                                if (rc == ZNONODE)
+                                    look(static_cast<member*>(const_cast<void*>(d))); // gone already
+                            },
+                            m);
+                    },
+                    m);
             }
             static void hold(member* m) {
                 ++*m->handoffs;
-                zoo_adelete(m->zh, m->node.c_str(), -1, [](int, const void*) {}, nullptr); // notifies the next
+                zoo_adelete(
+                    m->zh, m->node.c_str(), -1, [](int, const void*) {}, nullptr); // notifies the next
                 queue(m);
             }
         };
@@ -275,13 +337,16 @@ int main(int argc, char** argv) {
         stop = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         for (auto& m : ms) zookeeper_close(m.zh);
-        std::printf("{\"impl\":\"raw-c-ring\",\"workers\":%d,\"sessions\":%d,\"locks\":1,\"hold_ms\":0,\"cycles\":%ld,"
-                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,\"requests_per_cycle\":4.00,"
+        std::printf("{\"impl\":\"raw-c-ring\",\"workers\":%d,\"sessions\":%d,\"locks\":1,\"hold_ms\":0,"
+                    "\"cycles\":%ld,"
+                    "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,"
+                    "\"requests_per_cycle\":4.00,"
                     "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n",
                     sessions, sessions, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
         return 0;
     }
-    std::fprintf(stderr, "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS | "
-                         "ring CONNECT SESSIONS SECONDS\n");
+    std::fprintf(
+        stderr, "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS | "
+                "ring CONNECT SESSIONS SECONDS\n");
     return 2;
 }

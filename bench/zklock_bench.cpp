@@ -55,13 +55,15 @@ struct config {
     zklock::lock_strategy strategy = zklock::lock_strategy::predecessor;
     bool background_release = false; // release_in_background(): the next request is queued behind the delete
     bool metrics = true;             // session_options::metrics (--metrics off: to measure their cost)
-    std::string tls_dir;             // --tls-dir D: TLS with D/ca.pem, D/client.pem, D/client.key (zk.sh --tls)
+    std::string tls_dir; // --tls-dir D: TLS with D/ca.pem, D/client.pem, D/client.key (zk.sh --tls)
     int workers = 8, sessions = 8, locks = 1, hold_ms = 0, processes = 1;
     std::uint32_t handoff = 0;
     double duration = 5, warmup = 1;
 };
 
-struct hold { clk::time_point start, end; };
+struct hold {
+    clk::time_point start, end;
+};
 
 static double cpu_seconds() {
     rusage ru{};
@@ -114,102 +116,121 @@ static run_result run_process(const config& cfg, const std::string& base, int in
         return n;
     };
 
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        auto ex = co_await asio::this_coro::executor;
-        const auto c0 = clk::now();
-        for (int i = 0; i < my_sessions; ++i) {
-            zklock::session_options o;
-            o.connect = cfg.connect;
-            o.metrics = cfg.metrics;
-            if (!cfg.tls_dir.empty()) {
-                zklock::tls_options t;
-                t.ca_file = cfg.tls_dir + "/ca.pem";
-                t.certificate_file = cfg.tls_dir + "/client.pem";
-                t.private_key_file = cfg.tls_dir + "/client.key";
-                o.tls = t;
-            }
-            sessions.push_back(std::make_unique<zklock::session>(ex, o));
-            co_await sessions.back()->async_connect(use_awaitable);
-        }
-        // what the sessions cost before any lock: time to connect (one after another), the
-        // process's threads (the C client's own: two per session) and its resident memory
-        std::fprintf(stderr, "bench: process %d: %d sessions connected in %.2f s; threads %s; RSS %s kB\n", index,
-                     my_sessions, std::chrono::duration<double>(clk::now() - c0).count(), proc_status("Threads").c_str(),
-                     proc_status("VmRSS").c_str());
-        for (int w : my_workers) {
-            ++running;
-            asio::co_spawn(ex, [&, w]() -> asio::awaitable<void> {
-                const int local_session = (w / cfg.processes) % my_sessions;
-                const int global_session = local_session * cfg.processes + index;
-                int lock_no = w % cfg.locks;
-                zklock::mutex_options mo;
-                mo.strategy = cfg.strategy;
-                mo.local_handoff = cfg.handoff;
-                zklock::mutex m(*sessions[static_cast<std::size_t>(local_session)], base + "/lock-" + std::to_string(lock_no), mo);
-                asio::steady_timer t(co_await asio::this_coro::executor);
-                while (!stop) {
-                    auto t0 = clk::now();
-                    auto g = co_await m.async_acquire(use_awaitable);
-                    auto t1 = clk::now();
-                    ++all_grants;
-                    if (cfg.hold_ms > 0) {
-                        t.expires_after(std::chrono::milliseconds(cfg.hold_ms));
-                        co_await t.async_wait(use_awaitable);
-                    }
-                    auto t2 = clk::now();
-                    if (measuring) {
-                        latencies_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-                        holds[lock_no].push_back({t1, t2});
-                        ++cycles;
-                        ++session_cycles[static_cast<std::size_t>(global_session) % session_cycles.size()];
-                        max_node_grants = std::max(max_node_grants, g.local_grant() + 1);
-                    }
-                    if (cfg.background_release)
-                        g.release_in_background();
-                    else
-                        co_await g.async_release(use_awaitable);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            const auto c0 = clk::now();
+            for (int i = 0; i < my_sessions; ++i) {
+                zklock::session_options o;
+                o.connect = cfg.connect;
+                o.metrics = cfg.metrics;
+                if (!cfg.tls_dir.empty()) {
+                    zklock::tls_options t;
+                    t.ca_file = cfg.tls_dir + "/ca.pem";
+                    t.certificate_file = cfg.tls_dir + "/client.pem";
+                    t.private_key_file = cfg.tls_dir + "/client.key";
+                    o.tls = t;
                 }
-                --running;
-            }, asio::detached);
-        }
-        asio::steady_timer t(ex);
-        t.expires_after(std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(cfg.warmup)));
-        co_await t.async_wait(use_awaitable);
-        measuring = true;
-        t_start = clk::now();
-        cpu0 = cpu_seconds();
-        req0 = total_requests();
-        watch0 = total_watch_events();
-        t.expires_after(std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(cfg.duration)));
-        co_await t.async_wait(use_awaitable);
-        measuring = false;
-        wall = std::chrono::duration<double>(clk::now() - t_start).count();
-        req1 = total_requests();
-        watch1 = total_watch_events();
-        cpu0 = cpu_seconds() - cpu0;
-        stop = true;
-        while (running > 0) {
-            t.expires_after(std::chrono::milliseconds(5));
+                sessions.push_back(std::make_unique<zklock::session>(ex, o));
+                co_await sessions.back()->async_connect(use_awaitable);
+            }
+            // what the sessions cost before any lock: time to connect (one after another), the
+            // process's threads (the C client's own: two per session) and its resident memory
+            std::fprintf(stderr,
+                         "bench: process %d: %d sessions connected in %.2f s; threads %s; RSS %s kB\n", index,
+                         my_sessions, std::chrono::duration<double>(clk::now() - c0).count(),
+                         proc_status("Threads").c_str(), proc_status("VmRSS").c_str());
+            for (int w : my_workers) {
+                ++running;
+                asio::co_spawn(
+                    ex,
+                    [&, w]() -> asio::awaitable<void> {
+                        const int local_session = (w / cfg.processes) % my_sessions;
+                        const int global_session = local_session * cfg.processes + index;
+                        int lock_no = w % cfg.locks;
+                        zklock::mutex_options mo;
+                        mo.strategy = cfg.strategy;
+                        mo.local_handoff = cfg.handoff;
+                        zklock::mutex m(*sessions[static_cast<std::size_t>(local_session)],
+                                        base + "/lock-" + std::to_string(lock_no), mo);
+                        asio::steady_timer t(co_await asio::this_coro::executor);
+                        while (!stop) {
+                            auto t0 = clk::now();
+                            auto g = co_await m.async_acquire(use_awaitable);
+                            auto t1 = clk::now();
+                            ++all_grants;
+                            if (cfg.hold_ms > 0) {
+                                t.expires_after(std::chrono::milliseconds(cfg.hold_ms));
+                                co_await t.async_wait(use_awaitable);
+                            }
+                            auto t2 = clk::now();
+                            if (measuring) {
+                                latencies_us.push_back(
+                                    std::chrono::duration<double, std::micro>(t1 - t0).count());
+                                holds[lock_no].push_back({t1, t2});
+                                ++cycles;
+                                ++session_cycles[static_cast<std::size_t>(global_session) %
+                                                 session_cycles.size()];
+                                max_node_grants = std::max(max_node_grants, g.local_grant() + 1);
+                            }
+                            if (cfg.background_release)
+                                g.release_in_background();
+                            else
+                                co_await g.async_release(use_awaitable);
+                        }
+                        --running;
+                    },
+                    asio::detached);
+            }
+            asio::steady_timer t(ex);
+            t.expires_after(
+                std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(cfg.warmup)));
             co_await t.async_wait(use_awaitable);
-        }
-        if (cfg.metrics) { // the sessions' metrics must add up to what the benchmark itself counted
-            std::uint64_t granted = 0, started = 0;
-            for (auto& s : sessions) {
-                auto m = s->metrics();
-                granted += m.total.granted;
-                started += m.total.acquires_started;
+            measuring = true;
+            t_start = clk::now();
+            cpu0 = cpu_seconds();
+            req0 = total_requests();
+            watch0 = total_watch_events();
+            t.expires_after(
+                std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(cfg.duration)));
+            co_await t.async_wait(use_awaitable);
+            measuring = false;
+            wall = std::chrono::duration<double>(clk::now() - t_start).count();
+            req1 = total_requests();
+            watch1 = total_watch_events();
+            cpu0 = cpu_seconds() - cpu0;
+            stop = true;
+            while (running > 0) {
+                t.expires_after(std::chrono::milliseconds(5));
+                co_await t.async_wait(use_awaitable);
             }
-            if (granted != all_grants || started != all_grants) {
-                std::fprintf(stderr, "bench: metrics say %llu started, %llu granted; the benchmark counted %llu grants\n",
-                             static_cast<unsigned long long>(started), static_cast<unsigned long long>(granted),
-                             static_cast<unsigned long long>(all_grants));
-                std::exit(3);
+            if (cfg.metrics) { // the sessions' metrics must add up to what the benchmark itself counted
+                std::uint64_t granted = 0, started = 0;
+                for (auto& s : sessions) {
+                    auto m = s->metrics();
+                    granted += m.total.granted;
+                    started += m.total.acquires_started;
+                }
+                if (granted != all_grants || started != all_grants) {
+                    std::fprintf(
+                        stderr,
+                        "bench: metrics say %llu started, %llu granted; the benchmark counted %llu grants\n",
+                        static_cast<unsigned long long>(started), static_cast<unsigned long long>(granted),
+                        static_cast<unsigned long long>(all_grants));
+                    std::exit(3);
+                }
             }
-        }
-        for (auto& s : sessions) co_await s->async_close(use_awaitable);
-    }, [](std::exception_ptr e) {
-        if (e) try { std::rethrow_exception(e); } catch (const std::exception& x) { std::fprintf(stderr, "bench: %s\n", x.what()); std::exit(1); }
-    });
+            for (auto& s : sessions) co_await s->async_close(use_awaitable);
+        },
+        [](std::exception_ptr e) {
+            if (e) try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    std::fprintf(stderr, "bench: %s\n", x.what());
+                    std::exit(1);
+                }
+        });
     io.run();
     sessions.clear();
 
@@ -233,7 +254,8 @@ static void write_result(const run_result& r, const std::string& file) {
     for (auto l : r.latencies_us) std::fprintf(f, "L %.3f\n", l);
     for (auto& [lock, hs] : r.holds)
         for (auto& h : hs)
-            std::fprintf(f, "H %d %lld %lld\n", lock, static_cast<long long>(h.start.time_since_epoch().count()),
+            std::fprintf(f, "H %d %lld %lld\n", lock,
+                         static_cast<long long>(h.start.time_since_epoch().count()),
                          static_cast<long long>(h.end.time_since_epoch().count()));
     std::fclose(f);
 }
@@ -246,7 +268,11 @@ static bool read_result(run_result& into, const std::string& file) {
     bool saw_summary = false;
     while (in >> tag) {
         if (tag == "S") {
-            long cycles; double wall, cpu; unsigned long long req, watch; unsigned mng; long rss;
+            long cycles;
+            double wall, cpu;
+            unsigned long long req, watch;
+            unsigned mng;
+            long rss;
             in >> cycles >> wall >> cpu >> req >> watch >> mng >> rss;
             into.cycles += cycles;
             into.wall = std::max(into.wall, wall);
@@ -257,15 +283,20 @@ static bool read_result(run_result& into, const std::string& file) {
             into.maxrss_kb = std::max(into.maxrss_kb, rss);
             saw_summary = true;
         } else if (tag == "C") {
-            long n; in >> n;
+            long n;
+            in >> n;
             if (c < into.session_cycles.size()) into.session_cycles[c] += n;
             ++c;
         } else if (tag == "L") {
-            double l; in >> l;
+            double l;
+            in >> l;
             into.latencies_us.push_back(l);
         } else if (tag == "H") {
-            int lock; long long a, b; in >> lock >> a >> b;
-            into.holds[lock].push_back({clk::time_point(clk::duration(a)), clk::time_point(clk::duration(b))});
+            int lock;
+            long long a, b;
+            in >> lock >> a >> b;
+            into.holds[lock].push_back(
+                {clk::time_point(clk::duration(a)), clk::time_point(clk::duration(b))});
         }
     }
     return saw_summary;
@@ -276,36 +307,60 @@ int main(int argc, char** argv) {
     if (const char* e = std::getenv("ZK_CONNECT")) cfg.connect = e;
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i], v = argv[i + 1];
-        if (k == "--connect") cfg.connect = v;
-        else if (k == "--workers") cfg.workers = std::atoi(v.c_str());
-        else if (k == "--sessions") cfg.sessions = std::atoi(v.c_str());
-        else if (k == "--processes") cfg.processes = std::atoi(v.c_str());
-        else if (k == "--locks") cfg.locks = std::atoi(v.c_str());
-        else if (k == "--hold-ms") cfg.hold_ms = std::atoi(v.c_str());
-        else if (k == "--duration") cfg.duration = std::atof(v.c_str());
-        else if (k == "--warmup") cfg.warmup = std::atof(v.c_str());
-        else if (k == "--label") cfg.label = v;
-        else if (k == "--handoff") cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
-        else if (k == "--release") cfg.background_release = v == "background";
-        else if (k == "--metrics") cfg.metrics = v != "off";
-        else if (k == "--tls-dir") cfg.tls_dir = v;
+        if (k == "--connect")
+            cfg.connect = v;
+        else if (k == "--workers")
+            cfg.workers = std::atoi(v.c_str());
+        else if (k == "--sessions")
+            cfg.sessions = std::atoi(v.c_str());
+        else if (k == "--processes")
+            cfg.processes = std::atoi(v.c_str());
+        else if (k == "--locks")
+            cfg.locks = std::atoi(v.c_str());
+        else if (k == "--hold-ms")
+            cfg.hold_ms = std::atoi(v.c_str());
+        else if (k == "--duration")
+            cfg.duration = std::atof(v.c_str());
+        else if (k == "--warmup")
+            cfg.warmup = std::atof(v.c_str());
+        else if (k == "--label")
+            cfg.label = v;
+        else if (k == "--handoff")
+            cfg.handoff = static_cast<std::uint32_t>(std::atoi(v.c_str()));
+        else if (k == "--release")
+            cfg.background_release = v == "background";
+        else if (k == "--metrics")
+            cfg.metrics = v != "off";
+        else if (k == "--tls-dir")
+            cfg.tls_dir = v;
         else if (k == "--strategy") {
-            if (v == "predecessor") cfg.strategy = zklock::lock_strategy::predecessor;
-            else if (v == "children") cfg.strategy = zklock::lock_strategy::watch_children;
-            else if (v == "unique") cfg.strategy = zklock::lock_strategy::unique_node;
-            else { std::fprintf(stderr, "unknown strategy %s\n", v.c_str()); return 2; }
+            if (v == "predecessor")
+                cfg.strategy = zklock::lock_strategy::predecessor;
+            else if (v == "children")
+                cfg.strategy = zklock::lock_strategy::watch_children;
+            else if (v == "unique")
+                cfg.strategy = zklock::lock_strategy::unique_node;
+            else {
+                std::fprintf(stderr, "unknown strategy %s\n", v.c_str());
+                return 2;
+            }
+        } else {
+            std::fprintf(stderr, "unknown option %s\n", k.c_str());
+            return 2;
         }
-        else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); return 2; }
     }
     if (cfg.connect.empty() || cfg.workers < 1 || cfg.sessions < 1 || cfg.locks < 1) {
-        std::fprintf(stderr, "usage: zklock_bench --connect HOST:PORT [--workers N] [--sessions N] [--locks N] [--hold-ms N] [--duration S]\n");
+        std::fprintf(stderr, "usage: zklock_bench --connect HOST:PORT [--workers N] [--sessions N] [--locks "
+                             "N] [--hold-ms N] [--duration S]\n");
         return 2;
     }
     cfg.sessions = std::min(cfg.sessions, cfg.workers);
     cfg.processes = std::clamp(cfg.processes, 1, cfg.sessions);
     const std::string base = "/zklock-bench/run-" + std::to_string(::getpid());
     const auto parent = ::getpid();
-    auto base_file = [parent](int p) { return "/tmp/zklock_bench." + std::to_string(parent) + "." + std::to_string(p); };
+    auto base_file = [parent](int p) {
+        return "/tmp/zklock_bench." + std::to_string(parent) + "." + std::to_string(p);
+    };
 
     run_result res;
     if (cfg.processes == 1) {
@@ -316,7 +371,10 @@ int main(int argc, char** argv) {
         std::vector<pid_t> children;
         for (int p = 0; p < cfg.processes; ++p) {
             pid_t pid = ::fork();
-            if (pid < 0) { std::perror("fork"); return 1; }
+            if (pid < 0) {
+                std::perror("fork");
+                return 1;
+            }
             if (pid == 0) {
                 write_result(run_process(cfg, base, p), base_file(p));
                 std::_Exit(0);
@@ -333,7 +391,10 @@ int main(int argc, char** argv) {
             failed += !read_result(res, base_file(p));
             std::remove(base_file(p).c_str());
         }
-        if (failed) { std::fprintf(stderr, "bench: %d process(es) failed\n", failed); return 1; }
+        if (failed) {
+            std::fprintf(stderr, "bench: %d process(es) failed\n", failed);
+            return 1;
+        }
     }
     auto& latencies_us = res.latencies_us;
     auto& holds = res.holds;
@@ -345,7 +406,8 @@ int main(int argc, char** argv) {
     std::sort(latencies_us.begin(), latencies_us.end());
     auto pct = [&](double p) {
         if (latencies_us.empty()) return 0.0;
-        return latencies_us[std::min(latencies_us.size() - 1, static_cast<std::size_t>(p * latencies_us.size()))];
+        return latencies_us[std::min(latencies_us.size() - 1,
+                                     static_cast<std::size_t>(p * latencies_us.size()))];
     };
     long overlaps = 0;
     for (auto& [l, hs] : holds) {
@@ -354,18 +416,24 @@ int main(int argc, char** argv) {
     }
     auto [smin, smax] = std::minmax_element(session_cycles.begin(), session_cycles.end());
     double cps = cycles / wall;
-    double rpc = cycles ? double(res.requests) / cycles : 0; // requests issued during the window / cycles in it
-    std::printf("{\"impl\":\"%s\",\"processes\":%d,\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,\"cycles\":%ld,"
-                "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
-                "\"requests_per_cycle\":%.2f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":%ld,\"overlaps\":%ld,"
-                "\"handoff\":%u,\"max_grants_per_node\":%u,\"session_share_min\":%.3f,\"session_share_max\":%.3f}\n",
-                cfg.label.c_str(), cfg.processes, cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall, cps, pct(0.5),
-                pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
-                cycles ? double(res.watch_events) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0,
-                res.maxrss_kb, overlaps, cfg.handoff, max_node_grants, cycles ? double(*smin) / cycles : 0.0,
-                cycles ? double(*smax) / cycles : 0.0);
-    std::fprintf(stderr, "%s: %d workers/%d sessions/%d locks hold %d ms: %.0f cycles/s p50 %.0f us p99 %.0f us, "
-                 "%.2f req/cycle, %.1f us CPU/cycle, overlaps %ld\n", cfg.label.c_str(), cfg.workers, cfg.sessions,
-                 cfg.locks, cfg.hold_ms, cps, pct(0.5), pct(0.99), rpc, cycles ? cpu0 * 1e6 / cycles : 0.0, overlaps);
+    double rpc =
+        cycles ? double(res.requests) / cycles : 0; // requests issued during the window / cycles in it
+    std::printf(
+        "{\"impl\":\"%s\",\"processes\":%d,\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,"
+        "\"cycles\":%ld,"
+        "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
+        "\"requests_per_cycle\":%.2f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_"
+        "kb\":%ld,\"overlaps\":%ld,"
+        "\"handoff\":%u,\"max_grants_per_node\":%u,\"session_share_min\":%.3f,\"session_share_max\":%.3f}\n",
+        cfg.label.c_str(), cfg.processes, cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall,
+        cps, pct(0.5), pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
+        cycles ? double(res.watch_events) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0, res.maxrss_kb,
+        overlaps, cfg.handoff, max_node_grants, cycles ? double(*smin) / cycles : 0.0,
+        cycles ? double(*smax) / cycles : 0.0);
+    std::fprintf(stderr,
+                 "%s: %d workers/%d sessions/%d locks hold %d ms: %.0f cycles/s p50 %.0f us p99 %.0f us, "
+                 "%.2f req/cycle, %.1f us CPU/cycle, overlaps %ld\n",
+                 cfg.label.c_str(), cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cps, pct(0.5),
+                 pct(0.99), rpc, cycles ? cpu0 * 1e6 / cycles : 0.0, overlaps);
     return overlaps == 0 ? 0 : 3;
 }

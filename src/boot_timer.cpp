@@ -27,7 +27,8 @@ std::set<boot_timer*>& registry() {
 
 int make_timerfd() {
     int fd = ::timerfd_create(CLOCK_BOOTTIME, TFD_NONBLOCK | TFD_CLOEXEC);
-    if (fd < 0) throw std::system_error(errno, std::generic_category(), "zklock: timerfd_create(CLOCK_BOOTTIME)");
+    if (fd < 0)
+        throw std::system_error(errno, std::generic_category(), "zklock: timerfd_create(CLOCK_BOOTTIME)");
     return fd;
 }
 
@@ -42,7 +43,10 @@ boot_timer::boot_timer(const asio::any_io_executor& ex)
 boot_timer::~boot_timer() {
     std::lock_guard lk(registry_mu());
     registry().erase(this);
-    st_->gen.fetch_add(1, std::memory_order_acq_rel); // a success still queued must not read the closed (maybe reused) descriptor
+    st_->gen.fetch_add(
+        1,
+        std::
+            memory_order_acq_rel); // a success still queued must not read the closed (maybe reused) descriptor
     // (sd_ closes the timerfd; a completion still queued reads only st_)
 }
 
@@ -50,7 +54,8 @@ void boot_timer::arm() noexcept {
     itimerspec its{};
     if (at_ != 0) {
         // The deadline on the raw CLOCK_BOOTTIME; never 0, which would disarm it.
-        const lease_ns raw = std::max<lease_ns>(1, at_ - lease_clock::offset().load(std::memory_order_relaxed));
+        const lease_ns raw =
+            std::max<lease_ns>(1, at_ - lease_clock::offset().load(std::memory_order_relaxed));
         its.it_value.tv_sec = static_cast<time_t>(raw / 1'000'000'000);
         its.it_value.tv_nsec = static_cast<long>(raw % 1'000'000'000);
     }
@@ -77,9 +82,11 @@ void boot_timer::cancel() {
 
 void boot_timer::async_wait(std::function<void(boost::system::error_code)> h) {
     sd_.async_wait(asio::posix::stream_descriptor::wait_read,
-                   [st = st_, gen = st_->gen.load(std::memory_order_acquire), h = std::move(h)](boost::system::error_code ec) mutable {
+                   [st = st_, gen = st_->gen.load(std::memory_order_acquire),
+                    h = std::move(h)](boost::system::error_code ec) mutable {
                        if (ec) return h(ec);
-                       if (gen != st->gen.load(std::memory_order_acquire)) return h(asio::error::operation_aborted);
+                       if (gen != st->gen.load(std::memory_order_acquire))
+                           return h(asio::error::operation_aborted);
                        // (No read of the descriptor: it may be closed by now, on another thread.
                        // Every wait follows an expires_at, whose timerfd_settime clears the
                        // expiration, so the next one is a new edge for the reactor.)

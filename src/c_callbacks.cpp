@@ -88,9 +88,10 @@ void on_multi(int rc, const void* data) {
     note_reply(op, rc);
     op->res.rc = rc;
     auto& b = *op->multi;
-    const bool answered = rc == ZOK || std::any_of(b.results.begin(), b.results.end(), [](const zoo_op_result_t& r) {
-        return r.err != ZOK && r.err != ZRUNTIMEINCONSISTENCY && r.err != 1;
-    });
+    const bool answered =
+        rc == ZOK || std::any_of(b.results.begin(), b.results.end(), [](const zoo_op_result_t& r) {
+            return r.err != ZOK && r.err != ZRUNTIMEINCONSISTENCY && r.err != 1;
+        });
     if (answered) op->res.multi.resize(b.results.size());
     for (std::size_t i = 0; answered && i < b.results.size(); ++i) {
         auto& r = b.results[i];
@@ -124,7 +125,6 @@ void on_stat(int rc, const Stat* stat, const void* data) {
     finish(op);
 }
 
-
 void on_void(int rc, const void* data) {
     rc = reply_rc(rc);
     auto* op = as_op(data);
@@ -137,7 +137,8 @@ void global_watcher(zhandle_t* zh, int type, int state, const char*, void* ctx) 
     if (type != ZOO_SESSION_EVENT) return;
     auto* h = static_cast<zk_handle*>(ctx);
     // (At once, inside zookeeper_process: the replies that follow are this connection's.)
-    if (state == ZOO_CONNECTED_STATE) h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000, lease_clock::now());
+    if (state == ZOO_CONNECTED_STATE)
+        h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000, lease_clock::now());
     h->to_strand([w = h->session, gen = h->generation, state] {
         if (auto s = w.lock()) s->on_session_event(gen, state);
     });

@@ -87,7 +87,8 @@ void guard::start_commit(std::shared_ptr<detail::held_lock> h, const asio::any_i
         ops.push_back(transaction::op{transaction::kind::check, h->node, {}, -1, create_mode::persistent});
         for (auto& o : t.ops()) ops.push_back(o);
         const auto n = t.size();
-        s->multi(ops, detail::zk_handler([p = std::move(p), n](detail::zk_result r) mutable { complete(p, r, n); }));
+        s->multi(ops, detail::zk_handler(
+                          [p = std::move(p), n](detail::zk_result r) mutable { complete(p, r, n); }));
     });
 }
 

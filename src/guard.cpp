@@ -57,8 +57,10 @@ void held_lock::start() {
         });
         lease_since = lease_clock::now();
         // Granted on a reply so slow that the lease has already lapsed: not vouched for.
-        if (session->lease_lapsed(policy.lease_fraction())) lose_after_finding_the_cause(errc::lease_expired, true);
-    } else if (policy.type() == loss_policy::kind::on_disconnect && session->state() != session_state::connected) {
+        if (session->lease_lapsed(policy.lease_fraction()))
+            lose_after_finding_the_cause(errc::lease_expired, true);
+    } else if (policy.type() == loss_policy::kind::on_disconnect &&
+               session->state() != session_state::connected) {
         lose_by_policy(errc::lock_lost_suspended);
     }
 }
@@ -128,15 +130,18 @@ void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
         self->finding_cause.store(false, std::memory_order_release);
         if (self->cause_timer) self->cause_timer->cancel();
         // (an expiry reaches us as session_event::expired, which loses with its own reason)
-        if (!alive && self->session->state() == session_state::expired) return self->lose(self->session->end_reason());
+        if (!alive && self->session->state() == session_state::expired)
+            return self->lose(self->session->end_reason());
         by_policy ? self->lose_by_policy(why) : self->lose(why);
     };
     // An answered write on this session proves it alive at the quorum (a read could be answered
     // by a follower cut off from the leader); a reconnect to an expired session ends every request
     // with ZSESSIONEXPIRED (and the expired event).
     session->renew_lease(zk_handler([decide](zk_result r) {
-        if (is_server_reply(r.rc)) decide(true);
-        else if (r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE) decide(false);
+        if (is_server_reply(r.rc))
+            decide(true);
+        else if (r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE)
+            decide(false);
         // else: connection trouble; the session event or the bound decides
     }));
     cause_timer.emplace(session->strand());
@@ -174,13 +179,18 @@ void held_lock::on_session_event(session_event e) {
              session->lease_lapsed_since(lease_since, policy.lease_fraction())))
             lose_after_finding_the_cause(errc::lease_expired, true);
         break;
-    case session_event::expired: lose(session->end_reason()); break;
-    case session_event::closed: lose(errc::session_closed); break;
+    case session_event::expired:
+        lose(session->end_reason());
+        break;
+    case session_event::closed:
+        lose(errc::session_closed);
+        break;
     case session_event::reconnected:
         // a watch whose request failed during the disconnect: arm it again
         if (st == status::held && watch_id == 0 && wants_watch) arm_watch();
         break;
-    case session_event::state_changed: break;
+    case session_event::state_changed:
+        break;
     }
 }
 
@@ -231,10 +241,14 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     };
     auto& s = *session;
     // (other policies: one session timeout after the vouched time, the earliest expiry)
-    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction() : session_lease::expiry_after_reference;
+    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction()
+                                                             : session_lease::expiry_after_reference;
     w->lapse_id = s.on_lease_lapse(bound, [finish] { finish({}); });
-    s.delete_in_background(node, pending<void(error_code)>(
-        asio::any_completion_handler<void(error_code)>(asio::bind_executor(s.strand(), finish)), s.executor()), owner);
+    s.delete_in_background(node,
+                           pending<void(error_code)>(asio::any_completion_handler<void(error_code)>(
+                                                         asio::bind_executor(s.strand(), finish)),
+                                                     s.executor()),
+                           owner);
 }
 
 void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {
@@ -271,20 +285,20 @@ void held_lock::arm_watch() {
             self->arm_watch(); // data changed: keep watching
     });
     session->get_data(node, watch_id, zk_handler([w](zk_result r) {
-        auto self = w.lock();
-        if (!self) return;
-        if (r.rc == ZOK) {
-            self->on_data(r.data);
-        } else if (r.rc == ZNONODE) {
-            self->session->drop_watch(self->watch_id);
-            self->watch_id = 0;
-            self->lose(errc::lock_node_deleted); // (answered on the session: it lives)
-        } else {
-            // Connection trouble: the session events decide; re-arm after reconnecting.
-            self->session->drop_watch(self->watch_id);
-            self->watch_id = 0;
-        }
-    }));
+                          auto self = w.lock();
+                          if (!self) return;
+                          if (r.rc == ZOK) {
+                              self->on_data(r.data);
+                          } else if (r.rc == ZNONODE) {
+                              self->session->drop_watch(self->watch_id);
+                              self->watch_id = 0;
+                              self->lose(errc::lock_node_deleted); // (answered on the session: it lives)
+                          } else {
+                              // Connection trouble: the session events decide; re-arm after reconnecting.
+                              self->session->drop_watch(self->watch_id);
+                              self->watch_id = 0;
+                          }
+                      }));
 }
 
 } // namespace detail
@@ -319,9 +333,7 @@ void guard::release_in_background() noexcept {
 
 bool guard::is_lost() const noexcept { return h_ && h_->is_lost_now(); }
 
-error_code guard::loss_reason() const {
-    return h_ ? h_->loss_reason_now() : error_code{};
-}
+error_code guard::loss_reason() const { return h_ ? h_->loss_reason_now() : error_code{}; }
 
 const std::string& guard::node_path() const noexcept {
     static const std::string empty;
@@ -336,7 +348,9 @@ std::uint32_t guard::local_grant() const noexcept { return h_ ? h_->local_index 
 std::int64_t guard::session_id() const noexcept { return h_ ? h_->session_id : 0; }
 
 namespace detail {
-asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept { return b ? b->signal.slot() : asio::cancellation_slot(); }
+asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept {
+    return b ? b->signal.slot() : asio::cancellation_slot();
+}
 
 void loss_binding::fire(const std::shared_ptr<loss_binding>& b) {
     asio::post(b->ex, [b] { b->signal.emit(asio::cancellation_type::terminal); });
@@ -368,7 +382,8 @@ void on_strand(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor
     if (!h) {
         // An empty guard: complete on the session it belonged to (system_executor only for a
         // default-constructed guard, which never had one).
-        detail::pending<void(error_code)> p(std::move(handler), ex ? ex : asio::any_io_executor(asio::system_executor()));
+        detail::pending<void(error_code)> p(std::move(handler),
+                                            ex ? ex : asio::any_io_executor(asio::system_executor()));
         return p.complete(empty);
     }
     auto s = h->session;
@@ -377,7 +392,8 @@ void on_strand(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor
 }
 } // namespace
 
-void guard::start_release(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
+void guard::start_release(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                          handler_type handler) {
     // Idempotent: an empty (released, moved-from) guard has nothing to release.
     on_strand(std::move(h), ex, std::move(handler), {},
               [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.release(std::move(p)); });
@@ -393,18 +409,25 @@ void start_wait(std::shared_ptr<detail::held_lock> h, const asio::any_io_executo
     auto s = h->session;
     detail::pending<void(error_code)> p(std::move(handler), s->executor());
     auto id = h->new_cancellable_waiter(which, p);
-    asio::post(s->strand(), [h = std::move(h), p = std::move(p), id, wait]() mutable { wait(*h, std::move(p), id); });
+    asio::post(s->strand(),
+               [h = std::move(h), p = std::move(p), id, wait]() mutable { wait(*h, std::move(p), id); });
 }
 } // namespace
 
-void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
+void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                               handler_type handler) {
     start_wait(std::move(h), ex, std::move(handler), &detail::held_lock::revoke_waiters,
-               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) { l.wait_revoked(std::move(p), id); });
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
+                   l.wait_revoked(std::move(p), id);
+               });
 }
 
-void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex, handler_type handler) {
+void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                            handler_type handler) {
     start_wait(std::move(h), ex, std::move(handler), &detail::held_lock::loss_waiters,
-               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) { l.wait_lost(std::move(p), id); });
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
+                   l.wait_lost(std::move(p), id);
+               });
 }
 
 } // namespace zklock

@@ -50,9 +50,12 @@ public:
         auto s = s_.lock();
         if (!s) return h.complete(asio::error::operation_aborted, guard{});
         error_code refused;
-        if (t->cancelled) refused = asio::error::operation_aborted;
-        else if (req.try_only && phase_ != phase::idle) refused = errc::lock_busy;
-        else if (req.deadline && std::chrono::steady_clock::now() >= *req.deadline) refused = errc::acquire_timeout;
+        if (t->cancelled)
+            refused = asio::error::operation_aborted;
+        else if (req.try_only && phase_ != phase::idle)
+            refused = errc::lock_busy;
+        else if (req.deadline && std::chrono::steady_clock::now() >= *req.deadline)
+            refused = errc::acquire_timeout;
         if (refused) {
             h.complete(refused, guard{});
             return forget_if_idle();
@@ -161,13 +164,15 @@ private:
         cancelled_by_us_ = false;
         auto req = base_;
         req.metered = false; // (each local waiter is counted on its own)
-        req.try_only = std::all_of(waiters_.begin(), waiters_.end(), [](auto& kv) { return kv.second.try_only; });
+        req.try_only =
+            std::all_of(waiters_.begin(), waiters_.end(), [](auto& kv) { return kv.second.try_only; });
         cancel_ = std::make_unique<asio::cancellation_signal>();
         start_node_acquire(s.shared_from_this(), std::move(req),
-            asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(cancel_->slot(),
-                asio::bind_executor(s.strand(), [q = shared_from_this()](error_code ec, guard g) {
-                    q->on_node(ec, std::move(g));
-                }))));
+                           asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(
+                               cancel_->slot(), asio::bind_executor(s.strand(), [q = shared_from_this()](
+                                                                                    error_code ec, guard g) {
+                                   q->on_node(ec, std::move(g));
+                               }))));
     }
 
     void on_node(error_code ec, guard g) {
@@ -215,7 +220,8 @@ private:
         n.arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
         // The node's loss reaches the grant that is lent out, even if its holder armed no watch.
         n.wait_lost(pending<void(error_code)>(
-            asio::any_completion_handler<void(error_code)>(asio::bind_executor(s->strand(),
+            asio::any_completion_handler<void(error_code)>(asio::bind_executor(
+                s->strand(),
                 [q = weak_from_this(), w = std::weak_ptr<held_lock>(node_.state())](error_code why) {
                     auto self = q.lock();
                     if (!self || why == errc::lock_released || self->node_.state() != w.lock()) return;
@@ -238,7 +244,8 @@ private:
         auto s = s_.lock();
         auto n = lost.lock();
         if (!s || !n) return;
-        if (why != errc::lock_node_deleted && why != errc::lease_expired && why != errc::lock_lost_suspended) return;
+        if (why != errc::lock_node_deleted && why != errc::lease_expired && why != errc::lock_lost_suspended)
+            return;
         // (at once, but posted: this runs inside the node's loss, which release_node must not
         // re-enter; a node lost by policy waits for its handover, on the lease's clock)
         move_on_timer_.emplace(s->strand());
@@ -265,8 +272,8 @@ private:
         waiters_.erase(it);
         if (w.timer) w.timer->cancel();
         const auto& n = *node();
-        auto h = std::make_shared<held_lock>(s.shared_from_this(), n.node, n.seq, n.czxid, n.session_id, grants_++,
-                                             shared_from_this());
+        auto h = std::make_shared<held_lock>(s.shared_from_this(), n.node, n.seq, n.czxid, n.session_id,
+                                             grants_++, shared_from_this());
         h->revocable = w.revocable;
         h->policy_override = w.loss;
         h->start();
@@ -279,8 +286,10 @@ private:
     void release_node(std::optional<pending<void(error_code)>> done) {
         phase_ = phase::idle;
         guard g = std::move(node_); // its destructor posts a second release: a no-op
-        if (auto h = g.state()) h->release(std::move(done));
-        else if (done) done->complete({});
+        if (auto h = g.state())
+            h->release(std::move(done));
+        else if (done)
+            done->complete({});
     }
 
     template <class Pred>
@@ -314,7 +323,7 @@ private:
     bool cancelled_by_us_ = false;
     guard node_; // with phase held: the queue's node (its own state: watch, loss)
     held_lock* node() const { return node_.state().get(); }
-    std::weak_ptr<held_lock> lent_;   // the grant out now, if any
+    std::weak_ptr<held_lock> lent_;           // the grant out now, if any
     std::optional<boot_timer> move_on_timer_; // after a loss by policy: see after_node_lost
     std::uint32_t grants_ = 0;
     bool listening_ = false;
@@ -357,8 +366,9 @@ std::string queue_key(const acquire_request& req) {
         k += v;
     };
     field(req.path);
-    field(std::to_string(static_cast<int>(req.dialect)) + ',' + std::to_string(static_cast<int>(req.strategy)) + ',' +
-          std::to_string(req.local_handoff) + ',' + (req.revocable ? "r" : "-"));
+    field(std::to_string(static_cast<int>(req.dialect)) + ',' +
+          std::to_string(static_cast<int>(req.strategy)) + ',' + std::to_string(req.local_handoff) + ',' +
+          (req.revocable ? "r" : "-"));
     field(req.node_data);
     std::string a;
     if (req.node_acl)
@@ -391,8 +401,10 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     auto t = std::make_shared<ticket>();
     p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
         asio::post(strand, [t] {
-            if (auto q = t->queue.lock()) q->leave(t->id, asio::error::operation_aborted);
-            else t->cancelled = true;
+            if (auto q = t->queue.lock())
+                q->leave(t->id, asio::error::operation_aborted);
+            else
+                t->cancelled = true;
         });
     });
     asio::post(s->strand(), [s, req = std::move(req), p = std::move(p), t]() mutable {

@@ -22,10 +22,13 @@ using asio::use_awaitable;
 
 error_code rc_error(int rc) { return rc == ZOK ? error_code{} : error_code(rc, zookeeper_category()); }
 
-lock_family family_of(const inspect_options& o) { return o.read_write ? lock_family::rw : lock_family::mutex; }
+lock_family family_of(const inspect_options& o) {
+    return o.read_write ? lock_family::rw : lock_family::mutex;
+}
 
 /// The lock nodes among `children`: the contenders in queue order, then the foreign ones.
-std::vector<contender_info> lock_nodes(const std::vector<std::string>& children, inspect_options o, parent_cversion cv) {
+std::vector<contender_info> lock_nodes(const std::vector<std::string>& children, inspect_options o,
+                                       parent_cversion cv) {
     std::vector<contender_info> nodes;
     for (const auto& c : sorted_contenders(children, o.dialect, family_of(o), cv)) {
         contender_info i;
@@ -78,7 +81,8 @@ int fill_in(std::vector<contender_info>& nodes, std::vector<zk_result>& results,
 }
 
 /// Lists and reads every lock node (the getData requests go out in one flight).
-asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& s, std::string path, inspect_options o) {
+asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& s, std::string path,
+                                                                  inspect_options o) {
     auto l = co_await s.async_get_children(path, use_awaitable);
     if (l.rc == ZNONODE) co_return std::make_pair(ZOK, std::vector<contender_info>{});
     if (l.rc != ZOK) co_return std::make_pair(l.rc, std::vector<contender_info>{});
@@ -110,17 +114,19 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
         std::sort(leases.begin(), leases.end(), [](const contender_info& a, const contender_info& b) {
             return a.name.substr(a.name.size() - 10) < b.name.substr(b.name.size() - 10);
         });
-        nodes.insert(nodes.begin(), std::make_move_iterator(leases.begin()), std::make_move_iterator(leases.end()));
+        nodes.insert(nodes.begin(), std::make_move_iterator(leases.begin()),
+                     std::make_move_iterator(leases.end()));
     }
     // pipelined reads: ZooKeeper answers one session's requests in order
     auto remaining = std::make_shared<std::size_t>(nodes.size());
     auto results = std::make_shared<std::vector<zk_result>>(nodes.size());
     asio::steady_timer done(s.strand(), std::chrono::steady_clock::time_point::max());
     for (std::size_t i = 0; i < nodes.size(); ++i)
-        s.get_data(path + (nodes[i].lease ? "/leases/" : "/") + nodes[i].name, 0, zk_handler([results, remaining, i, &done](zk_result r) {
-            (*results)[i] = std::move(r);
-            if (--*remaining == 0) done.cancel();
-        }));
+        s.get_data(path + (nodes[i].lease ? "/leases/" : "/") + nodes[i].name, 0,
+                   zk_handler([results, remaining, i, &done](zk_result r) {
+                       (*results)[i] = std::move(r);
+                       if (--*remaining == 0) done.cancel();
+                   }));
     if (!nodes.empty()) co_await done.async_wait(asio::as_tuple(use_awaitable));
     int rc = fill_in(nodes, *results, path, max_leases);
     if (rc != ZOK) nodes.clear();
@@ -156,7 +162,8 @@ void start_list_contenders(const std::shared_ptr<session_impl>& s, std::string p
     using P = pending<void(error_code, std::vector<contender_info>)>;
     P p(std::move(h), s->executor());
     if (auto ec = check(s, path)) return p.complete(ec, {});
-    run_on_strand<std::vector<contender_info>>(s, std::move(p),
+    run_on_strand<std::vector<contender_info>>(
+        s, std::move(p),
         [](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out, std::string path,
            inspect_options o) -> asio::awaitable<void> {
             auto [rc, list_] = co_await list(*s, path, o);
@@ -175,7 +182,8 @@ void start_break_lock(const std::shared_ptr<session_impl>& s, std::string node_p
         !is_semaphore_lease(name))
         return p.complete(errc::not_a_lock_node); // refuse to delete anything else
     asio::post(s->strand(), [s, node_path = std::move(node_path), p = std::move(p)]() mutable {
-        s->remove(node_path, -1, zk_handler([p = std::move(p)](zk_result r) mutable { p.complete(rc_error(r.rc)); }));
+        s->remove(node_path, -1,
+                  zk_handler([p = std::move(p)](zk_result r) mutable { p.complete(rc_error(r.rc)); }));
     });
 }
 
@@ -184,7 +192,8 @@ void start_revoke(const std::shared_ptr<session_impl>& s, std::string path, insp
     using P = pending<void(error_code, std::string)>;
     P p(std::move(h), s->executor());
     if (auto ec = check(s, path)) return p.complete(ec, {});
-    run_on_strand<std::string>(s, std::move(p),
+    run_on_strand<std::string>(
+        s, std::move(p),
         [](std::shared_ptr<session_impl> s, std::shared_ptr<std::optional<P>> out, std::string path,
            inspect_options o) -> asio::awaitable<void> {
             auto [rc, list_] = co_await list(*s, path, o);
@@ -195,7 +204,8 @@ void start_revoke(const std::shared_ptr<session_impl>& s, std::string path, insp
             }
             auto node = list_.front().node_path;
             auto r = co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(zk_result)>(
-                [&](auto handler) { s->set_data(node, "__REVOKE__", -1, zk_handler(std::move(handler))); }, use_awaitable);
+                [&](auto handler) { s->set_data(node, "__REVOKE__", -1, zk_handler(std::move(handler))); },
+                use_awaitable);
             (**out).complete(rc_error(r.rc), node);
             out->reset();
         },

@@ -36,8 +36,8 @@ private:
     void next() {
         if (held_.size() == locks_.size()) return handler_.complete({}, std::move(held_));
         if (cancelled_) return rollback(asio::error::operation_aborted);
-        auto done = asio::bind_cancellation_slot(inner_.slot(), asio::bind_executor(strand_,
-            [self = shared_from_this()](error_code ec, guard g) {
+        auto done = asio::bind_cancellation_slot(
+            inner_.slot(), asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, guard g) {
                 self->inner_.slot().clear();
                 if (ec) return self->rollback(ec);
                 self->held_.push_back(std::move(g));
@@ -71,16 +71,19 @@ private:
 
 } // namespace
 
-void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::steady_clock::time_point> deadline,
+void start_acquire_all(std::vector<mutex> locks,
+                       std::optional<std::chrono::steady_clock::time_point> deadline,
                        asio::any_completion_handler<void(error_code, std::vector<guard>)> handler) {
     if (locks.empty()) {
-        pending<void(error_code, std::vector<guard>)> p(std::move(handler), asio::any_io_executor(asio::system_executor()));
+        pending<void(error_code, std::vector<guard>)> p(std::move(handler),
+                                                        asio::any_io_executor(asio::system_executor()));
         return p.complete(errc::multi_lock_empty, {});
     }
     auto ex = locks.front().session_impl()->executor();
     pending<void(error_code, std::vector<guard>)> p(std::move(handler), ex);
     // The canonical order: by path, so that two callers with overlapping sets take them alike.
-    std::stable_sort(locks.begin(), locks.end(), [](const mutex& a, const mutex& b) { return a.path() < b.path(); });
+    std::stable_sort(locks.begin(), locks.end(),
+                     [](const mutex& a, const mutex& b) { return a.path() < b.path(); });
     for (std::size_t i = 1; i < locks.size(); ++i)
         if (locks[i].path() == locks[i - 1].path()) return p.complete(errc::multi_lock_duplicate_path, {});
     std::make_shared<multi_op>(std::move(locks), deadline, std::move(p), asio::make_strand(ex))->start();

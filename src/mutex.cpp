@@ -44,11 +44,12 @@ public:
     static constexpr std::chrono::milliseconds grace{40};
 
     static void start(std::shared_ptr<acquire_op> op) {
-        op->handler_.on_cancel([w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type) {
-            asio::post(strand, [w] {
-                if (auto o = w.lock()) o->cancel();
+        op->handler_.on_cancel(
+            [w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type) {
+                asio::post(strand, [w] {
+                    if (auto o = w.lock()) o->cancel();
+                });
             });
-        });
         auto& strand = op->s_->strand();
         // A deadline that has already passed when the operation starts (async_acquire_for(0)) is
         // one try, as a try-acquire, whose "busy" is the deadline's acquire_timeout (issue 31).
@@ -77,7 +78,9 @@ public:
     void on_session_event(session_event e) override {
         switch (e) {
         case session_event::reconnected:
-        case session_event::state_changed: recheck_ = true; break;
+        case session_event::state_changed:
+            recheck_ = true;
+            break;
         case session_event::expired:
             fatal_ = s_->end_reason();
             session_ended_ = true;
@@ -87,14 +90,17 @@ public:
             session_ended_ = true;
             break;
         case session_event::suspended:
-        case session_event::lease_check: return; // ride it out; the watch survives
+        case session_event::lease_check:
+            return; // ride it out; the watch survives
         }
         wake_.cancel();
     }
 
     void on_exception() {
-        if (!my_node_.empty() && !session_gone()) s_->delete_in_background(my_node_);
-        else if (!guid_.empty() && !session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
+        if (!my_node_.empty() && !session_gone())
+            s_->delete_in_background(my_node_);
+        else if (!guid_.empty() && !session_gone())
+            s_->delete_by_guid_in_background(req_.path, guid_);
         finish(errc::internal_error);
     }
 
@@ -115,15 +121,18 @@ private:
         grace_timer_.async_wait([w = weak_from_this()](error_code ec) {
             auto o = w.lock();
             if (!o || ec || !o->handler_) return;
-            o->handler_.complete(o->fatal_ ? o->fatal_ : o->cancelled_ ? error_code(asio::error::operation_aborted)
-                                                                      : error_code(errc::acquire_timeout),
+            o->handler_.complete(o->fatal_       ? o->fatal_
+                                 : o->cancelled_ ? error_code(asio::error::operation_aborted)
+                                                 : error_code(errc::acquire_timeout),
                                  guard{});
         });
     }
     bool timed_out() const { return req_.deadline && clock::now() >= *req_.deadline; }
     bool should_stop() const { return cancelled_ || fatal_ || timed_out(); }
     /// A try that found the lock taken: lock_busy, or acquire_timeout for a zero deadline.
-    error_code busy_code() const { return zero_deadline_ ? make_error_code(errc::acquire_timeout) : make_error_code(errc::lock_busy); }
+    error_code busy_code() const {
+        return zero_deadline_ ? make_error_code(errc::acquire_timeout) : make_error_code(errc::lock_busy);
+    }
     error_code stop_reason() const {
         if (fatal_) return fatal_;
         if (cancelled_) return asio::error::operation_aborted;
@@ -142,9 +151,7 @@ private:
         if (!parse_connect_string(s_->options().connect).chroot.empty()) return errc::chroot_missing;
         return fail_code(ZNONODE);
     }
-    bool session_gone() const {
-        return session_ended_ || s_->generation() != gen_;
-    }
+    bool session_gone() const { return session_ended_ || s_->generation() != gen_; }
 
     /// Suspends until something happened: a watch fired or the session reconnected (recheck_),
     /// cancellation, the deadline, or the session ended.
@@ -159,8 +166,11 @@ private:
         for (;;) {
             if (should_stop()) co_return false;
             switch (s_->state()) {
-            case session_state::connected: co_return true;
-            case session_state::disconnected: fatal_ = errc::not_connected; co_return false;
+            case session_state::connected:
+                co_return true;
+            case session_state::disconnected:
+                fatal_ = errc::not_connected;
+                co_return false;
             case session_state::closed:
                 fatal_ = asio::error::operation_aborted;
                 session_ended_ = true;
@@ -222,7 +232,8 @@ private:
 
     /// After a create whose outcome is unknown: find our node by its guid. Adopts it only if
     /// this session owns it. True to go on (node adopted, or create again); false to stop.
-    asio::awaitable<bool> recover_create(std::vector<std::string>& children, parent_cversion& cv, bool& listed) {
+    asio::awaitable<bool> recover_create(std::vector<std::string>& children, parent_cversion& cv,
+                                         bool& listed) {
         for (;;) {
             if (!co_await wait_connected()) {
                 if (!session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
@@ -307,11 +318,14 @@ private:
 
     void grant() {
         if (!handler_) { // the user was told "timed out" or "cancelled" already: the node goes
-            s_->delete_in_background(my_node_, std::nullopt, req_.strategy == lock_strategy::unique_node ? czxid_ : 0);
+            s_->delete_in_background(my_node_, std::nullopt,
+                                     req_.strategy == lock_strategy::unique_node ? czxid_ : 0);
             return finish({});
         }
-        auto parsed = parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
-        auto h = std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
+        auto parsed =
+            parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
+        auto h =
+            std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
         h->revocable = req_.revocable;
         h->policy_override = req_.loss;
         h->fixed_name = req_.strategy == lock_strategy::unique_node;
@@ -329,8 +343,11 @@ private:
         // The node's data starts with a guid of this acquire: a create whose reply was lost is
         // recognised by it (and only by it: the session alone would also match a sibling's node).
         const std::string guid = make_guid();
-        const std::string data = guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
-        auto ours = [&](const zk_result& g) { return g.rc == ZOK && g.data.compare(0, guid.size(), guid) == 0; };
+        const std::string data =
+            guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
+        auto ours = [&](const zk_result& g) {
+            return g.rc == ZOK && g.data.compare(0, guid.size(), guid) == 0;
+        };
         bool maybe_created = false; // a create failed with connection loss: it may have been applied
         auto give_up = [&](error_code ec) -> asio::awaitable<void> {
             if (maybe_created && s.state() == session_state::connected) {
@@ -355,7 +372,8 @@ private:
                         continue;
                     }
                     if (l.rc != ZOK) co_return co_await op.abandon(op.fail_code(l.rc));
-                    bool conflict = std::find(l.children.begin(), l.children.end(), "leases") != l.children.end();
+                    bool conflict =
+                        std::find(l.children.begin(), l.children.end(), "leases") != l.children.end();
                     for (const auto& c : l.children) conflict = conflict || parse_contender(c).has_value();
                     if (conflict) co_return co_await op.abandon(errc::strategy_conflict);
                     break;
@@ -367,12 +385,16 @@ private:
             if (r.rc == ZNONODE && ++parent_attempts <= 5) {
                 int rc = co_await op.ensure_parents();
                 // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
-                if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc)) co_return op.finish(op.fail_code(rc));
+                if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc))
+                    co_return op.finish(op.fail_code(rc));
                 continue;
             }
-            if (is_connection_rc(r.rc)) maybe_created = true;
-            else if (r.rc == ZNONODE) co_return op.finish(op.no_parent_code());
-            else if (r.rc != ZNODEEXISTS) co_return op.finish(op.fail_code(r.rc));
+            if (is_connection_rc(r.rc))
+                maybe_created = true;
+            else if (r.rc == ZNONODE)
+                co_return op.finish(op.no_parent_code());
+            else if (r.rc != ZNODEEXISTS)
+                co_return op.finish(op.fail_code(r.rc));
             // Taken (or our reply was lost): see whose it is, and watch it.
             op.recheck_ = false;
             auto wid = s.add_watch([w = op.weak_from_this()](int) {
@@ -409,11 +431,13 @@ private:
         op.listener_id_ = s.add_listener(self);
         if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
         op.gen_ = s.generation();
-        if (fault_injection::take(s.faults.throw_in_acquire))
-            throw std::bad_alloc();
+        if (fault_injection::take(s.faults.throw_in_acquire)) throw std::bad_alloc();
         if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
-        op.guid_ = guid_in_name(s.faults.next_guid.empty() ? make_guid() : std::exchange(s.faults.next_guid, {}), op.req_.dialect);
-        const auto prefix = protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
+        op.guid_ =
+            guid_in_name(s.faults.next_guid.empty() ? make_guid() : std::exchange(s.faults.next_guid, {}),
+                         op.req_.dialect);
+        const auto prefix =
+            protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
         std::vector<std::string> children;
         parent_cversion cv; // the parent's cversion read with `children`
@@ -424,7 +448,8 @@ private:
         for (int parent_attempts = 0; op.my_node_.empty();) {
             if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             if (fault_injection::take(s.faults.orphan_creates))
-                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable, op.req_.node_acl);
+                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
+                                              op.req_.node_acl);
             auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
                                                       use_awaitable, op.req_.node_acl);
             if (r.rc == ZOK) {
@@ -439,7 +464,8 @@ private:
                 // No parent (or a container reaper removed it between our calls): make it, retry.
                 int rc = co_await op.ensure_parents();
                 // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
-                if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc)) co_return op.finish(op.fail_code(rc));
+                if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc))
+                    co_return op.finish(op.fail_code(rc));
             } else if (is_connection_rc(r.rc)) {
                 // Bounded: a request the server refuses to answer (it drops the connection) would
                 // otherwise be sent again forever, suspending the whole session each time.
@@ -447,7 +473,8 @@ private:
                     s.delete_by_guid_in_background(op.req_.path, op.guid_);
                     co_return op.finish(errc::create_retries_exhausted);
                 }
-                if (!co_await op.recover_create(children, cv, listed)) co_return co_await op.abandon(op.stop_reason());
+                if (!co_await op.recover_create(children, cv, listed))
+                    co_return co_await op.abandon(op.stop_reason());
             } else {
                 co_return op.finish(r.rc == ZNONODE ? op.no_parent_code() : op.fail_code(r.rc));
             }
@@ -497,10 +524,11 @@ private:
             auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, cv);
             // The predecessor may be all that stands in the way: then its deletion grants us the lock
             // without listing again (one round trip less on a contended hand-off: granted_once_gone).
-            const bool alone =
-                d.what == exclusive_decision::wait && op.req_.strategy != lock_strategy::watch_children && d.alone;
+            const bool alone = d.what == exclusive_decision::wait &&
+                               op.req_.strategy != lock_strategy::watch_children && d.alone;
             std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
-            if (d.what == exclusive_decision::ambiguous) co_return co_await op.abandon(errc::sequence_overflow);
+            if (d.what == exclusive_decision::ambiguous)
+                co_return co_await op.abandon(errc::sequence_overflow);
             if (d.what == exclusive_decision::missing) {
                 op.my_node_.clear();
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
@@ -527,7 +555,9 @@ private:
             if (op.req_.strategy == lock_strategy::watch_children) {
                 // The herd-prone variant: any change of the children wakes every waiter.
                 g = co_await s.async_get_children_watch(op.req_.path, wid, use_awaitable);
-                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, s.listed_cversion(g)).predecessor == d.predecessor)
+                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect,
+                                          op.req_.own_writer, s.listed_cversion(g))
+                                           .predecessor == d.predecessor)
                     co_await op.wait_event();
             } else {
                 // getData, not exists: exists on a vanished node would leave a creation watch behind.
@@ -565,11 +595,12 @@ private:
     std::int64_t czxid_ = 0;
     bool cancelled_ = false;
     bool recheck_ = false;
-    bool pred_deleted_ = false; // the watch that woke us was the predecessor's deletion
+    bool pred_deleted_ = false;      // the watch that woke us was the predecessor's deletion
     bool semaphore_checked_ = false; // check_no_semaphore passed on a listing made after our create
-    lease_ns headroom_until_ = 0;     // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
+    lease_ns headroom_until_ = 0; // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
     error_code fatal_;
-    bool session_ended_ = false; // expired (for whatever end_reason) or closed: its nodes are not ours to delete
+    bool session_ended_ =
+        false; // expired (for whatever end_reason) or closed: its nodes are not ours to delete
 };
 
 } // namespace

@@ -23,7 +23,8 @@ std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
 
 bool is_semaphore_lease(std::string_view name) noexcept {
     constexpr std::string_view marker = "-lease-";
-    return name.size() >= marker.size() + 10 && name.substr(name.size() - 10 - marker.size(), marker.size()) == marker &&
+    return name.size() >= marker.size() + 10 &&
+           name.substr(name.size() - 10 - marker.size(), marker.size()) == marker &&
            parse_sequence(name.substr(name.size() - 10)).has_value();
 }
 
@@ -69,11 +70,13 @@ bool has_marker(std::string_view child) noexcept {
         auto at = child.rfind(marker);
         return at != std::string_view::npos && at + marker.size() < child.size();
     };
-    return after("lock-") || after("__lock__") || after("__READ__") || after("__WRIT__") || after("__rlock__");
+    return after("lock-") || after("__lock__") || after("__READ__") || after("__WRIT__") ||
+           after("__rlock__");
 }
 } // namespace
 
-child_kind classify_child(std::string_view child, lock_family f, lock_dialect d, parent_cversion cv) noexcept {
+child_kind classify_child(std::string_view child, lock_family f, lock_dialect d,
+                          parent_cversion cv) noexcept {
     if (auto p = parse_contender(child, f, d)) {
         if (!counter_may_have_wrapped(cv) && (p->seq < 0 || p->seq >= *cv)) return child_kind::foreign;
         return child_kind::contender;
@@ -96,7 +99,8 @@ std::vector<contender> sorted_contenders(std::span<const std::string> children, 
     return out;
 }
 
-bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d, parent_cversion cv) {
+bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lock_dialect d,
+                        parent_cversion cv) {
     if (!counter_may_have_wrapped(cv)) return false;
     std::vector<std::string_view> seen;
     seen.reserve(children.size());
@@ -151,21 +155,25 @@ exclusive_decision decide(std::span<const std::string> children, std::string_vie
         if (it->writer) {
             d.alone = d.position == 1;
         } else {
-            d.alone = std::none_of(all.begin(), blocker, [&](const contender& c) { return c.writer && c.name != own_writer; });
+            d.alone = std::none_of(all.begin(), blocker,
+                                   [&](const contender& c) { return c.writer && c.name != own_writer; });
         }
     }
     return d;
 }
 
-bool granted_once_gone(std::span<const std::string> children, std::string_view mine, std::string_view predecessor,
-                       lock_family f, lock_dialect d, std::string_view own_writer, parent_cversion cv) {
+bool granted_once_gone(std::span<const std::string> children, std::string_view mine,
+                       std::string_view predecessor, lock_family f, lock_dialect d,
+                       std::string_view own_writer, parent_cversion cv) {
     if (predecessor.empty() || predecessor == mine) return false;
     std::vector<std::string> rest;
     rest.reserve(children.size());
     bool seen = false;
     for (const auto& c : children) {
-        if (c == predecessor) seen = true;
-        else rest.push_back(c);
+        if (c == predecessor)
+            seen = true;
+        else
+            rest.push_back(c);
     }
     return seen && decide(rest, mine, f, d, own_writer, cv).what == exclusive_decision::acquired;
 }
@@ -178,7 +186,8 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid) {
     if (guid.empty()) return std::nullopt;
     for (const auto& c : children)
-        if (c.find(guid) != std::string::npos && c.size() > 10 && parse_sequence(std::string_view(c).substr(c.size() - 10)))
+        if (c.find(guid) != std::string::npos && c.size() > 10 &&
+            parse_sequence(std::string_view(c).substr(c.size() - 10)))
             return c;
     return std::nullopt;
 }
@@ -198,10 +207,14 @@ std::string make_guid() {
     auto put = [&](std::uint64_t v, int nibbles) {
         for (int i = nibbles - 1; i >= 0; --i) s.push_back(hex[(v >> (i * 4)) & 0xf]);
     };
-    put(hi >> 32, 8); s.push_back('-');
-    put(hi >> 16, 4); s.push_back('-');
-    put(hi, 4);       s.push_back('-');
-    put(lo >> 48, 4); s.push_back('-');
+    put(hi >> 32, 8);
+    s.push_back('-');
+    put(hi >> 16, 4);
+    s.push_back('-');
+    put(hi, 4);
+    s.push_back('-');
+    put(lo >> 48, 4);
+    s.push_back('-');
     put(lo, 12);
     return s;
 }
@@ -212,8 +225,8 @@ std::string guid_in_name(std::string_view guid, lock_dialect d) {
     return g;
 }
 
-std::string protected_node_prefix(std::string_view parent, std::string_view guid, lock_dialect d, lock_family f,
-                                  bool reader) {
+std::string protected_node_prefix(std::string_view parent, std::string_view guid, lock_dialect d,
+                                  lock_family f, bool reader) {
     auto marker = node_marker(f, reader, d);
     std::string s;
     s.reserve(parent.size() + 1 + protected_prefix.size() + guid.size() + marker.size());
@@ -308,7 +321,8 @@ connect_spec parse_connect_string(std::string_view s) {
         if (end == std::string_view::npos) end = hosts.size();
         auto hp = hosts.substr(start, end - start);
         auto colon = hp.rfind(':');
-        if (colon != std::string_view::npos) out.hosts.push_back({std::string(hp.substr(0, colon)), std::string(hp.substr(colon + 1))});
+        if (colon != std::string_view::npos)
+            out.hosts.push_back({std::string(hp.substr(0, colon)), std::string(hp.substr(colon + 1))});
         start = end + 1;
     }
     return out;
@@ -326,7 +340,8 @@ bool is_address_literal(std::string_view host) noexcept {
 
 bool needs_resolution(std::string_view s) {
     auto spec = parse_connect_string(s);
-    return std::any_of(spec.hosts.begin(), spec.hosts.end(), [](const connect_host& h) { return !is_address_literal(h.host); });
+    return std::any_of(spec.hosts.begin(), spec.hosts.end(),
+                       [](const connect_host& h) { return !is_address_literal(h.host); });
 }
 
 std::string numeric_connect_string(const std::vector<std::pair<std::string, unsigned short>>& addresses,

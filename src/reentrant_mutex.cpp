@@ -90,8 +90,10 @@ void on_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reent
     h->holds += static_cast<int>(waiters.size()) - 1;
     bool first = true;
     for (auto& [id, w] : waiters) {
-        if (first) w.complete({}, std::move(g));
-        else w.complete({}, guard(h));
+        if (first)
+            w.complete({}, std::move(g));
+        else
+            w.complete({}, guard(h));
         first = false;
     }
 }
@@ -105,9 +107,10 @@ void acquire_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<
     auto strand = s->strand();
     auto copy = req;
     copy.metered = false; // (the owner's acquires are counted one by one)
-    start_acquire(s, std::move(copy), asio::any_completion_handler<void(error_code, guard)>(
-        asio::bind_cancellation_slot(slot, asio::bind_executor(strand,
-            [s, table, key, req = std::move(req)](error_code ec, guard g) {
+    start_acquire(
+        s, std::move(copy),
+        asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(
+            slot, asio::bind_executor(strand, [s, table, key, req = std::move(req)](error_code ec, guard g) {
                 on_node(s, table, key, req, ec, std::move(g));
             }))));
 }

@@ -23,11 +23,13 @@ using clock = std::chrono::steady_clock;
 
 /// start_acquire as an Asio operation, with the given cancellation slot.
 template <class Token>
-auto async_acquire_internal(std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot, Token&& token) {
+auto async_acquire_internal(std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot,
+                            Token&& token) {
     return asio::async_initiate<Token, void(error_code, guard)>(
         [](auto h, std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot) {
             start_acquire(s, std::move(r),
-                          asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(slot, std::move(h))));
+                          asio::any_completion_handler<void(error_code, guard)>(
+                              asio::bind_cancellation_slot(slot, std::move(h))));
         },
         token, std::move(s), std::move(r), slot);
 }
@@ -37,20 +39,22 @@ public:
     lease_op(std::shared_ptr<session_impl> s, std::string path, int n, std::string data,
              std::optional<clock::time_point> deadline, pending<void(error_code, guard)> h)
         : s_(std::move(s)), path_(std::move(path)), n_(n), data_(std::move(data)), deadline_(deadline),
-          handler_(std::move(h)), wake_(s_->strand()), deadline_timer_(s_->strand()), grace_timer_(s_->strand()) {}
+          handler_(std::move(h)), wake_(s_->strand()), deadline_timer_(s_->strand()),
+          grace_timer_(s_->strand()) {}
 
     std::shared_ptr<const acl> node_acl_; // null: open
 
     static void start(std::shared_ptr<lease_op> op) {
-        op->handler_.on_cancel([w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type t) {
-            asio::post(strand, [w, t] {
-                if (auto o = w.lock()) {
-                    o->cancelled_ = true;
-                    o->inner_.emit(t);
-                    o->stop_soon();
-                }
+        op->handler_.on_cancel(
+            [w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type t) {
+                asio::post(strand, [w, t] {
+                    if (auto o = w.lock()) {
+                        o->cancelled_ = true;
+                        o->inner_.emit(t);
+                        o->stop_soon();
+                    }
+                });
             });
-        });
         auto& strand = op->s_->strand();
         if (op->deadline_ && *op->deadline_ != clock::time_point::max()) {
             op->deadline_timer_.expires_at(*op->deadline_);
@@ -71,9 +75,12 @@ public:
     }
 
     void on_session_event(session_event e) override {
-        if (e == session_event::expired) fatal_ = s_->end_reason();
-        else if (e == session_event::closed) fatal_ = asio::error::operation_aborted;
-        else if (e != session_event::reconnected && e != session_event::state_changed) return;
+        if (e == session_event::expired)
+            fatal_ = s_->end_reason();
+        else if (e == session_event::closed)
+            fatal_ = asio::error::operation_aborted;
+        else if (e != session_event::reconnected && e != session_event::state_changed)
+            return;
         wake_.cancel();
     }
 
@@ -108,7 +115,8 @@ private:
     }
 
     asio::awaitable<zk_result> create_leases_node() {
-        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER, use_awaitable, node_acl_);
+        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER,
+                                           use_awaitable, node_acl_);
         co_return r;
     }
 
@@ -124,168 +132,177 @@ private:
         s_->remove_listener(listener_id_);
         deadline_timer_.cancel();
         grace_timer_.cancel();
-        if (handler_) handler_.complete(ec, std::move(lease));
-        else if (lease.owns_lock()) lease.release_in_background(); // the user was told it timed out: let go
+        if (handler_)
+            handler_.complete(ec, std::move(lease));
+        else if (lease.owns_lock())
+            lease.release_in_background(); // the user was told it timed out: let go
     }
 
     static asio::awaitable<void> run(std::shared_ptr<lease_op> self) {
         auto& op = *self;
         auto& s = *op.s_;
         op.listener_id_ = s.add_listener(self);
-        if (fault_injection::take(s.faults.throw_in_acquire))
-            throw std::bad_alloc();
+        if (fault_injection::take(s.faults.throw_in_acquire)) throw std::bad_alloc();
         if (op.n_ < 1) co_return co_await op.finish(errc::invalid_max_leases);
 
         for (;;) { // a round; a round starts over when the internal lock is lost while we wait
-        if (op.stop()) co_return co_await op.finish(op.reason());
-        // 1. the internal lock (Curator's "<path>/locks")
-        acquire_request r;
-        r.path = op.path_ + "/locks";
-        r.node_data = op.data_;
-        r.deadline = op.deadline_;
-        r.node_acl = op.node_acl_;
-        auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(), asio::as_tuple(use_awaitable));
-        if (ec) co_return co_await op.finish(ec);
-        op.internal_ = std::move(lock);
-        // Only the internal lock's holder may wait on the leases: if it is lost (expiry, deleted
-        // by someone else), another waiter gets it and adds its lease, and both would wait on a
-        // count that never drops to N. So its loss wakes us to start over.
-        op.internal_lost_ = false;
-        op.internal_.async_wait_lost(asio::bind_executor(s.strand(), [w = op.weak_from_this()](error_code why) {
-            auto o = w.lock();
-            if (!o || why == errc::lock_released || why == asio::error::operation_aborted) return;
-            o->internal_lost_ = true;
-            o->wake_.cancel();
-        }));
-
-        // 2. N, the path's source of truth, then our lease
-        const std::string leases = op.path_ + "/leases";
-        auto d = co_await s.async_get_data(leases, 0, use_awaitable);
-        if (d.rc == ZNONODE) {
-            auto c = co_await op.create_leases_node();
-            if (c.rc != ZOK && c.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(c.rc));
-            d = co_await s.async_get_data(leases, 0, use_awaitable);
-        }
-        if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
-        if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::semaphore_size_mismatch);
-        const auto guid = make_guid();
-        if (fault_injection::take(s.faults.reap_leases_before_create))
-            (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
-        zk_result c;
-        for (int attempt = 0;; ++attempt) {
-            // The path's children ride in the same flight (one path, one lock: see below).
-            c = co_await s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_, ZOO_EPHEMERAL_SEQUENTIAL,
-                                                 op.path_, use_awaitable, op.node_acl_);
-            if (c.rc != ZNONODE || attempt == 5) break;
-            // "<path>/leases" (a container) was reaped between our calls: make it again
-            auto made = co_await op.create_leases_node();
-            if (made.rc != ZOK && made.rc != ZNODEEXISTS) {
-                c.rc = made.rc;
-                break;
-            }
-        }
-        if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
-            s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
-            co_return co_await op.finish(op.fail_code(c.rc));
-        }
-        if (c.rc != ZOK) co_return co_await op.finish(op.fail_code(c.rc));
-        op.lease_node_ = c.path;
-        const std::string mine(last_segment(c.path));
-        // One path, one lock: the path's listing, made after our lease was created, must hold no
-        // lock node (of a mutex, a read/write lock, or the unique_node strategy's "lock"). A lock
-        // node created after this listing is followed by its owner's own listing, which sees
-        // our lease and refuses (mutex.cpp, check_no_semaphore): of two racing, one sees the other.
-        for (;;) {
-            if (c.list_rc == ZOK) {
-                bool conflict = false;
-                for (const auto& k : c.children) conflict = conflict || k == "lock" || parse_contender(k).has_value();
-                if (conflict) co_return co_await op.finish(errc::path_used_by_lock); // (deletes our lease)
-                break;
-            }
-            if (c.list_rc != ZCONNECTIONLOSS && c.list_rc != ZOPERATIONTIMEOUT)
-                co_return co_await op.finish(op.fail_code(c.list_rc));
-            while (!op.stop() && s.state() != session_state::connected) { // list again once reconnected
-                op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
-                co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
-            }
             if (op.stop()) co_return co_await op.finish(op.reason());
-            auto l = co_await s.async_get_children(op.path_, use_awaitable);
-            c.list_rc = l.rc;
-            c.children = std::move(l.children);
-        }
-
-        // 3. wait while more than N leases exist (only the internal lock's holder waits)
-        bool restart = false;
-        lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
-        while (!restart) {
-            if (op.stop()) co_return co_await op.finish(op.reason());
-            if (op.internal_lost_ || op.internal_.is_lost()) {
-                restart = true;
-                break;
-            }
-            op.recheck_ = false;
-            auto wid = s.add_watch([w = op.weak_from_this()](int) {
-                if (auto o = w.lock()) {
-                    o->recheck_ = true;
+            // 1. the internal lock (Curator's "<path>/locks")
+            acquire_request r;
+            r.path = op.path_ + "/locks";
+            r.node_data = op.data_;
+            r.deadline = op.deadline_;
+            r.node_acl = op.node_acl_;
+            auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(),
+                                                              asio::as_tuple(use_awaitable));
+            if (ec) co_return co_await op.finish(ec);
+            op.internal_ = std::move(lock);
+            // Only the internal lock's holder may wait on the leases: if it is lost (expiry, deleted
+            // by someone else), another waiter gets it and adds its lease, and both would wait on a
+            // count that never drops to N. So its loss wakes us to start over.
+            op.internal_lost_ = false;
+            op.internal_.async_wait_lost(
+                asio::bind_executor(s.strand(), [w = op.weak_from_this()](error_code why) {
+                    auto o = w.lock();
+                    if (!o || why == errc::lock_released || why == asio::error::operation_aborted) return;
+                    o->internal_lost_ = true;
                     o->wake_.cancel();
+                }));
+
+            // 2. N, the path's source of truth, then our lease
+            const std::string leases = op.path_ + "/leases";
+            auto d = co_await s.async_get_data(leases, 0, use_awaitable);
+            if (d.rc == ZNONODE) {
+                auto c = co_await op.create_leases_node();
+                if (c.rc != ZOK && c.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(c.rc));
+                d = co_await s.async_get_data(leases, 0, use_awaitable);
+            }
+            if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
+            if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::semaphore_size_mismatch);
+            const auto guid = make_guid();
+            if (fault_injection::take(s.faults.reap_leases_before_create))
+                (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
+            zk_result c;
+            for (int attempt = 0;; ++attempt) {
+                // The path's children ride in the same flight (one path, one lock: see below).
+                c = co_await s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
+                                                     ZOO_EPHEMERAL_SEQUENTIAL, op.path_, use_awaitable,
+                                                     op.node_acl_);
+                if (c.rc != ZNONODE || attempt == 5) break;
+                // "<path>/leases" (a container) was reaped between our calls: make it again
+                auto made = co_await op.create_leases_node();
+                if (made.rc != ZOK && made.rc != ZNODEEXISTS) {
+                    c.rc = made.rc;
+                    break;
                 }
-            });
-            auto l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
-            if (l.rc != ZOK) {
-                s.drop_watch(wid);
-                if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) {
-                    // wait for the reconnect (or the deadline, a cancel, the session's end)
-                    while (!op.recheck_ && !op.stop() && !op.internal_lost_ && s.state() != session_state::connected) {
-                        op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
-                        co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+            }
+            if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
+                s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
+                co_return co_await op.finish(op.fail_code(c.rc));
+            }
+            if (c.rc != ZOK) co_return co_await op.finish(op.fail_code(c.rc));
+            op.lease_node_ = c.path;
+            const std::string mine(last_segment(c.path));
+            // One path, one lock: the path's listing, made after our lease was created, must hold no
+            // lock node (of a mutex, a read/write lock, or the unique_node strategy's "lock"). A lock
+            // node created after this listing is followed by its owner's own listing, which sees
+            // our lease and refuses (mutex.cpp, check_no_semaphore): of two racing, one sees the other.
+            for (;;) {
+                if (c.list_rc == ZOK) {
+                    bool conflict = false;
+                    for (const auto& k : c.children)
+                        conflict = conflict || k == "lock" || parse_contender(k).has_value();
+                    if (conflict)
+                        co_return co_await op.finish(errc::path_used_by_lock); // (deletes our lease)
+                    break;
+                }
+                if (c.list_rc != ZCONNECTIONLOSS && c.list_rc != ZOPERATIONTIMEOUT)
+                    co_return co_await op.finish(op.fail_code(c.list_rc));
+                while (!op.stop() && s.state() != session_state::connected) { // list again once reconnected
+                    op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                    co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                }
+                if (op.stop()) co_return co_await op.finish(op.reason());
+                auto l = co_await s.async_get_children(op.path_, use_awaitable);
+                c.list_rc = l.rc;
+                c.children = std::move(l.children);
+            }
+
+            // 3. wait while more than N leases exist (only the internal lock's holder waits)
+            bool restart = false;
+            lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
+            while (!restart) {
+                if (op.stop()) co_return co_await op.finish(op.reason());
+                if (op.internal_lost_ || op.internal_.is_lost()) {
+                    restart = true;
+                    break;
+                }
+                op.recheck_ = false;
+                auto wid = s.add_watch([w = op.weak_from_this()](int) {
+                    if (auto o = w.lock()) {
+                        o->recheck_ = true;
+                        o->wake_.cancel();
                     }
-                    continue;
+                });
+                auto l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
+                if (l.rc != ZOK) {
+                    s.drop_watch(wid);
+                    if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) {
+                        // wait for the reconnect (or the deadline, a cancel, the session's end)
+                        while (!op.recheck_ && !op.stop() && !op.internal_lost_ &&
+                               s.state() != session_state::connected) {
+                            op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                            co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                        }
+                        continue;
+                    }
+                    co_return co_await op.finish(op.fail_code(l.rc));
                 }
-                co_return co_await op.finish(op.fail_code(l.rc));
-            }
-            std::size_t count = 0;
-            bool present = false;
-            for (auto& k : l.children) {
-                if (!is_semaphore_lease(k)) continue;
-                ++count;
-                present = present || k == mine;
-            }
-            if (!present) {
-                s.drop_watch(wid);
-                op.lease_node_.clear();
-                co_return co_await op.finish(errc::lock_node_deleted);
-            }
-            if (count <= static_cast<std::size_t>(op.n_)) {
-                s.drop_watch(wid);
-                if (op.stop()) co_return co_await op.finish(op.reason());
-                // The lease must vouch for the session at the grant, with room for the first
-                // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
-                const int rc = co_await lease_for_grant(s, s.options().loss, headroom_until);
-                if (rc != ZOK) {
-                    if (rc != ZOPERATIONTIMEOUT && rc != ZCONNECTIONLOSS) co_return co_await op.finish(op.fail_code(rc));
-                    continue; // list again (after a reconnect, if the connection went)
+                std::size_t count = 0;
+                bool present = false;
+                for (auto& k : l.children) {
+                    if (!is_semaphore_lease(k)) continue;
+                    ++count;
+                    present = present || k == mine;
                 }
-                if (op.stop()) co_return co_await op.finish(op.reason());
-                auto h = std::make_shared<held_lock>(op.s_, op.lease_node_, *parse_sequence(mine.substr(mine.size() - 10)),
-                                                     c.stat.czxid, s.session_id());
-                h->start();
-                co_return co_await op.finish({}, guard(std::move(h)));
+                if (!present) {
+                    s.drop_watch(wid);
+                    op.lease_node_.clear();
+                    co_return co_await op.finish(errc::lock_node_deleted);
+                }
+                if (count <= static_cast<std::size_t>(op.n_)) {
+                    s.drop_watch(wid);
+                    if (op.stop()) co_return co_await op.finish(op.reason());
+                    // The lease must vouch for the session at the grant, with room for the first
+                    // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
+                    const int rc = co_await lease_for_grant(s, s.options().loss, headroom_until);
+                    if (rc != ZOK) {
+                        if (rc != ZOPERATIONTIMEOUT && rc != ZCONNECTIONLOSS)
+                            co_return co_await op.finish(op.fail_code(rc));
+                        continue; // list again (after a reconnect, if the connection went)
+                    }
+                    if (op.stop()) co_return co_await op.finish(op.reason());
+                    auto h = std::make_shared<held_lock>(op.s_, op.lease_node_,
+                                                         *parse_sequence(mine.substr(mine.size() - 10)),
+                                                         c.stat.czxid, s.session_id());
+                    h->start();
+                    co_return co_await op.finish({}, guard(std::move(h)));
+                }
+                if (!op.recheck_ && !op.stop() && !op.internal_lost_) {
+                    op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                    co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                }
+                s.drop_watch(wid, true);
             }
-            if (!op.recheck_ && !op.stop() && !op.internal_lost_) {
-                op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
-                co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+            // Start over: our lease goes, the internal lock too (it is lost already).
+            if (s.state() == session_state::connected) {
+                auto rm = co_await s.async_remove(op.lease_node_, use_awaitable);
+                if (rm.rc != ZOK && rm.rc != ZNONODE) s.delete_in_background(op.lease_node_);
+            } else {
+                s.delete_in_background(op.lease_node_);
             }
-            s.drop_watch(wid, true);
-        }
-        // Start over: our lease goes, the internal lock too (it is lost already).
-        if (s.state() == session_state::connected) {
-            auto rm = co_await s.async_remove(op.lease_node_, use_awaitable);
-            if (rm.rc != ZOK && rm.rc != ZNONODE) s.delete_in_background(op.lease_node_);
-        } else {
-            s.delete_in_background(op.lease_node_);
-        }
-        op.lease_node_.clear();
-        op.internal_.release_in_background();
+            op.lease_node_.clear();
+            op.internal_.release_in_background();
         }
     }
 
@@ -320,7 +337,8 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
     if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
     if (data.empty()) data = "zklock lease";
     s->meter_acquire(path, p);
-    auto op = std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
+    auto op =
+        std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
     if (!node_acl.is_open()) op->node_acl_ = std::make_shared<const acl>(std::move(node_acl));
     lease_op::start(std::move(op));
 }

@@ -7,21 +7,30 @@ namespace zklock {
 
 const char* to_string(loss_policy::kind k) noexcept {
     switch (k) {
-    case loss_policy::kind::lease: return "lease";
-    case loss_policy::kind::on_disconnect: return "on_disconnect";
-    case loss_policy::kind::on_expiry: return "on_expiry";
+    case loss_policy::kind::lease:
+        return "lease";
+    case loss_policy::kind::on_disconnect:
+        return "on_disconnect";
+    case loss_policy::kind::on_expiry:
+        return "on_expiry";
     }
     return "unknown";
 }
 
 const char* to_string(session_state s) noexcept {
     switch (s) {
-    case session_state::disconnected: return "disconnected";
-    case session_state::connecting: return "connecting";
-    case session_state::connected: return "connected";
-    case session_state::suspended: return "suspended";
-    case session_state::expired: return "expired";
-    case session_state::closed: return "closed";
+    case session_state::disconnected:
+        return "disconnected";
+    case session_state::connecting:
+        return "connecting";
+    case session_state::connected:
+        return "connected";
+    case session_state::suspended:
+        return "suspended";
+    case session_state::expired:
+        return "expired";
+    case session_state::closed:
+        return "closed";
     }
     return "unknown";
 }

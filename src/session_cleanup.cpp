@@ -52,7 +52,8 @@ void session_impl::finish_all_cleanups() {
 bool session_impl::cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const noexcept {
     // finish_all_cleanups() ran if the session ended, was renewed, or its credentials were
     // refused since the job started: then the job is gone
-    return generation() == gen && cleanup_epoch_ == epoch && state() != session_state::closed && state() != session_state::expired;
+    return generation() == gen && cleanup_epoch_ == epoch && state() != session_state::closed &&
+           state() != session_state::expired;
 }
 
 template <class F>
@@ -75,12 +76,13 @@ void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, int rc) {
     // Until the node is gone or the session ends.
     it->running = true; // (not run_cleanups' to start meanwhile)
     it->backoff = std::make_shared<asio::steady_timer>(strand_, plan.backoff);
-    it->backoff->async_wait([w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](error_code ec) {
-        auto s = w.lock();
-        if (ec || !s || !s->cleanup_alive(gen, ep)) return;
-        it->running = false;
-        if (s->state() == session_state::connected) s->run_cleanup(it); // else on the reconnect
-    });
+    it->backoff->async_wait(
+        [w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](error_code ec) {
+            auto s = w.lock();
+            if (ec || !s || !s->cleanup_alive(gen, ep)) return;
+            it->running = false;
+            if (s->state() == session_state::connected) s->run_cleanup(it); // else on the reconnect
+        });
 }
 
 void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
@@ -94,49 +96,62 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
     if (!it->node.empty() && it->owner_czxid != 0) {
         // A fixed name: check that the node is still ours (an admin may have broken it and
         // someone else created it again), then delete exactly that version of it.
-        cleanup_request([&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
-            auto s = w.lock();
-            if (!s || !s->cleanup_alive(gen, ep)) return;
-            switch (cleanup_rules::after_check(r.rc, r.stat.czxid, it->owner_czxid)) {
-            case cleanup_rules::verdict::delete_version: break;
-            case cleanup_rules::verdict::retry: return s->retry_cleanup(it, r.rc);
-            default: return s->finish_cleanup(it, {}); // gone, not ours, or gone with the session
-            }
-            s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
-                               zk_handler([w, gen, ep, it](zk_result r2) {
+        cleanup_request(
+            [&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
                 auto s = w.lock();
                 if (!s || !s->cleanup_alive(gen, ep)) return;
-                switch (cleanup_rules::after_versioned_delete(r2.rc)) {
-                case cleanup_rules::verdict::look_again: return s->run_cleanup(it);
-                case cleanup_rules::verdict::retry: return s->retry_cleanup(it, r2.rc);
-                default: return s->finish_cleanup(it, {});
+                switch (cleanup_rules::after_check(r.rc, r.stat.czxid, it->owner_czxid)) {
+                case cleanup_rules::verdict::delete_version:
+                    break;
+                case cleanup_rules::verdict::retry:
+                    return s->retry_cleanup(it, r.rc);
+                default:
+                    return s->finish_cleanup(it, {}); // gone, not ours, or gone with the session
                 }
+                s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
+                                   zk_handler([w, gen, ep, it](zk_result r2) {
+                                       auto s = w.lock();
+                                       if (!s || !s->cleanup_alive(gen, ep)) return;
+                                       switch (cleanup_rules::after_versioned_delete(r2.rc)) {
+                                       case cleanup_rules::verdict::look_again:
+                                           return s->run_cleanup(it);
+                                       case cleanup_rules::verdict::retry:
+                                           return s->retry_cleanup(it, r2.rc);
+                                       default:
+                                           return s->finish_cleanup(it, {});
+                                       }
+                                   }));
             }));
-        }));
         return;
     }
     if (!it->node.empty()) {
-        cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
-            auto s = w.lock();
-            if (!s || !s->cleanup_alive(gen, ep)) return;
-            if (cleanup_rules::after_delete(r.rc) == cleanup_rules::verdict::finished) return s->finish_cleanup(it, {});
-            s->retry_cleanup(it, r.rc); // the node may still be there
-        }));
+        cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); },
+                        zk_handler([w, gen, ep, it](zk_result r) {
+                            auto s = w.lock();
+                            if (!s || !s->cleanup_alive(gen, ep)) return;
+                            if (cleanup_rules::after_delete(r.rc) == cleanup_rules::verdict::finished)
+                                return s->finish_cleanup(it, {});
+                            s->retry_cleanup(it, r.rc); // the node may still be there
+                        }));
         return;
     }
-    cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
-        auto s = w.lock();
-        if (!s || !s->cleanup_alive(gen, ep)) return;
-        switch (cleanup_rules::after_listing(r.rc)) {
-        case cleanup_rules::verdict::search: break;
-        case cleanup_rules::verdict::retry: return s->retry_cleanup(it, r.rc);
-        default: return s->finish_cleanup(it, {}); // the parent is gone, or the session
-        }
-        auto found = find_by_guid(r.children, it->guid);
-        if (!found) return s->finish_cleanup(it, {}); // never created, or the parent is gone
-        it->node = it->parent + "/" + *found;
-        s->run_cleanup(it);
-    }));
+    cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); },
+                    zk_handler([w, gen, ep, it](zk_result r) {
+                        auto s = w.lock();
+                        if (!s || !s->cleanup_alive(gen, ep)) return;
+                        switch (cleanup_rules::after_listing(r.rc)) {
+                        case cleanup_rules::verdict::search:
+                            break;
+                        case cleanup_rules::verdict::retry:
+                            return s->retry_cleanup(it, r.rc);
+                        default:
+                            return s->finish_cleanup(it, {}); // the parent is gone, or the session
+                        }
+                        auto found = find_by_guid(r.children, it->guid);
+                        if (!found) return s->finish_cleanup(it, {}); // never created, or the parent is gone
+                        it->node = it->parent + "/" + *found;
+                        s->run_cleanup(it);
+                    }));
 }
 
 } // namespace zklock::detail

@@ -31,8 +31,10 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
     if (first && state() == session_state::connected && lease_->timeout() > 0) {
         const lease_ns now = lease_clock::now();
         const lease_ns at = lease_->first_heartbeat_at(now, lease_->last_commit_send());
-        if (at <= now) arm_heartbeat(true, true);
-        else schedule_heartbeat(at);
+        if (at <= now)
+            arm_heartbeat(true, true);
+        else
+            schedule_heartbeat(at);
     }
     arm_lease_timer();
     return id;
@@ -90,7 +92,8 @@ void session_impl::arm_lease_timer() {
     // One nanosecond past the deadline is "lapsed"; never spin on a deadline already gone. The
     // timer counts CLOCK_BOOTTIME, like the deadline: a suspend does not hold it back.
     const lease_ns now = lease_clock::now();
-    lease_ns at = std::max(session_lease::deadline(lease_->vouched(), lease_->timeout(), *f) + 1, now + 1'000'000);
+    lease_ns at =
+        std::max(session_lease::deadline(lease_->vouched(), lease_->timeout(), *f) + 1, now + 1'000'000);
     at += static_cast<lease_ns>(faults.lease_timer_late_ms.load(std::memory_order_relaxed)) * 1'000'000;
     if (lease_timer_.expiry() > now && std::abs(lease_timer_.expiry() - at) < 100'000) return;
     lease_timer_.expires_at(at);
@@ -143,15 +146,17 @@ void session_impl::send_heartbeat() {
     if (!handle_ || heartbeats_in_flight_ >= 8) return;
     auto w = weak_from_this();
     if (held_.empty() && handle_->write_in_flight() &&
-        lease_clock::now() - lease_->last_commit_send() >= session_lease::heartbeat_interval(lease_->timeout())) {
+        lease_clock::now() - lease_->last_commit_send() >=
+            session_lease::heartbeat_interval(lease_->timeout())) {
         // Nothing held, but a write has been in flight for a period (a slow reply to an acquire's
         // create or renewal, at which a grant may come): a heartbeat, as if a lock were held, so
         // that the lease does not wait a round trip after that grant for its next commit
         // (docs/lease.md, "Liveness"). A multi holding one check of "/", as renew_lease sends.
         ++heartbeats_in_flight_;
         multi(transaction{}.check("/", -1).ops(), zk_handler([w](zk_result) {
-            if (auto s = w.lock()) --s->heartbeats_in_flight_;
-        }), n_heartbeat);
+                  if (auto s = w.lock()) --s->heartbeats_in_flight_;
+              }),
+              n_heartbeat);
         return;
     }
     if (held_.empty()) {
@@ -165,7 +170,8 @@ void session_impl::send_heartbeat() {
         zk_handler h([w](zk_result) {
             if (auto s = w.lock()) --s->heartbeats_in_flight_;
         });
-        submit(h, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); }, n_touch);
+        submit(
+            h, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); }, n_touch);
         return;
     }
     // A lock is held: a multi that checks every held node. It is a write: the leader proposes
@@ -179,22 +185,23 @@ void session_impl::send_heartbeat() {
     for (auto& n : nodes) checks.check(n, -1);
     ++heartbeats_in_flight_;
     multi(checks.ops(), zk_handler([w, nodes = std::move(nodes)](zk_result r) {
-        auto s = w.lock();
-        if (!s) return;
-        --s->heartbeats_in_flight_;
-        if (r.rc != ZNONODE) return;
-        bool gone = false;
-        for (std::size_t i = 0; i < r.multi.size() && i < nodes.size(); ++i) {
-            if (r.multi[i].rc != ZNONODE) continue;
-            // (the holders' on_gone unregister them: collect first)
-            std::vector<std::function<void()>> fns;
-            for (auto& [id, n] : s->held_)
-                if (n.node == nodes[i]) fns.push_back(n.on_gone);
-            for (auto& fn : fns) fn();
-            gone = true;
-        }
-        if (gone && !s->held_.empty()) s->send_heartbeat(); // the others' lease, at once
-    }), n_heartbeat);
+              auto s = w.lock();
+              if (!s) return;
+              --s->heartbeats_in_flight_;
+              if (r.rc != ZNONODE) return;
+              bool gone = false;
+              for (std::size_t i = 0; i < r.multi.size() && i < nodes.size(); ++i) {
+                  if (r.multi[i].rc != ZNONODE) continue;
+                  // (the holders' on_gone unregister them: collect first)
+                  std::vector<std::function<void()>> fns;
+                  for (auto& [id, n] : s->held_)
+                      if (n.node == nodes[i]) fns.push_back(n.on_gone);
+                  for (auto& fn : fns) fn();
+                  gone = true;
+              }
+              if (gone && !s->held_.empty()) s->send_heartbeat(); // the others' lease, at once
+          }),
+          n_heartbeat);
 }
 
 } // namespace zklock::detail

@@ -82,9 +82,13 @@ metrics_snapshot session_impl::metrics_snapshot_now() const {
     out.expiries = n_expiries.load(std::memory_order_relaxed);
     out.background_delete_retries = n_cleanup_retries.load(std::memory_order_relaxed);
     out.background_deletes_pending = n_cleanups_pending.load(std::memory_order_relaxed);
-    if (auto t = oldest_cleanup_ns.load(std::memory_order_relaxed); t != 0 && out.background_deletes_pending > 0) {
-        auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-        out.oldest_background_delete_age = std::chrono::milliseconds(std::max<std::int64_t>(0, (now - t) / 1'000'000));
+    if (auto t = oldest_cleanup_ns.load(std::memory_order_relaxed);
+        t != 0 && out.background_deletes_pending > 0) {
+        auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
+        out.oldest_background_delete_age =
+            std::chrono::milliseconds(std::max<std::int64_t>(0, (now - t) / 1'000'000));
     }
     out.requests = statistics();
     return out;
@@ -153,13 +157,17 @@ void session_impl::drop_watch(std::uint64_t id, bool armed) {
     // at most); the C client drops its watcher when the reply arrives. Fire and forget: a
     // refusal (ZNOWATCHER: it fired meanwhile; connection loss) leaves at most that one watcher.
     zk_handler done = [](zk_result) {};
-    submit(done, [&](zhandle_t* zh, c_op* op) -> int {
-        // The C client declares the completion as `void_completion_t*` but stores and calls it
-        // as the function pointer itself (do_create_completion_entry casts it back).
-        auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
-        return zoo_aremove_watches(zh, path.c_str(), child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA, node_watcher,
-                                   reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)), 0, completion, op);
-    }, n_unwatch);
+    submit(
+        done,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            // The C client declares the completion as `void_completion_t*` but stores and calls it
+            // as the function pointer itself (do_create_completion_entry casts it back).
+            auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
+            return zoo_aremove_watches(zh, path.c_str(), child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA,
+                                       node_watcher, reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
+                                       0, completion, op);
+        },
+        n_unwatch);
 }
 
 void session_impl::on_watch(std::uint64_t id, int type) {
@@ -203,7 +211,8 @@ void session_impl::connect(pending<void(error_code)> h) {
     auto id = next_state_waiter_.fetch_add(1, std::memory_order_relaxed);
     h.on_cancel([w = weak_from_this(), id](asio::cancellation_type type) {
         // Total cancellation promises no side effect, and abandoning the attempt is one.
-        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) == asio::cancellation_type::none)
+        if ((type & (asio::cancellation_type::terminal | asio::cancellation_type::partial)) ==
+            asio::cancellation_type::none)
             return;
         auto s = w.lock();
         if (!s) return;
@@ -213,10 +222,15 @@ void session_impl::connect(pending<void(error_code)> h) {
         auto& s = *self;
         if (s.connects_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted);
         switch (session_fsm::on_connect(s.fsm_facts())) {
-        case session_fsm::connect_decision::succeed: return h.complete({});
-        case session_fsm::connect_decision::fail_closed: return h.complete(errc::session_closed);
-        case session_fsm::connect_decision::wait: s.connect_waiters_.emplace_back(id, std::move(h)); return;
-        case session_fsm::connect_decision::start: break;
+        case session_fsm::connect_decision::succeed:
+            return h.complete({});
+        case session_fsm::connect_decision::fail_closed:
+            return h.complete(errc::session_closed);
+        case session_fsm::connect_decision::wait:
+            s.connect_waiters_.emplace_back(id, std::move(h));
+            return;
+        case session_fsm::connect_decision::start:
+            break;
         }
         if (auto ec = validate_connect_string(s.opts_.connect)) return h.complete(ec);
         // Below 100 ms, the C client's connection attempts, timed by the requested timeout until
@@ -245,7 +259,8 @@ void session_impl::connect(pending<void(error_code)> h) {
         const auto deadline = deadline_after(s.opts_.connect_timeout);
         s.resolve_hosts([self = s.shared_from_this(), epoch = s.resolve_epoch_, deadline](error_code ec) {
             auto& s = *self;
-            if (epoch != s.resolve_epoch_ || s.state() != session_state::connecting || s.handle_) return; // abandoned
+            if (epoch != s.resolve_epoch_ || s.state() != session_state::connecting || s.handle_)
+                return; // abandoned
             if (!ec) s.start_handle();
             if (ec || !s.handle_) {
                 s.set_state(session_state::disconnected);
@@ -290,7 +305,9 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
     r->left = spec.hosts.size();
     r->then = std::move(then);
     std::vector<std::string> names;
-    for (auto& h : spec.hosts) names.push_back(h.host.size() > 1 && h.host.front() == '[' ? h.host.substr(1, h.host.size() - 2) : h.host);
+    for (auto& h : spec.hosts)
+        names.push_back(h.host.size() > 1 && h.host.front() == '[' ? h.host.substr(1, h.host.size() - 2)
+                                                                   : h.host);
     auto done = [this, r, chroot = spec.chroot, names] {
         if (--r->left != 0) return;
         std::vector<std::pair<std::string, unsigned short>> all;
@@ -325,12 +342,13 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
             asio::post(strand_, done);
             continue;
         }
-        r->resolver.async_resolve(h.host, h.port, asio::ip::tcp::resolver::numeric_service,
-                                  [r, i, port, done](error_code ec, asio::ip::tcp::resolver::results_type res) {
-                                      if (ec) r->error = ec;
-                                      for (auto& e : res) r->per_host[i].emplace_back(e.endpoint().address().to_string(), port);
-                                      done();
-                                  });
+        r->resolver.async_resolve(
+            h.host, h.port, asio::ip::tcp::resolver::numeric_service,
+            [r, i, port, done](error_code ec, asio::ip::tcp::resolver::results_type res) {
+                if (ec) r->error = ec;
+                for (auto& e : res) r->per_host[i].emplace_back(e.endpoint().address().to_string(), port);
+                done();
+            });
     }
 }
 
@@ -347,11 +365,13 @@ bool session_impl::make_relay(error_code& ec) {
     // The handshake's deadline: within the C client's own budget for a connection (the server's
     // answer to its handshake within 2/3 T), so that a silent TLS server costs a failover no
     // more than a silent plain one.
-    relay_->handshake_timeout = opts_.tls->handshake_timeout.count() > 0 ? opts_.tls->handshake_timeout
-                                                                          : std::max(opts_.session_timeout / 3, std::chrono::milliseconds(100));
+    relay_->handshake_timeout = opts_.tls->handshake_timeout.count() > 0
+                                    ? opts_.tls->handshake_timeout
+                                    : std::max(opts_.session_timeout / 3, std::chrono::milliseconds(100));
     relay_->flush_timeout = std::min(std::chrono::milliseconds(1000), relay_->handshake_timeout);
     relay_->stall_timeout = opts_.session_timeout;
-    relay_->client_socket = [w = weak_from_this()]() -> std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> {
+    relay_->client_socket = [w = weak_from_this()]()
+        -> std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> {
         auto s = w.lock();
         if (!s || !s->handle_) return std::nullopt;
         return s->handle_->client_socket_address();
@@ -371,7 +391,8 @@ void session_impl::on_tls_failure(const std::string& server, const tls_failure& 
 }
 
 void session_impl::cancel_connect(std::uint64_t id) {
-    auto it = std::find_if(connect_waiters_.begin(), connect_waiters_.end(), [&](auto& w) { return w.first == id; });
+    auto it = std::find_if(connect_waiters_.begin(), connect_waiters_.end(),
+                           [&](auto& w) { return w.first == id; });
     if (it == connect_waiters_.end()) {
         if (state() == session_state::disconnected || state() == session_state::connecting)
             connects_cancelled_early_.insert(id); // not queued yet (or completed: harmless)
@@ -385,7 +406,8 @@ void session_impl::cancel_connect(std::uint64_t id) {
 
 void session_impl::abandon_attempt(error_code why) {
     // Every server closed the connection in the TLS handshake, to the end: most likely plain ports.
-    if (why == errc::connect_timeout && relay_ && relay_->all_closed_in_handshake()) why = errc::tls_not_tls_server;
+    if (why == errc::connect_timeout && relay_ && relay_->all_closed_in_handshake())
+        why = errc::tls_not_tls_server;
     std::shared_ptr<zk_handle> old;
     {
         std::lock_guard lk(handle_mu_);
@@ -400,8 +422,10 @@ void session_impl::abandon_attempt(error_code why) {
         if (why != errc::connect_timeout)
             log_line("zklock: every server of " + opts_.connect + " refused the TLS handshake: " + tried);
         else
-            log_line("zklock: no ZooKeeper server of " + opts_.connect + " answered within the connect timeout" +
-                     (tried.empty() ? std::string(" (no attempt failed outright: the servers accepted the connection but never answered the handshake)")
+            log_line("zklock: no ZooKeeper server of " + opts_.connect +
+                     " answered within the connect timeout" +
+                     (tried.empty() ? std::string(" (no attempt failed outright: the servers accepted the "
+                                                  "connection but never answered the handshake)")
                                     : "; the last attempts: " + tried));
     }
     generation_.fetch_add(1); // events the abandoned handle already posted are stale
@@ -440,10 +464,14 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
             return;
         }
     }
-    if (zstate == ZOO_CONNECTED_STATE) feed(session_fsm::event::connected);
-    else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE) feed(session_fsm::event::connecting);
-    else if (zstate == ZOO_AUTH_FAILED_STATE) feed(session_fsm::event::auth_refused);
-    else if (zstate == ZOO_EXPIRED_SESSION_STATE) feed(session_fsm::event::expired);
+    if (zstate == ZOO_CONNECTED_STATE)
+        feed(session_fsm::event::connected);
+    else if (zstate == ZOO_CONNECTING_STATE || zstate == ZOO_ASSOCIATING_STATE)
+        feed(session_fsm::event::connecting);
+    else if (zstate == ZOO_AUTH_FAILED_STATE)
+        feed(session_fsm::event::auth_refused);
+    else if (zstate == ZOO_EXPIRED_SESSION_STATE)
+        feed(session_fsm::event::expired);
 }
 
 void session_impl::on_auth_result(std::uint64_t gen, int rc) {
@@ -468,31 +496,81 @@ void session_impl::feed(session_fsm::event e) {
     using session_fsm::effect;
     for (auto fx : t) {
         switch (fx) {
-        case effect::read_session_info: read_session_info(); break;
-        case effect::count_reconnect: n_reconnects.fetch_add(1, std::memory_order_relaxed); break;
-        case effect::count_expiry: n_expiries.fetch_add(1, std::memory_order_relaxed); break;
-        case effect::enter_connected: set_state(session_state::connected); break;
-        case effect::enter_suspended: set_state(session_state::suspended); break;
-        case effect::enter_expired: set_state(session_state::expired); break;
-        case effect::enter_connecting: set_state(session_state::connecting); break;
-        case effect::enter_disconnected: set_state(session_state::disconnected); break;
-        case effect::cancel_connect_timer: connect_timer_.cancel(); break;
-        case effect::arm_connect_timer: arm_connect_timer(); break;
-        case effect::connect_waiters_succeed: complete_connect_waiters({}); break;
-        case effect::connect_waiters_fail: complete_connect_waiters(t.failure); break;
-        case effect::record_end_reason: end_reason_ = t.failure; break;
-        case effect::probe_auth: probe_auth(); break;
-        case effect::notify_reconnected: notify(session_event::reconnected); break;
-        case effect::notify_suspended: notify(session_event::suspended); break;
-        case effect::notify_ended: notify(session_event::expired); break;
-        case effect::notify_state_changed: notify(session_event::state_changed); break;
-        case effect::fire_lapse_waiters: fire_lapse_waiters(true); break;
-        case effect::clear_watches: watches_.clear(); break;
-        case effect::refuse_new_deletes: refused_ = true; break;
-        case effect::finish_cleanups: finish_all_cleanups(); break;
-        case effect::run_cleanups: run_cleanups(); break;
-        case effect::renew_lease_now: arm_heartbeat(true); break;
-        case effect::rearm_lease_timer: arm_lease_timer(); break;
+        case effect::read_session_info:
+            read_session_info();
+            break;
+        case effect::count_reconnect:
+            n_reconnects.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case effect::count_expiry:
+            n_expiries.fetch_add(1, std::memory_order_relaxed);
+            break;
+        case effect::enter_connected:
+            set_state(session_state::connected);
+            break;
+        case effect::enter_suspended:
+            set_state(session_state::suspended);
+            break;
+        case effect::enter_expired:
+            set_state(session_state::expired);
+            break;
+        case effect::enter_connecting:
+            set_state(session_state::connecting);
+            break;
+        case effect::enter_disconnected:
+            set_state(session_state::disconnected);
+            break;
+        case effect::cancel_connect_timer:
+            connect_timer_.cancel();
+            break;
+        case effect::arm_connect_timer:
+            arm_connect_timer();
+            break;
+        case effect::connect_waiters_succeed:
+            complete_connect_waiters({});
+            break;
+        case effect::connect_waiters_fail:
+            complete_connect_waiters(t.failure);
+            break;
+        case effect::record_end_reason:
+            end_reason_ = t.failure;
+            break;
+        case effect::probe_auth:
+            probe_auth();
+            break;
+        case effect::notify_reconnected:
+            notify(session_event::reconnected);
+            break;
+        case effect::notify_suspended:
+            notify(session_event::suspended);
+            break;
+        case effect::notify_ended:
+            notify(session_event::expired);
+            break;
+        case effect::notify_state_changed:
+            notify(session_event::state_changed);
+            break;
+        case effect::fire_lapse_waiters:
+            fire_lapse_waiters(true);
+            break;
+        case effect::clear_watches:
+            watches_.clear();
+            break;
+        case effect::refuse_new_deletes:
+            refused_ = true;
+            break;
+        case effect::finish_cleanups:
+            finish_all_cleanups();
+            break;
+        case effect::run_cleanups:
+            run_cleanups();
+            break;
+        case effect::renew_lease_now:
+            arm_heartbeat(true);
+            break;
+        case effect::rearm_lease_timer:
+            arm_lease_timer();
+            break;
         case effect::drop_handle: {
             std::shared_ptr<zk_handle> old;
             {
@@ -519,7 +597,8 @@ void session_impl::read_session_info() {
     timeout_ms_ = ms; // (the lease took T at the connection's event: on_connected)
     // The relay's handshake deadline follows the negotiated T (the server may cut it)
     if (relay_ && ms > 0 && opts_.tls->handshake_timeout.count() == 0)
-        relay_->handshake_timeout = std::max(std::chrono::milliseconds(ms / 3), std::chrono::milliseconds(100));
+        relay_->handshake_timeout =
+            std::max(std::chrono::milliseconds(ms / 3), std::chrono::milliseconds(100));
 }
 
 void session_impl::complete_connect_waiters(error_code ec) {
@@ -541,7 +620,8 @@ void session_impl::probe_auth() {
         s->auth_probe_in_flight_ = false;
         if (is_server_reply(r.rc)) s->on_auth_result(gen, ZOK);
     });
-    int rc = handle_->submit(op, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); });
+    int rc = handle_->submit(
+        op, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); });
     if (rc != ZOK) {
         op->res.rc = rc;
         post_result(strand_, op);
@@ -568,7 +648,8 @@ void session_impl::wait_state(session_state last_seen, pending<void(error_code, 
     });
     asio::post(strand_, [self = shared_from_this(), last_seen, id, h = std::move(h)]() mutable {
         auto now = self->state();
-        if (self->state_waits_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted, now);
+        if (self->state_waits_cancelled_early_.erase(id))
+            return h.complete(asio::error::operation_aborted, now);
         if (now != last_seen) return h.complete({}, now);
         self->state_waiters_.emplace(id, std::make_pair(last_seen, std::move(h)));
     });

@@ -22,7 +22,8 @@ private:
     void init(const acl& a) {
         if (a.is_open()) return;
         for (auto& e : a.entries())
-            entries_.push_back(ACL{e.perms, Id{const_cast<char*>(e.scheme.c_str()), const_cast<char*>(e.id.c_str())}});
+            entries_.push_back(
+                ACL{e.perms, Id{const_cast<char*>(e.scheme.c_str()), const_cast<char*>(e.id.c_str())}});
         own_.count = static_cast<std::int32_t>(entries_.size());
         own_.data = entries_.data();
         vec_ = &own_;
@@ -37,15 +38,19 @@ private:
 void session_impl::create(const std::string& path, const std::string& data, int flags, zk_handler h,
                           const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::commit;
-        return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
-                            flags, on_string_stat, op);
-    }, n_create);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            op->renews = vouch::commit;
+            return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
+                                flags, on_string_stat, op);
+        },
+        n_create);
 }
 
 void session_impl::create_and_list(const std::string& path, const std::string& data, int flags,
-                                   const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& a) {
+                                   const std::string& parent, zk_handler h,
+                                   const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
     if (fault_injection::take(faults.drop_creates)) {
         // Injected fault (faults.drop_creates): the request "never reached the server"; the
@@ -102,15 +107,18 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
     }
 }
 
-void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) { multi(ops, std::move(h), n_multi); }
+void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h) {
+    multi(ops, std::move(h), n_multi);
+}
 
-void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h, std::atomic<std::uint64_t>& counter) {
+void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h,
+                         std::atomic<std::uint64_t>& counter) {
     auto b = std::make_unique<multi_buffers>();
     b->ops.resize(ops.size());
     b->results.resize(ops.size());
     b->paths.resize(ops.size());
     b->stats.resize(ops.size());
-    for (auto& r : b->results) r.err = 1; // (not a ZooKeeper code: "not filled in")
+    for (auto& r : b->results) r.err = 1;     // (not a ZooKeeper code: "not filled in")
     std::vector<std::unique_ptr<c_acl>> acls; // (until the C client has serialised the request)
     for (std::size_t i = 0; i < ops.size(); ++i) {
         const auto& o = ops[i];
@@ -118,46 +126,63 @@ void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h, 
         switch (o.what) {
         case transaction::kind::create: {
             int flags = 0;
-            if (o.mode == create_mode::ephemeral || o.mode == create_mode::ephemeral_sequential) flags |= ZOO_EPHEMERAL;
+            if (o.mode == create_mode::ephemeral || o.mode == create_mode::ephemeral_sequential)
+                flags |= ZOO_EPHEMERAL;
             if (o.mode == create_mode::persistent_sequential || o.mode == create_mode::ephemeral_sequential)
                 flags |= ZOO_SEQUENCE;
             b->paths[i].resize(o.path.size() + 16);
             acls.push_back(std::make_unique<c_acl>(o.node_acl));
-            zoo_create_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), acls.back()->get(),
-                               flags, b->paths[i].data(), static_cast<int>(b->paths[i].size()));
+            zoo_create_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()),
+                               acls.back()->get(), flags, b->paths[i].data(),
+                               static_cast<int>(b->paths[i].size()));
             break;
         }
         case transaction::kind::set_data:
-            zoo_set_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version, &b->stats[i]);
+            zoo_set_op_init(z, o.path.c_str(), o.data.data(), static_cast<int>(o.data.size()), o.version,
+                            &b->stats[i]);
             break;
-        case transaction::kind::remove: zoo_delete_op_init(z, o.path.c_str(), o.version); break;
-        case transaction::kind::check: zoo_check_op_init(z, o.path.c_str(), o.version); break;
+        case transaction::kind::remove:
+            zoo_delete_op_init(z, o.path.c_str(), o.version);
+            break;
+        case transaction::kind::check:
+            zoo_check_op_init(z, o.path.c_str(), o.version);
+            break;
         }
     }
     // (the C client serialises the operations before returning: `ops` need not outlive the call)
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::commit;
-        op->multi = std::move(b);
-        return zoo_amulti(zh, static_cast<int>(op->multi->ops.size()), op->multi->ops.data(),
-                          op->multi->results.data(), on_multi, op);
-    }, counter);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            op->renews = vouch::commit;
+            op->multi = std::move(b);
+            return zoo_amulti(zh, static_cast<int>(op->multi->ops.size()), op->multi->ops.data(),
+                              op->multi->results.data(), on_multi, op);
+        },
+        counter);
 }
 
 void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {
     note_watch_path(watch_id, path, true);
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        if (watch_id == 0) return zoo_aget_children2(zh, path.c_str(), 0, on_strings, op);
-        return zoo_awget_children2(zh, path.c_str(), node_watcher,
-                                  reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_strings, op);
-    }, n_children);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            if (watch_id == 0) return zoo_aget_children2(zh, path.c_str(), 0, on_strings, op);
+            return zoo_awget_children2(zh, path.c_str(), node_watcher,
+                                       reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)),
+                                       on_strings, op);
+        },
+        n_children);
 }
 
 void session_impl::get_data(const std::string& path, std::uint64_t watch_id, zk_handler h) {
     note_watch_path(watch_id, path, false);
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        return zoo_awget(zh, path.c_str(), watch_id ? node_watcher : nullptr,
-                         reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_data, op);
-    }, n_get);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            return zoo_awget(zh, path.c_str(), watch_id ? node_watcher : nullptr,
+                             reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_data, op);
+        },
+        n_get);
 }
 
 void session_impl::note_watch_path(std::uint64_t watch_id, const std::string& path, bool child) {
@@ -169,21 +194,30 @@ void session_impl::note_watch_path(std::uint64_t watch_id, const std::string& pa
 }
 
 void session_impl::exists(const std::string& path, zk_handler h) {
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, path.c_str(), 0, on_stat, op); }, n_exists);
+    submit(
+        h, [&](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, path.c_str(), 0, on_stat, op); },
+        n_exists);
 }
 
 void session_impl::remove(const std::string& path, int version, zk_handler h) {
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::commit;
-        return zoo_adelete(zh, path.c_str(), version, on_void, op);
-    }, n_delete);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            op->renews = vouch::commit;
+            return zoo_adelete(zh, path.c_str(), version, on_void, op);
+        },
+        n_delete);
 }
 
 void session_impl::set_data(const std::string& path, const std::string& data, int version, zk_handler h) {
-    submit(h, [&](zhandle_t* zh, c_op* op) -> int {
-        op->renews = vouch::commit;
-        return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, on_stat, op);
-    }, n_set);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            op->renews = vouch::commit;
+            return zoo_aset(zh, path.c_str(), data.data(), static_cast<int>(data.size()), version, on_stat,
+                            op);
+        },
+        n_set);
 }
 
 } // namespace zklock::detail

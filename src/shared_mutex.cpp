@@ -35,15 +35,17 @@ void start_downgrade(const std::shared_ptr<session_impl>& s, acquire_request req
     st->user.emplace(std::move(handler), s->executor());
     auto strand = s->strand();
     start_acquire(s, std::move(req),
-        asio::any_completion_handler<void(error_code, guard)>(asio::bind_executor(strand, [st, strand](error_code ec, guard read) {
-            if (ec == errc::lock_busy) return st->user->complete(ec, std::move(st->write));
-            if (ec) {
-                st->write.release_in_background();
-                return st->user->complete(ec, guard{});
-            }
-            auto rd = std::make_shared<guard>(std::move(read));
-            st->write.async_release(asio::bind_executor(strand, [st, rd](error_code) { st->user->complete({}, std::move(*rd)); }));
-        })));
+                  asio::any_completion_handler<void(error_code, guard)>(
+                      asio::bind_executor(strand, [st, strand](error_code ec, guard read) {
+                          if (ec == errc::lock_busy) return st->user->complete(ec, std::move(st->write));
+                          if (ec) {
+                              st->write.release_in_background();
+                              return st->user->complete(ec, guard{});
+                          }
+                          auto rd = std::make_shared<guard>(std::move(read));
+                          st->write.async_release(asio::bind_executor(
+                              strand, [st, rd](error_code) { st->user->complete({}, std::move(*rd)); }));
+                      })));
 }
 
 void start_upgrade(const std::shared_ptr<session_impl>& s, guard read,

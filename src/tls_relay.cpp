@@ -108,7 +108,8 @@ tls_failure classify_tls_failure(const error_code& ec, long verify_result, bool 
         case SSL_R_HTTP_REQUEST:
             f.definitive = true;
             f.ec = errc::tls_not_tls_server;
-            f.detail = "TLS: the server did not answer as a TLS server (" + words + "; a plain, non-TLS port?)";
+            f.detail =
+                "TLS: the server did not answer as a TLS server (" + words + "; a plain, non-TLS port?)";
             return f;
         case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
         case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
@@ -178,7 +179,8 @@ public:
         : strand_(strand), st_(std::move(st)), local_(std::move(local)), remote_(strand, st_->ctx),
           timer_(strand), l_(std::move(l)), relay_(std::move(relay)), peer_(peer) {}
 
-    void start(std::chrono::milliseconds handshake, std::chrono::milliseconds flush, std::chrono::milliseconds stall) {
+    void start(std::chrono::milliseconds handshake, std::chrono::milliseconds flush,
+               std::chrono::milliseconds stall) {
         flush_ = flush;
         handshake_ = handshake;
         stall_ = stall;
@@ -191,7 +193,8 @@ public:
         tcp::endpoint server(asio::ip::make_address(l_->target.address, ig), l_->target.port);
         remote_.next_layer().open(server.protocol(), ig);
         if (remote_.next_layer().is_open()) close_on_exec(remote_.next_layer().native_handle());
-        remote_.next_layer().async_connect(server, [self = shared_from_this()](error_code ec) { self->on_connected(ec); });
+        remote_.next_layer().async_connect(
+            server, [self = shared_from_this()](error_code ec) { self->on_connected(ec); });
     }
 
     ~link() {
@@ -243,7 +246,8 @@ private:
         const bool ip = is_ip(name);
         if (!ip) SSL_set_tlsext_host_name(s, name.c_str()); // SNI (not for addresses: RFC 6066)
         if (st_->opts.verify_server_name &&
-            (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name.c_str()) : SSL_set1_host(s, name.c_str())) != 1) {
+            (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name.c_str())
+                : SSL_set1_host(s, name.c_str())) != 1) {
             // (an address OpenSSL cannot check, such as an IPv6 one with a scope: refuse rather
             // than accept any certificate)
             tls_failure f;
@@ -279,8 +283,8 @@ private:
             f.ec = asio::error::timed_out;
             f.detail = "timed out (no TLS connection within " + std::to_string(handshake_.count()) + " ms)";
         } else {
-            f = classify_tls_failure(ec, SSL_get_verify_result(remote_.native_handle()), st_->sends_certificate,
-                                     verify_name());
+            f = classify_tls_failure(ec, SSL_get_verify_result(remote_.native_handle()),
+                                     st_->sends_certificate, verify_name());
         }
         report(f);
         reset_local();
@@ -292,8 +296,10 @@ private:
     void report(const tls_failure& f) {
         l_->outcome = f.detail;
         l_->last = f;
-        if (f.definitive) l_->failure = f;
-        else l_->failure.reset(); // (the last attempt is what counts)
+        if (f.definitive)
+            l_->failure = f;
+        else
+            l_->failure.reset(); // (the last attempt is what counts)
         if (auto r = relay_.lock(); r && r->on_failure) r->on_failure(l_->name, f);
     }
 
@@ -305,18 +311,18 @@ private:
             // A server that stops reading (frozen, its window full) must not hold the connection
             // forever: while this write waits, the C client's close is not seen.
             self->arm_stall_timer();
-            asio::async_write(self->remote_, asio::buffer(self->up_, n),
-                              [self](error_code ec, std::size_t) {
-                                  if (self->phase_ == phase::done) return;
-                                  self->writing_ = false;
-                                  if (ec) return self->remote_failed(ec);
-                                  self->read_local();
-                              });
+            asio::async_write(self->remote_, asio::buffer(self->up_, n), [self](error_code ec, std::size_t) {
+                if (self->phase_ == phase::done) return;
+                self->writing_ = false;
+                if (ec) return self->remote_failed(ec);
+                self->read_local();
+            });
         });
     }
 
     void read_remote() {
-        remote_.async_read_some(asio::buffer(down_), [self = shared_from_this()](error_code ec, std::size_t n) {
+        remote_.async_read_some(asio::buffer(down_), [self = shared_from_this()](error_code ec,
+                                                                                 std::size_t n) {
             if (self->phase_ == phase::done) return;
             if (ec) return self->remote_failed(ec);
             if (!self->answered_) {
@@ -399,8 +405,10 @@ private:
         mark_done();
         timer_.cancel();
         error_code ig;
-        if (reset) reset_local();
-        else local_.close(ig);
+        if (reset)
+            reset_local();
+        else
+            local_.close(ig);
         close_remote();
     }
 
@@ -415,7 +423,7 @@ private:
     std::chrono::milliseconds flush_{1000}, handshake_{3000}, stall_{10000};
     phase phase_ = phase::handshake;
     bool timed_out_ = false, answered_ = false;
-    bool writing_ = false, stall_armed_ = false;              // a write to the server is under way
+    bool writing_ = false, stall_armed_ = false; // a write to the server is under way
     std::chrono::steady_clock::time_point write_started_{};
     std::array<char, 64 * 1024> up_{}, down_{};
 };
@@ -427,11 +435,13 @@ tls_relay::tls_relay(strand_type strand) : strand_(std::move(strand)) {}
 tls_relay::~tls_relay() {
     std::lock_guard lk(g_names_mu);
     for (auto& l : listeners_)
-        if (auto it = g_names.find(l->port); it != g_names.end() && it->second.first == this) g_names.erase(it);
+        if (auto it = g_names.find(l->port); it != g_names.end() && it->second.first == this)
+            g_names.erase(it);
     g_any_names = !g_names.empty();
 }
 
-std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options& o, error_code& ec, std::string& why) {
+std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options& o, error_code& ec,
+                                           std::string& why) {
     ec = {};
     auto bad = [&](std::string w) -> std::shared_ptr<tls_relay> {
         ec = errc::tls_config_invalid;
@@ -447,7 +457,9 @@ std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options
         return bad("both private_key_file and private_key_pem are set: give one");
     const bool cert = !o.certificate_file.empty() || !o.certificate_pem.empty();
     const bool key = !o.private_key_file.empty() || !o.private_key_pem.empty();
-    if (cert != key) return bad(cert ? "a client certificate without its private key" : "a private key without its certificate");
+    if (cert != key)
+        return bad(cert ? "a client certificate without its private key"
+                        : "a private key without its certificate");
     if (o.handshake_timeout.count() < 0) return bad("handshake_timeout is negative");
     if (o.server_name.find_first_of(" ,/") != std::string::npos) return bad("server_name is not a host name");
 
@@ -470,9 +482,11 @@ std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options
     if (cert) {
         // Always a callback: without one, OpenSSL asks for an encrypted key's password on the
         // terminal, blocking the thread (the io_context).
-        ctx.set_password_callback([pw = o.private_key_password](std::size_t, ssl::context::password_purpose) { return pw; });
+        ctx.set_password_callback(
+            [pw = o.private_key_password](std::size_t, ssl::context::password_purpose) { return pw; });
         if (!o.certificate_file.empty() && ctx.use_certificate_chain_file(o.certificate_file, e))
-            return bad("cannot read the certificate file " + o.certificate_file + " (" + openssl_words(e) + ")");
+            return bad("cannot read the certificate file " + o.certificate_file + " (" + openssl_words(e) +
+                       ")");
         if (!o.certificate_pem.empty() && ctx.use_certificate_chain(asio::buffer(o.certificate_pem), e))
             return bad("certificate_pem holds no readable certificate (" + openssl_words(e) + ")");
         auto key_problem = [&](const std::string& what) {
@@ -485,9 +499,11 @@ std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options
         };
         if (!o.private_key_file.empty() && ctx.use_private_key_file(o.private_key_file, ssl::context::pem, e))
             return key_problem("file " + o.private_key_file);
-        if (!o.private_key_pem.empty() && ctx.use_private_key(asio::buffer(o.private_key_pem), ssl::context::pem, e))
+        if (!o.private_key_pem.empty() &&
+            ctx.use_private_key(asio::buffer(o.private_key_pem), ssl::context::pem, e))
             return key_problem("of private_key_pem");
-        if (SSL_CTX_check_private_key(native) != 1) return bad("the private key does not belong to the certificate");
+        if (SSL_CTX_check_private_key(native) != 1)
+            return bad("the private key does not belong to the certificate");
     }
     r->st_ = std::move(st);
     return r;
@@ -557,7 +573,8 @@ void tls_relay::accept(const std::shared_ptr<listener>& l) {
             ++self->relayed_;
             ++self->active_;
             self->claimed_.insert({peer, here});
-            auto ln = std::make_shared<link>(self->strand_, self->st_, std::move(sock), l, self, std::make_pair(peer, here));
+            auto ln = std::make_shared<link>(self->strand_, self->st_, std::move(sock), l, self,
+                                             std::make_pair(peer, here));
             ln->start(self->handshake_timeout, self->flush_timeout, self->stall_timeout);
         }
         self->accept(l);
@@ -632,7 +649,9 @@ std::string name_relayed_servers(std::string_view line) {
         unsigned port = 0;
         while (end < out.size() && end - at - loop.size() < 5 && out[end] >= '0' && out[end] <= '9')
             port = port * 10 + static_cast<unsigned>(out[end++] - '0');
-        if (end == at + loop.size() || port > 65535 || (end < out.size() && out[end] >= '0' && out[end] <= '9')) continue;
+        if (end == at + loop.size() || port > 65535 ||
+            (end < out.size() && out[end] >= '0' && out[end] <= '9'))
+            continue;
         auto it = g_names.find(static_cast<unsigned short>(port));
         if (it == g_names.end()) continue;
         out.replace(at, end - at, it->second.second);

@@ -103,7 +103,8 @@ public:
         if (g_call_details) u0_ = thread_usage::now();
     }
     ~call_timer() {
-        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count();
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_)
+                      .count();
         if (ns <= g_longest_call_ns.load(std::memory_order_relaxed)) return;
         const thread_usage u = g_call_details ? thread_usage::now() : thread_usage{};
         std::lock_guard lk(g_longest_mu);
@@ -143,7 +144,9 @@ struct longest_call_report {
             char exe[256] = {};
             ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
             std::lock_guard lk(g_longest_mu);
-            std::fprintf(f, "%lld ns %s: cpu %lld ns, context switches %ld voluntary (slept) %ld involuntary (preempted); %s\n",
+            std::fprintf(f,
+                         "%lld ns %s: cpu %lld ns, context switches %ld voluntary (slept) %ld involuntary "
+                         "(preempted); %s\n",
                          static_cast<long long>(ns), g_longest_what, static_cast<long long>(g_longest_cpu_ns),
                          g_longest_voluntary, g_longest_involuntary, n > 0 ? exe : "?");
             std::fclose(f);
@@ -171,7 +174,8 @@ bool zk_handle::init(const std::string& connect, int timeout_ms, const std::vect
     // Queued now, sent by the C client right after the session is established and again on every
     // reconnect. The completion runs once, with the server's verdict on the first connection.
     for (const auto& c : auth) {
-        int rc = zoo_add_auth(zh, c.scheme.c_str(), c.secret.data(), static_cast<int>(c.secret.size()), on_auth, this);
+        int rc = zoo_add_auth(zh, c.scheme.c_str(), c.secret.data(), static_cast<int>(c.secret.size()),
+                              on_auth, this);
         if (rc != ZOK) {
             zookeeper_close(zh);
             errno = EINVAL;
@@ -216,8 +220,10 @@ int zk_handle::submit_call(c_op* op, request_call call, void* ctx) {
         if (op->sent == 0) op->sent = lease_clock::now();
         inflight_.insert(op);
         rc = call(ctx, zh_, op);
-        if (rc != ZOK) inflight_.erase(op);
-        else if (op->renews == vouch::commit && !op->heartbeat) ++writes_in_flight_;
+        if (rc != ZOK)
+            inflight_.erase(op);
+        else if (op->renews == vouch::commit && !op->heartbeat)
+            ++writes_in_flight_;
         if (was_connected && zoo_state(zh_) == 999 /* ZOO_NOTCONNECTED_STATE */)
             log_line("zklock: a send failed and the C client dropped its connection; it reconnects, and the "
                      "requests in flight end as on a connection loss");
@@ -227,8 +233,10 @@ int zk_handle::submit_call(c_op* op, request_call call, void* ctx) {
             // strand: say why here, so a request that loses this race still ends for the right
             // reason (auth_failed, not a bare "invalid zhandle state").
             const int state = zoo_state(zh_);
-            if (state == ZOO_AUTH_FAILED_STATE) rc = ZAUTHFAILED;
-            else if (state == ZOO_EXPIRED_SESSION_STATE) rc = ZSESSIONEXPIRED;
+            if (state == ZOO_AUTH_FAILED_STATE)
+                rc = ZAUTHFAILED;
+            else if (state == ZOO_EXPIRED_SESSION_STATE)
+                rc = ZSESSIONEXPIRED;
         }
         corked = corked_fd_ >= 0;
         lease->saw_state(op->sent, zoo_state(zh_) == ZOO_CONNECTED_STATE); // (sent: read before the state)
@@ -265,13 +273,26 @@ void zk_handle::note_failed_attempt(int err) {
     if (!server || !*server) return;
     std::string what;
     switch (err) {
-    case ECONNREFUSED: what = "connection refused"; break;
-    case ETIMEDOUT: what = "timed out"; break;
-    case ECONNRESET: what = "connection reset"; break;
-    case EHOSTUNREACH: what = "host unreachable"; break;
-    case ENETUNREACH: what = "network unreachable"; break;
-    case 0: what = "connection lost"; break;
-    default: what = std::strerror(err);
+    case ECONNREFUSED:
+        what = "connection refused";
+        break;
+    case ETIMEDOUT:
+        what = "timed out";
+        break;
+    case ECONNRESET:
+        what = "connection reset";
+        break;
+    case EHOSTUNREACH:
+        what = "host unreachable";
+        break;
+    case ENETUNREACH:
+        what = "network unreachable";
+        break;
+    case 0:
+        what = "connection lost";
+        break;
+    default:
+        what = std::strerror(err);
     }
     for (auto& [s, w] : attempts_)
         if (s == server) {
@@ -281,7 +302,8 @@ void zk_handle::note_failed_attempt(int err) {
     if (attempts_.size() < 64) attempts_.emplace_back(server, std::move(what));
 }
 
-std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> zk_handle::client_socket_address() {
+std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>>
+zk_handle::client_socket_address() {
     std::lock_guard lk(client_lock());
     if (closed_ || !zh_ || last_fd_ < 0) return std::nullopt;
     auto v4 = [](const sockaddr_storage& ss) {
@@ -290,8 +312,10 @@ std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> zk_ha
     };
     sockaddr_storage here{}, there{};
     socklen_t a = sizeof here, b = sizeof there;
-    if (::getsockname(last_fd_, reinterpret_cast<sockaddr*>(&here), &a) != 0 || here.ss_family != AF_INET) return std::nullopt;
-    if (::getpeername(last_fd_, reinterpret_cast<sockaddr*>(&there), &b) != 0 || there.ss_family != AF_INET) return std::nullopt;
+    if (::getsockname(last_fd_, reinterpret_cast<sockaddr*>(&here), &a) != 0 || here.ss_family != AF_INET)
+        return std::nullopt;
+    if (::getpeername(last_fd_, reinterpret_cast<sockaddr*>(&there), &b) != 0 || there.ss_family != AF_INET)
+        return std::nullopt;
     return std::make_pair(v4(here), v4(there));
 }
 
@@ -416,13 +440,17 @@ void zk_handle::drive(int events, std::uint64_t gen) {
 }
 
 void zk_handle::complete(c_op* op) {
-    if (collecting_) ready_.emplace_back(op);
-    else post_result(strand, op);
+    if (collecting_)
+        ready_.emplace_back(op);
+    else
+        post_result(strand, op);
 }
 
 void zk_handle::to_strand(std::function<void()> fn) {
-    if (collecting_) ready_.emplace_back(std::move(fn));
-    else asio::post(strand, std::move(fn));
+    if (collecting_)
+        ready_.emplace_back(std::move(fn));
+    else
+        asio::post(strand, std::move(fn));
 }
 
 void zk_handle::run_ready(std::vector<std::variant<c_op*, std::function<void()>>>& ready) {
@@ -432,13 +460,17 @@ void zk_handle::run_ready(std::vector<std::variant<c_op*, std::function<void()>>
     std::size_t i = 0;
     try {
         for (; i < ready.size(); ++i) {
-            if (auto* op = std::get_if<c_op*>(&ready[i])) run_result(std::exchange(*op, nullptr));
-            else std::exchange(std::get<std::function<void()>>(ready[i]), {})();
+            if (auto* op = std::get_if<c_op*>(&ready[i]))
+                run_result(std::exchange(*op, nullptr));
+            else
+                std::exchange(std::get<std::function<void()>>(ready[i]), {})();
         }
     } catch (...) {
         for (++i; i < ready.size(); ++i) {
-            if (auto* op = std::get_if<c_op*>(&ready[i])) post_result(strand, *op);
-            else asio::post(strand, std::move(std::get<std::function<void()>>(ready[i])));
+            if (auto* op = std::get_if<c_op*>(&ready[i]))
+                post_result(strand, *op);
+            else
+                asio::post(strand, std::move(std::get<std::function<void()>>(ready[i])));
         }
         throw;
     }
@@ -454,8 +486,9 @@ void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected
         // zookeeper_interest opens the next socket (connecting) as the last call of a drive, and
         // this drive's check sees that state; only a later zookeeper_process completes the
         // handshake. (On the connected path that saves a system call per drive.)
-        struct stat st{};
-        const bool same = sd_.is_open() && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_ino) == ino_;
+        struct stat st {};
+        const bool same =
+            sd_.is_open() && ::fstat(fd, &st) == 0 && static_cast<std::uint64_t>(st.st_ino) == ino_;
         if (!same) {
             drop_socket();
             if (::fstat(fd, &st) == 0) {
@@ -465,8 +498,10 @@ void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected
                 if (dup >= 0) {
                     error_code ec;
                     sd_.assign(dup, ec);
-                    if (ec) ::close(dup);
-                    else ino_ = static_cast<std::uint64_t>(st.st_ino);
+                    if (ec)
+                        ::close(dup);
+                    else
+                        ino_ = static_cast<std::uint64_t>(st.st_ino);
                 }
             }
         }
@@ -497,7 +532,8 @@ void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected
     }
     // The timeout: the next ping, the server's silence, the next connection attempt. Waking up
     // earlier than asked is harmless (zookeeper_interest recomputes it); later is not.
-    auto at = std::chrono::steady_clock::now() + std::chrono::seconds(tv.tv_sec) + std::chrono::microseconds(tv.tv_usec);
+    auto at = std::chrono::steady_clock::now() + std::chrono::seconds(tv.tv_sec) +
+              std::chrono::microseconds(tv.tv_usec);
     if (!timer_waiting_ || at < timer_at_) {
         timer_waiting_ = true;
         timer_at_ = at;
@@ -548,7 +584,8 @@ void zk_handle::close() {
                 read_replies();
                 int fd = -1, interest = 0;
                 timeval tv{};
-                if (zoo_state(zh_) == ZOO_CONNECTED_STATE && zookeeper_interest(zh_, &fd, &interest, &tv) == ZOK && fd >= 0) {
+                if (zoo_state(zh_) == ZOO_CONNECTED_STATE &&
+                    zookeeper_interest(zh_, &fd, &interest, &tv) == ZOK && fd >= 0) {
                     pollfd p{fd, POLLOUT, 0};
                     const bool writable = ::poll(&p, 1, 0) == 1 && (p.revents & POLLOUT);
                     if ((interest & ZOOKEEPER_WRITE) || !writable) {
@@ -578,7 +615,6 @@ void zk_handle::close() {
         }
     }
 }
-
 
 } // namespace zklock::detail
 

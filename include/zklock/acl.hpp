@@ -44,7 +44,9 @@ public:
     /// client can list the contenders and read their data, only sessions with the same
     /// credentials (session_options::auth) can become contenders, release, break or revoke.
     /// Needs credentials on the session (else the server refuses the create: zk_errc::invalid_acl).
-    static acl creator_all_world_read() { return acl({{perm::all, "auth", ""}, {perm::read, "world", "anyone"}}); }
+    static acl creator_all_world_read() {
+        return acl({{perm::all, "auth", ""}, {perm::read, "world", "anyone"}});
+    }
     /// For sessions over mutual TLS (session_options::tls with a client certificate): the x509
     /// identity `subject` gets every permission, everyone else may read. ZooKeeper names a
     /// certificate's identity by its subject, in RFC 2253 form as Java prints it: "CN=svc" or

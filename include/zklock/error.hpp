@@ -20,7 +20,7 @@ using boost::system::error_code;
 
 /// Conditions detected by zklock. Every value has a message that names the problem.
 enum class errc {
-    ok = 0,                 ///< success (an error_code made from it is empty)
+    ok = 0, ///< success (an error_code made from it is empty)
     // -- bad input (nothing was sent to ZooKeeper) --
     path_empty = 1,         ///< a path (lock or data path) is empty
     path_not_absolute,      ///< a path does not start with '/'
@@ -40,26 +40,26 @@ enum class errc {
     transaction_empty,      ///< async_commit: the transaction has no operation
     transaction_too_large,  ///< async_commit: the transaction is over max_transaction_bytes
     // -- session --
-    connect_timeout = 20,   ///< no ZooKeeper server answered within the connect timeout
-    not_connected,          ///< the operation needs a session, and async_connect has not completed
-    session_expired,        ///< the ZooKeeper session expired: every lock it held is gone
-    session_closed,         ///< the session was closed by this process
+    connect_timeout = 20, ///< no ZooKeeper server answered within the connect timeout
+    not_connected,        ///< the operation needs a session, and async_connect has not completed
+    session_expired,      ///< the ZooKeeper session expired: every lock it held is gone
+    session_closed,       ///< the session was closed by this process
     // -- locks --
-    lock_busy = 40,         ///< try-acquire: another contender holds the lock
-    acquire_timeout,        ///< the acquire deadline passed before the lock was granted
-    lock_lost_suspended,    ///< lost by loss_policy::on_disconnect: the connection to ZooKeeper dropped
-    lock_node_deleted,      ///< the holder's (or waiter's) node was deleted by someone else
-    lock_released,          ///< the lock was released by its holder (loss waiters complete with this)
-    not_held,               ///< the guard holds no lock (moved-from, released or never acquired)
-    upgrade_not_supported,  ///< a read lock cannot be upgraded to a write lock (it would deadlock)
-    revocation_requested,   ///< another client asked the holder of a revocable lock to let go
-    not_revocable,          ///< async_wait_revoked on a lock not made with mutex_options::revocable
-    lease_expired,          ///< lost by loss_policy::lease: no reply to a request sent within the lease
+    lock_busy = 40,        ///< try-acquire: another contender holds the lock
+    acquire_timeout,       ///< the acquire deadline passed before the lock was granted
+    lock_lost_suspended,   ///< lost by loss_policy::on_disconnect: the connection to ZooKeeper dropped
+    lock_node_deleted,     ///< the holder's (or waiter's) node was deleted by someone else
+    lock_released,         ///< the lock was released by its holder (loss waiters complete with this)
+    not_held,              ///< the guard holds no lock (moved-from, released or never acquired)
+    upgrade_not_supported, ///< a read lock cannot be upgraded to a write lock (it would deadlock)
+    revocation_requested,  ///< another client asked the holder of a revocable lock to let go
+    not_revocable,         ///< async_wait_revoked on a lock not made with mutex_options::revocable
+    lease_expired,         ///< lost by loss_policy::lease: no reply to a request sent within the lease
     /// The lock path's sequence counter has wrapped: the order of contenders is unknown.
     sequence_overflow,
     create_retries_exhausted, ///< the lock node's create kept failing with connection loss
-    internal_error,         ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
-    lock_lost,              ///< async_commit: the lock was not held at the commit; nothing was applied
+    internal_error, ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
+    lock_lost,      ///< async_commit: the lock was not held at the commit; nothing was applied
     // -- one path, one lock: recipes that cannot share a path --
     path_used_by_semaphore = 70, ///< a mutex or read/write lock on a path whose semaphore has leases
     path_used_by_lock,           ///< a semaphore on a path that holds mutex or read/write lock nodes
@@ -98,56 +98,52 @@ inline constexpr std::size_t max_node_data = 65536;  ///< bytes of node data (th
 ZKLOCK_DECL const boost::system::error_category& error_category() noexcept;
 
 /// An error_code of the "zklock" category for `e` (what lets `ec == errc::...` compile).
-inline error_code make_error_code(errc e) noexcept {
-    return {static_cast<int>(e), error_category()};
-}
+inline error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 /// ZooKeeper's return codes (values as in the C client's zookeeper.h).
 enum class zk_errc {
-    ok = 0,                             ///< success
-    system_error = -1,                  ///< ZSYSTEMERROR: a system error
-    runtime_inconsistency = -2,         ///< ZRUNTIMEINCONSISTENCY: a runtime inconsistency
-    data_inconsistency = -3,            ///< ZDATAINCONSISTENCY: a data inconsistency
-    connection_loss = -4,               ///< ZCONNECTIONLOSS: connection lost (a write's outcome is unknown)
-    marshalling_error = -5,             ///< ZMARSHALLINGERROR: error (un)marshalling data
-    unimplemented = -6,                 ///< ZUNIMPLEMENTED: the operation is not implemented
-    operation_timeout = -7,             ///< ZOPERATIONTIMEOUT: timed out (a write's outcome is unknown)
-    bad_arguments = -8,                 ///< ZBADARGUMENTS: invalid arguments
-    invalid_state = -9,                 ///< ZINVALIDSTATE: the C client's handle is unusable (e.g. closed)
-    new_config_no_quorum = -13,         ///< ZNEWCONFIGNOQUORUM: no quorum of the new configuration
-    reconfig_in_progress = -14,         ///< ZRECONFIGINPROGRESS: another reconfiguration is in progress
-    api_error = -100,                   ///< ZAPIERROR: an API error
-    no_node = -101,                     ///< ZNONODE: the node does not exist
-    no_auth = -102,                     ///< ZNOAUTH: not authenticated (the ACL refuses this session)
-    bad_version = -103,                 ///< ZBADVERSION: version conflict
-    no_children_for_ephemerals = -108,  ///< ZNOCHILDRENFOREPHEMERALS: ephemeral nodes have no children
-    node_exists = -110,                 ///< ZNODEEXISTS: the node already exists
-    not_empty = -111,                   ///< ZNOTEMPTY: the node has children
-    session_expired = -112,             ///< ZSESSIONEXPIRED: the server expired the session
-    invalid_callback = -113,            ///< ZINVALIDCALLBACK: invalid callback
-    invalid_acl = -114,                 ///< ZINVALIDACL: invalid ACL (e.g. "auth" without credentials)
-    auth_failed = -115,                 ///< ZAUTHFAILED: client authentication failed
-    closing = -116,                     ///< ZCLOSING: the session is closing
-    nothing = -117,                     ///< ZNOTHING: no server responses to process (not an error)
-    session_moved = -118,               ///< ZSESSIONMOVED: the session moved to another server
-    not_read_only = -119,               ///< ZNOTREADONLY: a write sent to a read-only server
-    ephemeral_on_local_session = -120,  ///< ZEPHEMERALONLOCALSESSION: ephemeral create on a local session
-    no_watcher = -121,                  ///< ZNOWATCHER: the watcher could not be found
-    reconfig_disabled = -123,           ///< ZRECONFIGDISABLED: reconfiguration is disabled
+    ok = 0,                            ///< success
+    system_error = -1,                 ///< ZSYSTEMERROR: a system error
+    runtime_inconsistency = -2,        ///< ZRUNTIMEINCONSISTENCY: a runtime inconsistency
+    data_inconsistency = -3,           ///< ZDATAINCONSISTENCY: a data inconsistency
+    connection_loss = -4,              ///< ZCONNECTIONLOSS: connection lost (a write's outcome is unknown)
+    marshalling_error = -5,            ///< ZMARSHALLINGERROR: error (un)marshalling data
+    unimplemented = -6,                ///< ZUNIMPLEMENTED: the operation is not implemented
+    operation_timeout = -7,            ///< ZOPERATIONTIMEOUT: timed out (a write's outcome is unknown)
+    bad_arguments = -8,                ///< ZBADARGUMENTS: invalid arguments
+    invalid_state = -9,                ///< ZINVALIDSTATE: the C client's handle is unusable (e.g. closed)
+    new_config_no_quorum = -13,        ///< ZNEWCONFIGNOQUORUM: no quorum of the new configuration
+    reconfig_in_progress = -14,        ///< ZRECONFIGINPROGRESS: another reconfiguration is in progress
+    api_error = -100,                  ///< ZAPIERROR: an API error
+    no_node = -101,                    ///< ZNONODE: the node does not exist
+    no_auth = -102,                    ///< ZNOAUTH: not authenticated (the ACL refuses this session)
+    bad_version = -103,                ///< ZBADVERSION: version conflict
+    no_children_for_ephemerals = -108, ///< ZNOCHILDRENFOREPHEMERALS: ephemeral nodes have no children
+    node_exists = -110,                ///< ZNODEEXISTS: the node already exists
+    not_empty = -111,                  ///< ZNOTEMPTY: the node has children
+    session_expired = -112,            ///< ZSESSIONEXPIRED: the server expired the session
+    invalid_callback = -113,           ///< ZINVALIDCALLBACK: invalid callback
+    invalid_acl = -114,                ///< ZINVALIDACL: invalid ACL (e.g. "auth" without credentials)
+    auth_failed = -115,                ///< ZAUTHFAILED: client authentication failed
+    closing = -116,                    ///< ZCLOSING: the session is closing
+    nothing = -117,                    ///< ZNOTHING: no server responses to process (not an error)
+    session_moved = -118,              ///< ZSESSIONMOVED: the session moved to another server
+    not_read_only = -119,              ///< ZNOTREADONLY: a write sent to a read-only server
+    ephemeral_on_local_session = -120, ///< ZEPHEMERALONLOCALSESSION: ephemeral create on a local session
+    no_watcher = -121,                 ///< ZNOWATCHER: the watcher could not be found
+    reconfig_disabled = -123,          ///< ZRECONFIGDISABLED: reconfiguration is disabled
     /// ZSESSIONCLOSEDREQUIRESASLAUTH: the server closed the session: it requires SASL
     /// authentication, which the client lacks or failed.
     session_closed_require_sasl_auth = -124,
-    quota_exceeded = -125,              ///< ZQUOTAEXCEEDED: a quota was exceeded
-    throttled_op = -127,                ///< ZTHROTTLEDOP: throttled by the server, not run (retry)
+    quota_exceeded = -125, ///< ZQUOTAEXCEEDED: a quota was exceeded
+    throttled_op = -127,   ///< ZTHROTTLEDOP: throttled by the server, not run (retry)
 };
 
 /// The "zookeeper" category: the server's and the C client's return codes.
 ZKLOCK_DECL const boost::system::error_category& zookeeper_category() noexcept;
 
 /// An error_code of the "zookeeper" category for `e` (what lets `ec == zk_errc::...` compile).
-inline error_code make_error_code(zk_errc e) noexcept {
-    return {static_cast<int>(e), zookeeper_category()};
-}
+inline error_code make_error_code(zk_errc e) noexcept { return {static_cast<int>(e), zookeeper_category()}; }
 
 /// True when the error means the session (and every lock it held) is gone for good:
 /// session expired or closed, authentication failed. Retrying with the same session is pointless.

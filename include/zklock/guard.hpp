@@ -146,8 +146,10 @@ public:
         // start finds the guard empty and completes at once.)
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [g = std::make_shared<guard>(std::move(*this))](auto handler) {
-                if (!g->h_ && !g->ex_) return detail::complete_without_session(std::move(handler), error_code());
-                start_release(std::move(g->h_), g->ex_, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+                if (!g->h_ && !g->ex_)
+                    return detail::complete_without_session(std::move(handler), error_code());
+                start_release(std::move(g->h_), g->ex_,
+                              asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
     }
@@ -185,7 +187,8 @@ public:
     auto async_wait_lost(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [h = h_, ex = ex_](auto handler) {
-                if (!h && !ex) return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
+                if (!h && !ex)
+                    return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
                 start_wait_lost(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
@@ -228,7 +231,8 @@ public:
     auto async_wait_revoked(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(
             [h = h_, ex = ex_](auto handler) {
-                if (!h && !ex) return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
+                if (!h && !ex)
+                    return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
                 start_wait_revoked(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
@@ -273,14 +277,17 @@ public:
     /// may be released or destroyed while the commit is pending; a commit that reaches the
     /// session's strand after the release sends nothing and completes with errc::lock_lost.
     /// \threadsafety Distinct objects: safe. Shared object: unsafe.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, commit_result)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, commit_result))
+                  CompletionToken = default_completion_token>
     auto async_commit(transaction t, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, commit_result)>(
             [h = h_, ex = ex_](auto handler, transaction t) {
                 if (!h && !ex)
-                    return detail::complete_without_session(std::move(handler), error_code(errc::not_held), commit_result{});
-                start_commit(h, ex, std::move(t),
-                             asio::any_completion_handler<void(error_code, commit_result)>(std::move(handler)));
+                    return detail::complete_without_session(std::move(handler), error_code(errc::not_held),
+                                                            commit_result{});
+                start_commit(
+                    h, ex, std::move(t),
+                    asio::any_completion_handler<void(error_code, commit_result)>(std::move(handler)));
             },
             token, std::move(t));
     }
@@ -303,7 +310,8 @@ public:
     auto bind_loss(const Executor& ex, CompletionToken&& token) {
         auto b = start_loss_binding(h_, asio::any_io_executor(ex));
         auto slot = detail::loss_binding_slot(b.get());
-        return asio::bind_cancellation_slot(slot, asio::consign(std::forward<CompletionToken>(token), std::move(b)));
+        return asio::bind_cancellation_slot(
+            slot, asio::consign(std::forward<CompletionToken>(token), std::move(b)));
     }
 
     /// Gives up ownership without waiting: the node is deleted in the background.
@@ -315,8 +323,10 @@ public:
 private:
     using handler_type = asio::any_completion_handler<void(error_code)>;
     static void start_release(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
-    static void start_wait_revoked(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
-    static void start_wait_lost(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, handler_type);
+    static void start_wait_revoked(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&,
+                                   handler_type);
+    static void start_wait_lost(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&,
+                                handler_type);
     static void start_commit(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, transaction,
                              asio::any_completion_handler<void(error_code, commit_result)>);
     static std::shared_ptr<detail::loss_binding> start_loss_binding(const std::shared_ptr<detail::held_lock>&,

@@ -23,20 +23,20 @@ namespace asio = boost::asio;
 
 /// One contender of a lock, as stored in ZooKeeper.
 struct contender_info {
-    std::string name;                   ///< the node's name
-    std::string node_path;              ///< its full path
+    std::string name;      ///< the node's name
+    std::string node_path; ///< its full path
     /// The sequence number at the end of the node's name (0 when it carries none).
     std::int32_t sequence = 0;
     /// Granted (for a read/write lock: every reader below the first writer).
     bool holder = false;
     /// False for read nodes of a read/write lock and for semaphore leases.
     bool writer = true;
-    bool lease = false;                 ///< a semaphore's lease ("<path>/leases/..."): the first N are held
+    bool lease = false; ///< a semaphore's lease ("<path>/leases/..."): the first N are held
     /// The holder description ("zklock <host> pid <pid>", Curator's IP, ...).
     std::string data;
-    std::chrono::milliseconds age{0};   ///< now minus the node's creation time (server clock)
-    std::int64_t session_id = 0;        ///< the ephemeralOwner
-    std::int64_t czxid = 0;             ///< the node's czxid (guard::node_czxid() of its holder)
+    std::chrono::milliseconds age{0}; ///< now minus the node's creation time (server clock)
+    std::int64_t session_id = 0;      ///< the ephemeralOwner
+    std::int64_t czxid = 0;           ///< the node's czxid (guard::node_czxid() of its holder)
     /// Named like a lock node, but no sequential create made it (a malformed suffix, or one that
     /// is negative or not below the parent's cversion while that counter has not wrapped): made
     /// by hand. Ignored for ordering, never a holder; async_break_lock removes it.
@@ -51,12 +51,13 @@ struct inspect_options {
 };
 
 namespace detail {
-ZKLOCK_DECL void start_list_contenders(const std::shared_ptr<session_impl>&, std::string, inspect_options,
-                           asio::any_completion_handler<void(error_code, std::vector<contender_info>)>);
+ZKLOCK_DECL void
+start_list_contenders(const std::shared_ptr<session_impl>&, std::string, inspect_options,
+                      asio::any_completion_handler<void(error_code, std::vector<contender_info>)>);
 ZKLOCK_DECL void start_break_lock(const std::shared_ptr<session_impl>&, std::string,
-                      asio::any_completion_handler<void(error_code)>);
+                                  asio::any_completion_handler<void(error_code)>);
 ZKLOCK_DECL void start_revoke(const std::shared_ptr<session_impl>&, std::string, inspect_options,
-                  asio::any_completion_handler<void(error_code, std::string)>);
+                              asio::any_completion_handler<void(error_code, std::string)>);
 } // namespace detail
 
 /// Lists a lock's contenders in queue order, holder(s) first, with their node data and age.
@@ -89,12 +90,15 @@ ZKLOCK_DECL void start_revoke(const std::shared_ptr<session_impl>&, std::string,
 /// zk_errc::invalid_state).
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
-template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<contender_info>)) CompletionToken = default_completion_token>
-auto async_list_contenders(session& s, std::string path, inspect_options o, CompletionToken&& token = default_completion_token{}) {
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<contender_info>))
+              CompletionToken = default_completion_token>
+auto async_list_contenders(session& s, std::string path, inspect_options o,
+                           CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<contender_info>)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, inspect_options o) {
             detail::start_list_contenders(s, std::move(p), o, std::move(h));
-        }, token, s.impl(), std::move(path), o);
+        },
+        token, s.impl(), std::move(path), o);
 }
 
 /// Admin: breaks a lock by deleting one contender's node.
@@ -126,11 +130,13 @@ auto async_list_contenders(session& s, std::string path, inspect_options o, Comp
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
-auto async_break_lock(session& s, std::string node_path, CompletionToken&& token = default_completion_token{}) {
+auto async_break_lock(session& s, std::string node_path,
+                      CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p) {
             detail::start_break_lock(s, std::move(p), std::move(h));
-        }, token, s.impl(), std::move(node_path));
+        },
+        token, s.impl(), std::move(node_path));
 }
 
 /// Asks the current holder of the lock at `path` to let go.
@@ -165,12 +171,15 @@ auto async_break_lock(session& s, std::string node_path, CompletionToken&& token
 /// zk_errc::invalid_state).
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
-template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::string)) CompletionToken = default_completion_token>
-auto async_revoke(session& s, std::string path, inspect_options o, CompletionToken&& token = default_completion_token{}) {
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::string))
+              CompletionToken = default_completion_token>
+auto async_revoke(session& s, std::string path, inspect_options o,
+                  CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::string)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, inspect_options o) {
             detail::start_revoke(s, std::move(p), o, std::move(h));
-        }, token, s.impl(), std::move(path), o);
+        },
+        token, s.impl(), std::move(path), o);
 }
 
 } // namespace zklock

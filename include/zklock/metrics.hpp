@@ -29,7 +29,14 @@ struct duration_histogram {
 /// guard's loss reason: `lease_expired` (errc::lease_expired), `disconnected`
 /// (errc::lock_lost_suspended), `session_expired` (errc::session_expired), `node_deleted`
 /// (errc::lock_node_deleted), `session_closed` (errc::session_closed), `other` (any other reason).
-enum class loss_reason : std::uint8_t { lease_expired, disconnected, session_expired, node_deleted, session_closed, other };
+enum class loss_reason : std::uint8_t {
+    lease_expired,
+    disconnected,
+    session_expired,
+    node_deleted,
+    session_closed,
+    other
+};
 /// The number of loss_reason values (the size of lock_metrics::losses).
 inline constexpr std::size_t loss_reason_count = 6;
 /// The value's name: "lease_expired", "disconnected", ..., "other" (the `reason` label of
@@ -40,13 +47,13 @@ ZKLOCK_DECL const char* to_string(loss_reason r) noexcept;
 struct lock_metrics {
     std::uint64_t acquires_started = 0; ///< acquires started
     std::uint64_t granted = 0;          ///< acquires that completed with a grant (hand-off grants included)
-    std::uint64_t timed_out = 0;    ///< errc::acquire_timeout
-    std::uint64_t busy = 0;         ///< errc::lock_busy (a try-acquire that found the lock held)
-    std::uint64_t cancelled = 0;    ///< asio::error::operation_aborted
-    std::uint64_t failed = 0;       ///< every other error
-    std::int64_t waiting = 0;       ///< acquires in progress now
-    std::uint64_t handoff_grants = 0; ///< grants passed on in-process (mutex_options::local_handoff)
-    duration_histogram wait;        ///< from the start of an acquire to its grant
+    std::uint64_t timed_out = 0;        ///< errc::acquire_timeout
+    std::uint64_t busy = 0;             ///< errc::lock_busy (a try-acquire that found the lock held)
+    std::uint64_t cancelled = 0;        ///< asio::error::operation_aborted
+    std::uint64_t failed = 0;           ///< every other error
+    std::int64_t waiting = 0;           ///< acquires in progress now
+    std::uint64_t handoff_grants = 0;   ///< grants passed on in-process (mutex_options::local_handoff)
+    duration_histogram wait;            ///< from the start of an acquire to its grant
     /// From a grant to its release or loss (per node: a reentrant hold counts once).
     duration_histogram hold;
     std::array<std::uint64_t, loss_reason_count> losses{}; ///< indexed by loss_reason
@@ -65,7 +72,7 @@ struct metrics_snapshot {
     std::uint64_t background_deletes_pending = 0; ///< guaranteed deletes not done yet
     /// The age of the oldest guaranteed delete not done yet (0 when there is none).
     std::chrono::milliseconds oldest_background_delete_age{0};
-    session_statistics requests;                 ///< the session's request counters (session::statistics())
+    session_statistics requests; ///< the session's request counters (session::statistics())
 };
 
 /// The snapshot in the Prometheus text exposition format (version 0.0.4), metric names starting

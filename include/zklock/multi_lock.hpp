@@ -23,8 +23,9 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-ZKLOCK_DECL void start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::steady_clock::time_point> deadline,
-                       asio::any_completion_handler<void(error_code, std::vector<guard>)> handler);
+ZKLOCK_DECL void
+start_acquire_all(std::vector<mutex> locks, std::optional<std::chrono::steady_clock::time_point> deadline,
+                  asio::any_completion_handler<void(error_code, std::vector<guard>)> handler);
 } // namespace detail
 
 /// Acquires every lock of `locks`, or none.
@@ -57,12 +58,16 @@ ZKLOCK_DECL void start_acquire_all(std::vector<mutex> locks, std::optional<std::
 /// mutex objects), and the handler's executor busy (outstanding work), until it completes.
 /// \threadsafety Calls from several threads are safe: the mutex objects are taken by value, and
 /// mutex objects are safe to share.
-template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<guard>)) CompletionToken = default_completion_token>
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<guard>))
+              CompletionToken = default_completion_token>
 auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l) {
-            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
-            detail::start_acquire_all(std::move(l), std::nullopt,
+            if (l.empty())
+                return detail::complete_without_session(
+                    std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
+            detail::start_acquire_all(
+                std::move(l), std::nullopt,
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },
         token, std::move(locks));
@@ -82,13 +87,18 @@ auto async_acquire_all(std::vector<mutex> locks, CompletionToken&& token = defau
 /// \errors As async_acquire_all, plus errc::acquire_timeout.
 /// \lifetimes As async_acquire_all.
 /// \threadsafety As async_acquire_all.
-template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<guard>)) CompletionToken = default_completion_token>
+template <class Rep, class Period,
+          BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<guard>))
+              CompletionToken = default_completion_token>
 auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, Period> timeout,
                            CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<guard>)>(
         [](auto handler, std::vector<mutex> l, detail::deadline_spec d) {
-            if (l.empty()) return detail::complete_without_session(std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
-            detail::start_acquire_all(std::move(l), d.resolve(), // (the clock starts with the operation)
+            if (l.empty())
+                return detail::complete_without_session(
+                    std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
+            detail::start_acquire_all(
+                std::move(l), d.resolve(), // (the clock starts with the operation)
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },
         token, std::move(locks), detail::deadline_spec::after(timeout));

@@ -89,16 +89,17 @@ struct acquire_request {
     bool revocable = false;
     std::uint32_t local_handoff = 0;
     std::optional<loss_policy> loss;
-    bool rw = false;         ///< the read/write lock's nodes (else the mutex's)
-    bool reader = false;     ///< with rw: a read (shared) acquire
-    std::string own_writer;  ///< with reader: our own write node's name, which does not block us (downgrade)
+    bool rw = false;        ///< the read/write lock's nodes (else the mutex's)
+    bool reader = false;    ///< with rw: a read (shared) acquire
+    std::string own_writer; ///< with reader: our own write node's name, which does not block us (downgrade)
     std::shared_ptr<const acl> node_acl; ///< null: the open ACL
-    bool metered = false;    ///< a user's acquire (counted in session::metrics()), not an internal one
+    bool metered = false; ///< a user's acquire (counted in session::metrics()), not an internal one
 };
 /// The request every lock type starts from.
-inline acquire_request make_request(const std::string& path, const mutex_options& o,
-                                    std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
-                                    bool try_only = false) {
+inline acquire_request
+make_request(const std::string& path, const mutex_options& o,
+             std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt,
+             bool try_only = false) {
     acquire_request r;
     r.path = path;
     r.node_data = o.node_data;
@@ -115,10 +116,10 @@ inline acquire_request make_request(const std::string& path, const mutex_options
 }
 /// Starts an acquire: through the local hand-off queue when req.local_handoff > 0.
 ZKLOCK_DECL void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
-                   asio::any_completion_handler<void(error_code, guard)> handler);
+                               asio::any_completion_handler<void(error_code, guard)> handler);
 /// Starts an acquire that creates its own node (what a hand-off queue uses).
 ZKLOCK_DECL void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
-                        asio::any_completion_handler<void(error_code, guard)> handler);
+                                    asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
 
 /// An exclusive lock on a ZooKeeper path, granted in FIFO order.
@@ -188,7 +189,8 @@ public:
     /// work), until it completes; closing or destroying the session object completes it with
     /// asio::error::operation_aborted.
     /// \threadsafety Distinct and shared mutex objects: safe.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate({}, false, std::forward<CompletionToken>(token));
     }
@@ -210,8 +212,11 @@ public:
     /// (for a zero timeout: the lock was taken).
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
-    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token = default_completion_token{}) {
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout,
+                           CompletionToken&& token = default_completion_token{}) {
         return initiate(detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
     }
 
@@ -229,8 +234,10 @@ public:
     /// (for a deadline already past: the lock was taken).
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
-    auto async_acquire_until(std::chrono::steady_clock::time_point deadline, CompletionToken&& token = default_completion_token{}) {
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_until(std::chrono::steady_clock::time_point deadline,
+                             CompletionToken&& token = default_completion_token{}) {
         return initiate(detail::deadline_spec::at(deadline), false, std::forward<CompletionToken>(token));
     }
 
@@ -250,7 +257,8 @@ public:
     /// - zk_errc::connection_loss: the connection is down.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_try_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate({}, true, std::forward<CompletionToken>(token));
     }
@@ -262,7 +270,8 @@ private:
             [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
                detail::deadline_spec d) {
                 req.deadline = d.resolve(); // the clock starts with the operation
-                detail::start_acquire(s, std::move(req),
+                detail::start_acquire(
+                    s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
             token, session_, detail::make_request(path_, opts_, std::nullopt, try_only), deadline);

@@ -21,8 +21,9 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-ZKLOCK_DECL void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_request req, std::uint64_t owner,
-                             asio::any_completion_handler<void(error_code, guard)> handler);
+ZKLOCK_DECL void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+                                         std::uint64_t owner,
+                                         asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
 
 /// The mutex, reentrant for an explicit owner. Ownership is not tied to a thread (a coroutine
@@ -78,11 +79,14 @@ public:
     /// operation is pending; the operation keeps the session's implementation alive, and the
     /// handler's executor busy (outstanding work), until it completes.
     /// \threadsafety Distinct and shared reentrant_mutex objects: safe.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_acquire(std::uint64_t owner, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
-            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req, std::uint64_t o) {
-                detail::start_reentrant_acquire(s, std::move(req), o,
+            [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
+               std::uint64_t o) {
+                detail::start_reentrant_acquire(
+                    s, std::move(req), o,
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
             token, session_, request(), owner);

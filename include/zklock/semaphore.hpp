@@ -24,9 +24,9 @@ namespace zklock {
 namespace asio = boost::asio;
 
 namespace detail {
-ZKLOCK_DECL void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
-                 std::optional<std::chrono::steady_clock::time_point> deadline,
-                 asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl);
+ZKLOCK_DECL void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases,
+                             std::string data, std::optional<std::chrono::steady_clock::time_point> deadline,
+                             asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl);
 } // namespace detail
 
 /// A counting semaphore on a ZooKeeper path: at most `max_leases` leases are held at once.
@@ -87,7 +87,8 @@ public:
     /// handler's executor busy (outstanding work), until it completes; closing or destroying the
     /// session object completes it with asio::error::operation_aborted.
     /// \threadsafety Distinct and shared semaphore objects: safe.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate({}, std::forward<CompletionToken>(token));
     }
@@ -103,8 +104,11 @@ public:
     /// \errors As async_acquire, plus errc::acquire_timeout.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
-    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token = default_completion_token{}) {
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout,
+                           CompletionToken&& token = default_completion_token{}) {
         return initiate(detail::deadline_spec::after(timeout), std::forward<CompletionToken>(token));
     }
 
@@ -115,7 +119,8 @@ private:
             [](auto handler, std::shared_ptr<detail::session_impl> s, std::string p, int n, std::string d,
                detail::deadline_spec dl, acl a) {
                 detail::start_lease(s, std::move(p), n, std::move(d), dl.resolve(), // (the clock starts now)
-                    asio::any_completion_handler<void(error_code, guard)>(std::move(handler)), std::move(a));
+                                    asio::any_completion_handler<void(error_code, guard)>(std::move(handler)),
+                                    std::move(a));
             },
             token, session_, path_, max_, opts_.node_data, deadline, opts_.node_acl);
     }

@@ -121,7 +121,8 @@ struct session_statistics {
     std::uint64_t multis = 0; ///< transactions committed under a lock (guard::async_commit)
     /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {
-        return creates + deletes + get_children + get_data + exists + set_data + watch_removals + lease_renewals + multis;
+        return creates + deletes + get_children + get_data + exists + set_data + watch_removals +
+               lease_renewals + multis;
     }
 };
 
@@ -263,11 +264,13 @@ public:
     /// the operation keeps the handler's executor busy (outstanding work).
     /// \threadsafety Distinct objects: safe. Shared object: safe; it may be called concurrently
     /// with any member function.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, session_state)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, session_state))
+                  CompletionToken = default_completion_token>
     auto async_wait_state(session_state last_seen, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, session_state)>(
             [impl = impl_](auto handler, session_state s) {
-                start_wait_state(impl, s,
+                start_wait_state(
+                    impl, s,
                     asio::any_completion_handler<void(error_code, session_state)>(std::move(handler)));
             },
             token, last_seen);
@@ -296,8 +299,10 @@ public:
     const std::shared_ptr<detail::session_impl>& impl() const noexcept { return impl_; }
 
 private:
-    static void start_connect(std::shared_ptr<detail::session_impl>, asio::any_completion_handler<void(error_code)>);
-    static void start_close(std::shared_ptr<detail::session_impl>, asio::any_completion_handler<void(error_code)>);
+    static void start_connect(std::shared_ptr<detail::session_impl>,
+                              asio::any_completion_handler<void(error_code)>);
+    static void start_close(std::shared_ptr<detail::session_impl>,
+                            asio::any_completion_handler<void(error_code)>);
     static void start_wait_state(std::shared_ptr<detail::session_impl>, session_state,
                                  asio::any_completion_handler<void(error_code, session_state)>);
 

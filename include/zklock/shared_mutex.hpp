@@ -26,9 +26,9 @@ namespace asio = boost::asio;
 
 namespace detail {
 ZKLOCK_DECL void start_downgrade(const std::shared_ptr<session_impl>& s, acquire_request req, guard write,
-                     asio::any_completion_handler<void(error_code, guard)> handler);
+                                 asio::any_completion_handler<void(error_code, guard)> handler);
 ZKLOCK_DECL void start_upgrade(const std::shared_ptr<session_impl>& s, guard read,
-                   asio::any_completion_handler<void(error_code, guard)> handler);
+                               asio::any_completion_handler<void(error_code, guard)> handler);
 } // namespace detail
 
 /// A read/write lock on a ZooKeeper path: many readers or one writer, granted in FIFO order.
@@ -78,7 +78,8 @@ public:
     /// handler's executor busy (outstanding work), until it completes; closing or destroying the
     /// session object completes it with asio::error::operation_aborted.
     /// \threadsafety Distinct and shared shared_mutex objects: safe.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate(false, {}, false, std::forward<CompletionToken>(token));
     }
@@ -96,9 +97,13 @@ public:
     /// \errors As async_acquire, plus errc::acquire_timeout.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
-    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token = default_completion_token{}) {
-        return initiate(false, detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_for(std::chrono::duration<Rep, Period> timeout,
+                           CompletionToken&& token = default_completion_token{}) {
+        return initiate(false, detail::deadline_spec::after(timeout), false,
+                        std::forward<CompletionToken>(token));
     }
     /// Takes the write lock only if it is free now: errc::lock_busy otherwise.
     ///
@@ -114,7 +119,8 @@ public:
     /// - zk_errc::connection_loss: the connection is down.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_try_acquire(CompletionToken&& token = default_completion_token{}) {
         return initiate(false, {}, true, std::forward<CompletionToken>(token));
     }
@@ -132,7 +138,8 @@ public:
     /// \errors As async_acquire.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_acquire_shared(CompletionToken&& token = default_completion_token{}) {
         return initiate(true, {}, false, std::forward<CompletionToken>(token));
     }
@@ -149,9 +156,13 @@ public:
     /// \errors As async_acquire, plus errc::acquire_timeout.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <class Rep, class Period, BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
-    auto async_acquire_shared_for(std::chrono::duration<Rep, Period> timeout, CompletionToken&& token = default_completion_token{}) {
-        return initiate(true, detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_shared_for(std::chrono::duration<Rep, Period> timeout,
+                                  CompletionToken&& token = default_completion_token{}) {
+        return initiate(true, detail::deadline_spec::after(timeout), false,
+                        std::forward<CompletionToken>(token));
     }
     /// Takes the read lock only if no writer holds or waits below: errc::lock_busy otherwise.
     ///
@@ -167,7 +178,8 @@ public:
     /// - zk_errc::connection_loss: the connection is down.
     /// \lifetimes As async_acquire.
     /// \threadsafety As async_acquire.
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_try_acquire_shared(CompletionToken&& token = default_completion_token{}) {
         return initiate(true, {}, true, std::forward<CompletionToken>(token));
     }
@@ -198,11 +210,13 @@ public:
     /// implementation alive and the handler's executor busy (outstanding work) until it completes.
     /// \threadsafety Distinct and shared shared_mutex objects: safe. `write` is moved in under the
     /// guard's own rules (a shared guard object is unsafe).
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_downgrade(guard write, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req, guard w) {
-                detail::start_downgrade(s, std::move(req), std::move(w),
+                detail::start_downgrade(
+                    s, std::move(req), std::move(w),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
             token, session_, request(true, false), std::move(write));
@@ -224,11 +238,13 @@ public:
     /// operation owns `read` until it hands it back in the handler.
     /// \threadsafety Distinct and shared shared_mutex objects: safe. `read` is moved in under the
     /// guard's own rules (a shared guard object is unsafe).
-    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard)) CompletionToken = default_completion_token>
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
     auto async_upgrade(guard read, CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, guard r) {
-                detail::start_upgrade(s, std::move(r),
+                detail::start_upgrade(
+                    s, std::move(r),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
             token, session_, std::move(read));
@@ -248,7 +264,8 @@ private:
             [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
                detail::deadline_spec d) {
                 req.deadline = d.resolve(); // the clock starts with the operation
-                detail::start_acquire(s, std::move(req),
+                detail::start_acquire(
+                    s, std::move(req),
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
             token, session_, request(reader, try_only), deadline);

@@ -16,10 +16,10 @@ namespace zklock {
 
 /// How transaction::create makes its node.
 enum class create_mode {
-    persistent,           ///< stays until it is deleted
-    ephemeral,            ///< deleted with the session that created it
-    persistent_sequential,///< ZooKeeper appends a 10-digit counter to the name (see op_result::path)
-    ephemeral_sequential, ///< ephemeral, and with the counter of persistent_sequential
+    persistent,            ///< stays until it is deleted
+    ephemeral,             ///< deleted with the session that created it
+    persistent_sequential, ///< ZooKeeper appends a 10-digit counter to the name (see op_result::path)
+    ephemeral_sequential,  ///< ephemeral, and with the counter of persistent_sequential
 };
 
 /// The most bytes of paths and data a transaction may carry (each operation counts 64 bytes more
@@ -43,12 +43,12 @@ public:
     enum class kind { create, set_data, remove, check };
     /// One operation of the transaction, as the chaining calls recorded it.
     struct op {
-        kind what;                 ///< what the operation does
-        std::string path;          ///< the node it applies to
-        std::string data;         ///< create, set_data
-        std::int32_t version = -1; ///< set_data, remove, check
+        kind what;                                  ///< what the operation does
+        std::string path;                           ///< the node it applies to
+        std::string data;                           ///< create, set_data
+        std::int32_t version = -1;                  ///< set_data, remove, check
         create_mode mode = create_mode::persistent; ///< create
-        acl node_acl = acl::open(); ///< create
+        acl node_acl = acl::open();                 ///< create
     };
 
     /// Creates `path` (its parent must exist). With a sequential mode the result's path names the
@@ -62,7 +62,8 @@ public:
     }
     /// Replaces the data of `path`, if its version is `version` (-1: any).
     transaction& set_data(std::string path, std::string data, std::int32_t version = -1) {
-        ops_.push_back(op{kind::set_data, std::move(path), std::move(data), version, create_mode::persistent});
+        ops_.push_back(
+            op{kind::set_data, std::move(path), std::move(data), version, create_mode::persistent});
         return *this;
     }
     /// Deletes `path` (it must have no children), if its version is `version` (-1: any).
@@ -94,8 +95,8 @@ private:
 
 /// What one operation of a committed transaction returned.
 struct op_result {
-    error_code ec;            ///< its own outcome (after a failure: see commit_result)
-    std::string path;         ///< create: the created node's path (with its sequence suffix)
+    error_code ec;             ///< its own outcome (after a failure: see commit_result)
+    std::string path;          ///< create: the created node's path (with its sequence suffix)
     std::int32_t version = -1; ///< set_data: the node's new version
 };
 

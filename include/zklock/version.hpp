@@ -18,9 +18,9 @@
 #define ZKLOCK_VERSION_STR(x) ZKLOCK_VERSION_STR_(x)
 /// \endcond
 /// "0.1.0": the headers' version.
-#define ZKLOCK_VERSION_STRING                                                                        \
-    ZKLOCK_VERSION_STR(ZKLOCK_VERSION_MAJOR) "." ZKLOCK_VERSION_STR(ZKLOCK_VERSION_MINOR) "." ZKLOCK_VERSION_STR( \
-        ZKLOCK_VERSION_PATCH)
+#define ZKLOCK_VERSION_STRING                                                                                \
+    ZKLOCK_VERSION_STR(ZKLOCK_VERSION_MAJOR)                                                                 \
+    "." ZKLOCK_VERSION_STR(ZKLOCK_VERSION_MINOR) "." ZKLOCK_VERSION_STR(ZKLOCK_VERSION_PATCH)
 
 namespace zklock {
 

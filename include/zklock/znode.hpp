@@ -22,19 +22,24 @@ namespace asio = boost::asio;
 
 /// A node's data and the stat fields that matter for optimistic updates and fencing.
 struct node_data {
-    std::string data;                ///< the node's data
-    std::int32_t version = 0;        ///< pass to async_set_data for a compare-and-set
-    std::int64_t czxid = 0;          ///< the zxid of the transaction that created the node
-    std::int64_t mzxid = 0;          ///< the zxid of the transaction that last modified the node
+    std::string data;                 ///< the node's data
+    std::int32_t version = 0;         ///< pass to async_set_data for a compare-and-set
+    std::int64_t czxid = 0;           ///< the zxid of the transaction that created the node
+    std::int64_t mzxid = 0;           ///< the zxid of the transaction that last modified the node
     std::int64_t ephemeral_owner = 0; ///< the session id of an ephemeral node's owner (0 otherwise)
 };
 
 namespace detail {
-ZKLOCK_DECL void start_get_data(const std::shared_ptr<session_impl>&, std::string, asio::any_completion_handler<void(error_code, node_data)>);
-ZKLOCK_DECL void start_set_data(const std::shared_ptr<session_impl>&, std::string, std::string, int, asio::any_completion_handler<void(error_code)>);
-ZKLOCK_DECL void start_create(const std::shared_ptr<session_impl>&, std::string, std::string, asio::any_completion_handler<void(error_code)>);
-ZKLOCK_DECL void start_delete(const std::shared_ptr<session_impl>&, std::string, int, asio::any_completion_handler<void(error_code)>);
-ZKLOCK_DECL void start_children(const std::shared_ptr<session_impl>&, std::string, asio::any_completion_handler<void(error_code, std::vector<std::string>)>);
+ZKLOCK_DECL void start_get_data(const std::shared_ptr<session_impl>&, std::string,
+                                asio::any_completion_handler<void(error_code, node_data)>);
+ZKLOCK_DECL void start_set_data(const std::shared_ptr<session_impl>&, std::string, std::string, int,
+                                asio::any_completion_handler<void(error_code)>);
+ZKLOCK_DECL void start_create(const std::shared_ptr<session_impl>&, std::string, std::string,
+                              asio::any_completion_handler<void(error_code)>);
+ZKLOCK_DECL void start_delete(const std::shared_ptr<session_impl>&, std::string, int,
+                              asio::any_completion_handler<void(error_code)>);
+ZKLOCK_DECL void start_children(const std::shared_ptr<session_impl>&, std::string,
+                                asio::any_completion_handler<void(error_code, std::vector<std::string>)>);
 } // namespace detail
 
 // Every operation below: the path is checked like a lock path (errc::path_*); ZooKeeper's own
@@ -67,12 +72,14 @@ ZKLOCK_DECL void start_children(const std::shared_ptr<session_impl>&, std::strin
 /// the operation is pending (it then completes with an error, see above).
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
-template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, node_data)) CompletionToken = default_completion_token>
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, node_data))
+              CompletionToken = default_completion_token>
 auto async_get_data(session& s, std::string path, CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code, node_data)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p) {
             detail::start_get_data(s, std::move(p), std::move(h));
-        }, token, s.impl(), std::move(path));
+        },
+        token, s.impl(), std::move(path));
 }
 
 /// Writes a node's data; `version` -1 writes unconditionally, otherwise only if it matches.
@@ -101,11 +108,13 @@ auto async_get_data(session& s, std::string path, CompletionToken&& token = defa
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
-auto async_set_data(session& s, std::string path, std::string data, int version, CompletionToken&& token = default_completion_token{}) {
+auto async_set_data(session& s, std::string path, std::string data, int version,
+                    CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, std::string d, int v) {
             detail::start_set_data(s, std::move(p), std::move(d), v, std::move(h));
-        }, token, s.impl(), std::move(path), std::move(data), version);
+        },
+        token, s.impl(), std::move(path), std::move(data), version);
 }
 
 /// Creates a persistent node, and its missing ancestors as CONTAINER nodes.
@@ -136,11 +145,13 @@ auto async_set_data(session& s, std::string path, std::string data, int version,
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
-auto async_create_node(session& s, std::string path, std::string data, CompletionToken&& token = default_completion_token{}) {
+auto async_create_node(session& s, std::string path, std::string data,
+                       CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, std::string d) {
             detail::start_create(s, std::move(p), std::move(d), std::move(h));
-        }, token, s.impl(), std::move(path), std::move(data));
+        },
+        token, s.impl(), std::move(path), std::move(data));
 }
 
 /// Deletes a node (`version` -1: any version).
@@ -169,11 +180,13 @@ auto async_create_node(session& s, std::string path, std::string data, Completio
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
-auto async_delete_node(session& s, std::string path, int version, CompletionToken&& token = default_completion_token{}) {
+auto async_delete_node(session& s, std::string path, int version,
+                       CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p, int v) {
             detail::start_delete(s, std::move(p), v, std::move(h));
-        }, token, s.impl(), std::move(path), version);
+        },
+        token, s.impl(), std::move(path), version);
 }
 
 /// Lists a node's children (unsorted).
@@ -201,12 +214,14 @@ auto async_delete_node(session& s, std::string path, int version, CompletionToke
 /// the operation is pending (it then completes with an error, see above).
 /// \threadsafety Distinct sessions: safe. Shared session: safe (operations may be started on
 /// one session from any thread, concurrently).
-template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<std::string>)) CompletionToken = default_completion_token>
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<std::string>))
+              CompletionToken = default_completion_token>
 auto async_get_children(session& s, std::string path, CompletionToken&& token = default_completion_token{}) {
     return asio::async_initiate<CompletionToken, void(error_code, std::vector<std::string>)>(
         [](auto h, std::shared_ptr<detail::session_impl> s, std::string p) {
             detail::start_children(s, std::move(p), std::move(h));
-        }, token, s.impl(), std::move(path));
+        },
+        token, s.impl(), std::move(path));
 }
 
 } // namespace zklock

@@ -35,11 +35,16 @@ inline std::optional<std::chrono::milliseconds> parse_duration(std::string_view 
     double v = std::strtod(number.c_str(), &end);
     if (end != number.c_str() + number.size() || !std::isfinite(v)) return bad("not a number");
     double ms_per_unit;
-    if (unit.empty() || unit == "s") ms_per_unit = 1000;
-    else if (unit == "ms") ms_per_unit = 1;
-    else if (unit == "m" || unit == "min") ms_per_unit = 60'000;
-    else if (unit == "h") ms_per_unit = 3'600'000;
-    else return bad("unknown unit '" + unit + "' (use ms, s, m or h)");
+    if (unit.empty() || unit == "s")
+        ms_per_unit = 1000;
+    else if (unit == "ms")
+        ms_per_unit = 1;
+    else if (unit == "m" || unit == "min")
+        ms_per_unit = 60'000;
+    else if (unit == "h")
+        ms_per_unit = 3'600'000;
+    else
+        return bad("unknown unit '" + unit + "' (use ms, s, m or h)");
     double ms = v * ms_per_unit;
     if (ms > 365.0 * 24 * 3'600'000) return bad("longer than a year");
     return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(ms)));

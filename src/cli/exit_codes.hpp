@@ -17,7 +17,8 @@ enum exit_code : int {
     ex_not_found = 127,  ///< the command was not found
 };
 
-constexpr const char* exit_codes_help = R"(Exit status of run: the command's own (128+N if signal N ended it), or
+constexpr const char* exit_codes_help =
+    R"(Exit status of run: the command's own (128+N if signal N ended it), or
   64 bad arguments (nothing was sent)     69 no ZooKeeper server reachable
   75 lock busy (--nonblock) or --timeout passed first
   74 the session expired while waiting     76 lock lost while the command ran (it was sent

@@ -31,14 +31,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-
 namespace {
 
 namespace asio = boost::asio;
 using zklock::errc;
 using zklock::error_code;
 using namespace zklock::cli;
-
 
 int fail(int code, const std::string& message) {
     std::cerr << "zklock: " << message << "\n";
@@ -54,27 +52,37 @@ struct connection_args {
 };
 
 void add_connection_options(CLI::App& cmd, connection_args& c, bool with_dialect = true) {
-    cmd.add_option("-c,--connect", c.connect, "ZooKeeper connect string host:port[,host:port...][/chroot] (default: $ZK_CONNECT)");
-    cmd.add_option("--session-timeout", c.session_timeout, "session timeout T, at least 100ms (the lock is lost within about 0.3 T of a partition)")
+    cmd.add_option("-c,--connect", c.connect,
+                   "ZooKeeper connect string host:port[,host:port...][/chroot] (default: $ZK_CONNECT)");
+    cmd.add_option("--session-timeout", c.session_timeout,
+                   "session timeout T, at least 100ms (the lock is lost within about 0.3 T of a partition)")
         ->capture_default_str();
-    cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server (positive)")->capture_default_str();
-    cmd.add_option("--tls-ca", c.tls_ca, "connect with TLS, trusting the CA certificates of this PEM file (default: $ZK_TLS_CA)");
-    cmd.add_option("--tls-cert", c.tls_cert, "the client certificate (PEM) for mutual TLS (default: $ZK_TLS_CERT)");
-    cmd.add_option("--tls-key", c.tls_key, "its private key (PEM; if encrypted, the password in $ZK_TLS_KEY_PASSWORD) (default: $ZK_TLS_KEY)");
-    cmd.add_option("--tls-server-name", c.tls_server_name, "the name the servers' certificates must carry (default: each server's host)");
+    cmd.add_option("--connect-timeout", c.connect_timeout, "how long to try to reach a server (positive)")
+        ->capture_default_str();
+    cmd.add_option("--tls-ca", c.tls_ca,
+                   "connect with TLS, trusting the CA certificates of this PEM file (default: $ZK_TLS_CA)");
+    cmd.add_option("--tls-cert", c.tls_cert,
+                   "the client certificate (PEM) for mutual TLS (default: $ZK_TLS_CERT)");
+    cmd.add_option(
+        "--tls-key", c.tls_key,
+        "its private key (PEM; if encrypted, the password in $ZK_TLS_KEY_PASSWORD) (default: $ZK_TLS_KEY)");
+    cmd.add_option("--tls-server-name", c.tls_server_name,
+                   "the name the servers' certificates must carry (default: each server's host)");
     if (with_dialect)
         cmd.add_option("--dialect", c.dialect, "lock node naming: curator (also Apache Curator's) or kazoo")
-        ->check(CLI::IsMember({"curator", "kazoo"}))
-        ->capture_default_str();
+            ->check(CLI::IsMember({"curator", "kazoo"}))
+            ->capture_default_str();
 }
 
 /// Checks the connection arguments; on success fills `o`. Returns 0 or an exit code (reported).
-int make_session_options(const connection_args& c, zklock::session_options& o, zklock::lock_dialect& dialect) {
+int make_session_options(const connection_args& c, zklock::session_options& o,
+                         zklock::lock_dialect& dialect) {
     std::string connect = c.connect;
     if (connect.empty())
         if (const char* env = std::getenv("ZK_CONNECT")) connect = env;
     if (connect.empty())
-        return fail(ex_usage, "no ZooKeeper to connect to: give --connect host:port[,host:port...] or set ZK_CONNECT");
+        return fail(ex_usage,
+                    "no ZooKeeper to connect to: give --connect host:port[,host:port...] or set ZK_CONNECT");
     if (auto ec = zklock::validate_connect_string(connect))
         return fail(ex_usage, "bad connect string '" + connect + "': " + ec.message());
     std::string err;
@@ -92,10 +100,12 @@ int make_session_options(const connection_args& c, zklock::session_options& o, z
     const auto ca = arg_or_env(c.tls_ca, "ZK_TLS_CA"), cert = arg_or_env(c.tls_cert, "ZK_TLS_CERT"),
                key = arg_or_env(c.tls_key, "ZK_TLS_KEY");
     if (ca.empty() && (!cert.empty() || !key.empty() || !c.tls_server_name.empty()))
-        return fail(ex_usage, "--tls-cert, --tls-key and --tls-server-name need --tls-ca (or ZK_TLS_CA): the CA that signed the servers' certificates");
+        return fail(ex_usage, "--tls-cert, --tls-key and --tls-server-name need --tls-ca (or ZK_TLS_CA): the "
+                              "CA that signed the servers' certificates");
     if (!ca.empty()) {
         if (cert.empty() != key.empty())
-            return fail(ex_usage, cert.empty() ? "--tls-key without --tls-cert" : "--tls-cert without --tls-key");
+            return fail(ex_usage,
+                        cert.empty() ? "--tls-key without --tls-cert" : "--tls-cert without --tls-key");
         zklock::tls_options t;
         t.ca_file = ca;
         t.certificate_file = cert;
@@ -122,7 +132,9 @@ int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullp
     if (!result) return fail(ex_software, "connect did not complete");
     if (*result) {
         auto tried = s.last_connect_attempts();
-        return fail(*result == errc::connect_timeout ? ex_unavailable : *result == errc::tls_config_invalid ? ex_usage : ex_failure,
+        return fail(*result == errc::connect_timeout      ? ex_unavailable
+                    : *result == errc::tls_config_invalid ? ex_usage
+                                                          : ex_failure,
                     "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message() +
                         (tried.empty() ? "" : " (last attempts: " + tried + ")"));
     }
@@ -134,7 +146,6 @@ int server_error(const std::string& what, const error_code& ec) {
         return fail(ex_unavailable, what + ": " + ec.message());
     return fail(ex_failure, what + ": " + ec.message());
 }
-
 
 // ------------------------------------------------------------------------------------ run
 struct run_args {
@@ -150,8 +161,6 @@ struct run_args {
     bool data_given = false; // --data was given (even empty: refused)
 };
 
-
-
 void release_and_wait(asio::io_context& io, zklock::guard& g) {
     bool done = false;
     g.async_release([&](error_code) { done = true; });
@@ -162,13 +171,18 @@ void release_and_wait(asio::io_context& io, zklock::guard& g) {
 
 int run_command(const run_args& a) {
     // The run's own arguments first: a mistake in them is named even without ZK_CONNECT.
-    if (auto ec = zklock::validate_lock_path(a.path)) return fail(ex_usage, "bad lock path '" + a.path + "': " + ec.message());
-    if (a.command.empty()) return fail(ex_usage, "no command to run: zklock run [options] /lock/path -- command [args...]");
-    if (a.nonblock && !a.timeout.empty()) return fail(ex_usage, "--nonblock and --timeout exclude each other");
-    if (a.data_given && a.data.empty()) return fail(ex_usage, "--data: the node data must not be empty (leave --data out for the default)");
+    if (auto ec = zklock::validate_lock_path(a.path))
+        return fail(ex_usage, "bad lock path '" + a.path + "': " + ec.message());
+    if (a.command.empty())
+        return fail(ex_usage, "no command to run: zklock run [options] /lock/path -- command [args...]");
+    if (a.nonblock && !a.timeout.empty())
+        return fail(ex_usage, "--nonblock and --timeout exclude each other");
+    if (a.data_given && a.data.empty())
+        return fail(ex_usage, "--data: the node data must not be empty (leave --data out for the default)");
     std::string err;
     std::optional<std::chrono::milliseconds> timeout;
-    if (!a.timeout.empty() && !(timeout = zklock::cli::parse_duration(a.timeout, err))) return fail(ex_usage, "--timeout: " + err);
+    if (!a.timeout.empty() && !(timeout = zklock::cli::parse_duration(a.timeout, err)))
+        return fail(ex_usage, "--timeout: " + err);
     auto kill_after = zklock::cli::parse_duration(a.kill_after, err);
     if (!kill_after) return fail(ex_usage, "--kill-after: " + err);
     zklock::session_options so;
@@ -195,13 +209,18 @@ int run_command(const run_args& a) {
         term.async_wait([&](error_code ec, int sig) {
             if (ec) return;
             switch (ph) {
-            case phase::connecting: stopped_by = sig; break;
+            case phase::connecting:
+                stopped_by = sig;
+                break;
             case phase::waiting:
                 stopped_by = sig;
                 cancel.emit(asio::cancellation_type::total); // no node is left
                 break;
-            case phase::running: signal_child(sig); break; // passed on; the lock goes when the command ends
-            case phase::finished: break;
+            case phase::running:
+                signal_child(sig);
+                break; // passed on; the lock goes when the command ends
+            case phase::finished:
+                break;
             }
             arm_term();
         });
@@ -209,7 +228,9 @@ int run_command(const run_args& a) {
     arm_term();
     auto interrupted = [&](const char* when) {
         const char* abbrev = sigabbrev_np(stopped_by);
-        return fail(128 + stopped_by, std::string("interrupted by ") + (abbrev ? std::string("SIG") + abbrev : std::to_string(stopped_by)) + when);
+        return fail(128 + stopped_by,
+                    std::string("interrupted by ") +
+                        (abbrev ? std::string("SIG") + abbrev : std::to_string(stopped_by)) + when);
     };
 
     zklock::session s(io.get_executor(), so);
@@ -238,19 +259,24 @@ int run_command(const run_args& a) {
     // ---- acquire (a signal gives it up: total cancellation leaves no node)
     ph = phase::waiting;
     std::optional<std::pair<error_code, zklock::guard>> got;
-    auto on_acquired = asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, zklock::guard g) {
-        got.emplace(ec, std::move(g));
-    });
+    auto on_acquired = asio::bind_cancellation_slot(
+        cancel.slot(), [&](error_code ec, zklock::guard g) { got.emplace(ec, std::move(g)); });
     if (a.shared) {
         zklock::shared_mutex m(s, a.path, mo);
-        if (a.nonblock) m.async_try_acquire_shared(std::move(on_acquired));
-        else if (timeout) m.async_acquire_shared_for(*timeout, std::move(on_acquired));
-        else m.async_acquire_shared(std::move(on_acquired));
+        if (a.nonblock)
+            m.async_try_acquire_shared(std::move(on_acquired));
+        else if (timeout)
+            m.async_acquire_shared_for(*timeout, std::move(on_acquired));
+        else
+            m.async_acquire_shared(std::move(on_acquired));
     } else {
         zklock::mutex m(s, a.path, mo);
-        if (a.nonblock) m.async_try_acquire(std::move(on_acquired));
-        else if (timeout) m.async_acquire_for(*timeout, std::move(on_acquired));
-        else m.async_acquire(std::move(on_acquired));
+        if (a.nonblock)
+            m.async_try_acquire(std::move(on_acquired));
+        else if (timeout)
+            m.async_acquire_for(*timeout, std::move(on_acquired));
+        else
+            m.async_acquire(std::move(on_acquired));
     }
     // (Not io.run(): a held lock keeps the io_context busy with its lease heartbeats.)
     while (!got && io.run_one()) {
@@ -273,7 +299,8 @@ int run_command(const run_args& a) {
     // then the command must not run at all. The loss watch is armed now, and looked at last
     // thing before the spawn. (ZKLOCK_TEST_SPAWN_DELAY_MS, for the tests only, widens the gap.)
     bool lost_before_spawn = false;
-    g.async_wait_lost([&](error_code ec) { lost_before_spawn = lost_before_spawn || ec != errc::lock_released; });
+    g.async_wait_lost(
+        [&](error_code ec) { lost_before_spawn = lost_before_spawn || ec != errc::lock_released; });
     if (const char* d = std::getenv("ZKLOCK_TEST_SPAWN_DELAY_MS"); d && std::atoi(d) > 0) {
         asio::steady_timer delay(io, std::chrono::milliseconds(std::atoi(d)));
         bool waited = false;
@@ -376,14 +403,14 @@ struct admin_args {
     bool read_write = false;
 };
 
-
 template <class Start>
 int with_session(const admin_args& a, bool path_is_node, Start start) {
     zklock::session_options so;
     zklock::lock_dialect dialect{};
     if (int rc = make_session_options(a.conn, so, dialect)) return rc;
     if (auto ec = zklock::validate_lock_path(a.path))
-        return fail(ex_usage, std::string(path_is_node ? "bad node path '" : "bad lock path '") + a.path + "': " + ec.message());
+        return fail(ex_usage, std::string(path_is_node ? "bad node path '" : "bad lock path '") + a.path +
+                                  "': " + ec.message());
     asio::io_context io;
     zklock::session s(io.get_executor(), so);
     if (int rc = connect(io, s)) return rc;
@@ -403,41 +430,46 @@ int with_session(const admin_args& a, bool path_is_node, Start start) {
 
 /// holder, waiter, or foreign: a child named like a lock node that no sequential create made
 /// (ignored for ordering; `zklock break` removes it).
-const char* role(const zklock::contender_info& c) { return c.foreign ? "foreign" : c.holder ? "holder" : "waiter"; }
+const char* role(const zklock::contender_info& c) {
+    return c.foreign ? "foreign" : c.holder ? "holder" : "waiter";
+}
 
 /// What a node is to the lock: "write" (a mutex's node or a write node), "read" or "lease".
 const char* kind(const zklock::contender_info& c) { return c.lease ? "lease" : c.writer ? "write" : "read"; }
 
 int list_command(const admin_args& a) {
     return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc, bool& done) {
-        zklock::async_list_contenders(s, a.path, o, [&](error_code ec, std::vector<zklock::contender_info> cs) {
-            done = true;
-            if (ec) {
-                rc = server_error("cannot list " + a.path, ec);
-                return;
-            }
-            if (a.json) {
-                std::cout << "[";
-                for (std::size_t i = 0; i < cs.size(); ++i) {
-                    auto& c = cs[i];
-                    std::cout << (i ? ",\n " : "") << "{\"role\":" << json_string(role(c))
-                              << ",\"node\":" << json_string(c.node_path) << ",\"sequence\":" << c.sequence
-                              << ",\"kind\":" << json_string(kind(c))
-                              << ",\"age_ms\":" << c.age.count() << ",\"session\":" << json_string(hex(c.session_id))
-                              << ",\"czxid\":" << c.czxid << ",\"data\":" << json_string(c.data) << "}";
+        zklock::async_list_contenders(
+            s, a.path, o, [&](error_code ec, std::vector<zklock::contender_info> cs) {
+                done = true;
+                if (ec) {
+                    rc = server_error("cannot list " + a.path, ec);
+                    return;
                 }
-                std::cout << "]\n";
-            } else {
-                for (auto& c : cs)
-                    std::cout << role(c) << "  " << c.node_path << "  age "
-                              << c.age.count() / 1000.0 << "s  session " << hex(c.session_id)
-                              << "  " << kind(c) << "  " << printable(c.data)
-                              << "\n";
-                // (a typo in the path lists nothing as well: say so, on stderr, exit 0)
-                if (cs.empty()) std::cerr << "zklock: no holder and no waiter on " << a.path << " (or no such path)\n";
-            }
-            rc = 0;
-        });
+                if (a.json) {
+                    std::cout << "[";
+                    for (std::size_t i = 0; i < cs.size(); ++i) {
+                        auto& c = cs[i];
+                        std::cout << (i ? ",\n " : "") << "{\"role\":" << json_string(role(c))
+                                  << ",\"node\":" << json_string(c.node_path)
+                                  << ",\"sequence\":" << c.sequence << ",\"kind\":" << json_string(kind(c))
+                                  << ",\"age_ms\":" << c.age.count()
+                                  << ",\"session\":" << json_string(hex(c.session_id))
+                                  << ",\"czxid\":" << c.czxid << ",\"data\":" << json_string(c.data) << "}";
+                    }
+                    std::cout << "]\n";
+                } else {
+                    for (auto& c : cs)
+                        std::cout << role(c) << "  " << c.node_path << "  age " << c.age.count() / 1000.0
+                                  << "s  session " << hex(c.session_id) << "  " << kind(c) << "  "
+                                  << printable(c.data) << "\n";
+                    // (a typo in the path lists nothing as well: say so, on stderr, exit 0)
+                    if (cs.empty())
+                        std::cerr << "zklock: no holder and no waiter on " << a.path
+                                  << " (or no such path)\n";
+                }
+                rc = 0;
+            });
     });
 }
 
@@ -445,9 +477,12 @@ int break_command(const admin_args& a) {
     return with_session(a, true, [&](zklock::session& s, zklock::inspect_options, int& rc, bool& done) {
         zklock::async_break_lock(s, a.path, [&](error_code ec) {
             done = true;
-            if (ec == zklock::zk_errc::no_node) rc = fail(ex_failure, "no such lock node: " + a.path);
-            else if (ec) rc = server_error("cannot break " + a.path, ec);
-            else rc = 0;
+            if (ec == zklock::zk_errc::no_node)
+                rc = fail(ex_failure, "no such lock node: " + a.path);
+            else if (ec)
+                rc = server_error("cannot break " + a.path, ec);
+            else
+                rc = 0;
         });
     });
 }
@@ -456,8 +491,10 @@ int revoke_command(const admin_args& a) {
     return with_session(a, false, [&](zklock::session& s, zklock::inspect_options o, int& rc, bool& done) {
         zklock::async_revoke(s, a.path, o, [&](error_code ec, std::string holder) {
             done = true;
-            if (ec == zklock::zk_errc::no_node) rc = fail(ex_failure, "nobody holds " + a.path);
-            else if (ec) rc = server_error("cannot revoke " + a.path, ec);
+            if (ec == zklock::zk_errc::no_node)
+                rc = fail(ex_failure, "nobody holds " + a.path);
+            else if (ec)
+                rc = server_error("cannot revoke " + a.path, ec);
             else {
                 std::cout << "asked " << holder << " to release\n";
                 rc = 0;
@@ -473,27 +510,32 @@ std::string usage_error(const CLI::ParseError& e, int argc, char** argv) {
     static const std::set<std::string> subcommands{"run", "list", "break", "revoke"};
     if (argc >= 2 && argv[1][0] != '-' && !subcommands.count(argv[1]))
         return std::string("unknown subcommand '") + argv[1] + "': use run, list, break or revoke";
-    if (argc >= 2 && argv[1][0] == '-' && std::string_view(argv[1]) != "-h" && std::string_view(argv[1]) != "--help" &&
-        std::string_view(argv[1]) != "--version")
-        return std::string("unknown option '") + argv[1] + "' (options go after the subcommand: zklock run --timeout 5s /path -- cmd)";
-    if (dynamic_cast<const CLI::RequiredError*>(&e) && argc < 2) return "a subcommand is required: run, list, break or revoke";
+    if (argc >= 2 && argv[1][0] == '-' && std::string_view(argv[1]) != "-h" &&
+        std::string_view(argv[1]) != "--help" && std::string_view(argv[1]) != "--version")
+        return std::string("unknown option '") + argv[1] +
+               "' (options go after the subcommand: zklock run --timeout 5s /path -- cmd)";
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && argc < 2)
+        return "a subcommand is required: run, list, break or revoke";
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
         // the first unexpected argument, as given (CLI11's list adds "--" separators of its own)
         for (int i = 1; i < argc; ++i) {
             std::string_view arg = argv[i];
             if (arg == "--") break;
-            if (arg.size() > 1 && arg[0] == '-' && std::string_view(e.what()).find(arg) != std::string_view::npos)
+            if (arg.size() > 1 && arg[0] == '-' &&
+                std::string_view(e.what()).find(arg) != std::string_view::npos)
                 return "unknown option '" + std::string(arg) + "'";
         }
         std::string what = e.what();
-        for (const char* prefix : {"The following arguments were not expected: ", "The following argument was not expected: "})
+        for (const char* prefix :
+             {"The following arguments were not expected: ", "The following argument was not expected: "})
             if (what.rfind(prefix, 0) == 0) return "unexpected argument: " + what.substr(std::strlen(prefix));
     }
     return e.what();
 }
 
 int main(int argc, char** argv) {
-    CLI::App app{"zklock: distributed locks on ZooKeeper from the command line (flock(1) across machines)", "zklock"};
+    CLI::App app{"zklock: distributed locks on ZooKeeper from the command line (flock(1) across machines)",
+                 "zklock"};
     app.require_subcommand(1);
     app.set_version_flag("--version", std::string("zklock ") + std::string(zklock::version()));
     app.footer(std::string("Durations: 30s, 500ms, 2m, 1h; a bare number is seconds.\n\n") + exit_codes_help);
@@ -501,23 +543,26 @@ int main(int argc, char** argv) {
     run_args r;
     auto* run = app.add_subcommand("run", "run a command while holding a lock");
     add_connection_options(*run, r.conn);
-    run->add_option("--timeout", r.timeout, "give up if the lock is not had within DURATION (e.g. 30s, 500ms, 2m)");
+    run->add_option("--timeout", r.timeout,
+                    "give up if the lock is not had within DURATION (e.g. 30s, 500ms, 2m)");
     run->add_flag("-n,--nonblock", r.nonblock, "fail at once if the lock is held");
     run->add_flag("--shared", r.shared, "take a read (shared) lock instead of the exclusive one");
-    run->add_option("--kill-after", r.kill_after, "after a lost lock or a revoke, SIGKILL the command this long after SIGTERM")
+    run->add_option("--kill-after", r.kill_after,
+                    "after a lost lock or a revoke, SIGKILL the command this long after SIGTERM")
         ->capture_default_str();
     run->add_flag("--ignore-revoke", r.ignore_revoke, "do not stop the command when `zklock revoke` asks");
     run->add_option("--data", r.data, "the lock node's data, non-empty (default: zklock <host> pid <pid>)")
         ->each([&r](const std::string&) { r.data_given = true; });
     run->add_option("path", r.path, "the lock path, e.g. /locks/nightly-backup")->required();
     run->add_option("command", r.command, "the command and its arguments, after --")->required();
-    run->footer("The command gets ZKLOCK_FENCING_TOKEN, ZKLOCK_NODE, ZKLOCK_SESSION_ID and ZKLOCK_PATH in its\n"
-                "environment and runs in a process group of its own. SIGINT, SIGTERM and SIGHUP are passed on\n"
-                "to it; the lock is released when it ends. If zklock itself is killed (even by SIGKILL), a\n"
-                "guardian process kills the command's whole process group at once (the lock goes with\n"
-                "zklock's session, within the session timeout). Not covered: processes that leave the\n"
-                "group (setsid, setpgid: daemons), and a guardian killed on its own.\n"
-                "Durations: 30s, 500ms, 2m, 1h; a bare number is seconds.");
+    run->footer(
+        "The command gets ZKLOCK_FENCING_TOKEN, ZKLOCK_NODE, ZKLOCK_SESSION_ID and ZKLOCK_PATH in its\n"
+        "environment and runs in a process group of its own. SIGINT, SIGTERM and SIGHUP are passed on\n"
+        "to it; the lock is released when it ends. If zklock itself is killed (even by SIGKILL), a\n"
+        "guardian process kills the command's whole process group at once (the lock goes with\n"
+        "zklock's session, within the session timeout). Not covered: processes that leave the\n"
+        "group (setsid, setpgid: daemons), and a guardian killed on its own.\n"
+        "Durations: 30s, 500ms, 2m, 1h; a bare number is seconds.");
 
     admin_args l, b, v;
     auto* list = app.add_subcommand("list", "show a lock's holder and waiters");
@@ -531,7 +576,8 @@ int main(int argc, char** argv) {
     brk->add_option("node", b.path, "the node's full path, as `zklock list` shows it")->required();
     auto* rev = app.add_subcommand("revoke", "ask the holder of a lock to let go");
     add_connection_options(*rev, v.conn);
-    rev->add_flag("--read-write", v.read_write, "(no effect: the first holder of any kind is asked)")->group("");
+    rev->add_flag("--read-write", v.read_write, "(no effect: the first holder of any kind is asked)")
+        ->group("");
     rev->add_option("path", v.path, "the lock path")->required();
 
     try {

@@ -30,13 +30,15 @@ namespace {
 /// away without a kill (the command never ran).
 int start_guardian(pid_t group) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return -1; // (without a guardian, the parent-death signal still covers the first process)
+    if (pipe2(fds, O_CLOEXEC) != 0)
+        return -1; // (without a guardian, the parent-death signal still covers the first process)
     pid_t g = fork();
     if (g == 0) {
         // async-signal-safe calls only (see spawn)
         close(fds[1]);
         setpgid(0, 0);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE}) signal(sig, SIG_IGN);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE})
+            signal(sig, SIG_IGN);
         // every other descriptor is closed: the guardian holds no socket, no terminal
         for (int fd = 0; fd < 1024; ++fd)
             if (fd != fds[0]) close(fd);
@@ -58,7 +60,8 @@ int start_guardian(pid_t group) {
 
 } // namespace
 
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env, const sigset_t& old_mask) {
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+            const sigset_t& old_mask) {
     // Everything the child needs is built before fork: between fork and exec only
     // async-signal-safe calls (the C client's threads may hold malloc's locks).
     std::vector<char*> args;
@@ -68,7 +71,8 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
     for (char** e = environ; *e; ++e) {
         std::string_view kv(*e);
         bool ours = false;
-        for (auto& x : extra_env) ours = ours || kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1);
+        for (auto& x : extra_env)
+            ours = ours || kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1);
         if (!ours) env_strings.emplace_back(kv);
     }
     for (auto& x : extra_env) env_strings.push_back(x);
@@ -102,7 +106,8 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
         }
         if (got != 1) _exit(ex_software); // zklock went away before the guardian was in place
         close(gofd[0]);
-        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) signal(sig, SIG_DFL);
+        for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU})
+            signal(sig, SIG_DFL);
         // The command inherits none of zklock's descriptors: the C client's connection and the
         // TLS relay's sockets would stay open in it (no EOF, no reset would reach the server
         // when zklock closes them), and it could accept on the relay's listeners.

@@ -44,11 +44,21 @@ inline std::string json_string(std::string_view s) {
             continue;
         }
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
         default:
             if (c < 0x20 || c == 0x7f) {
                 char buf[8];
@@ -70,8 +80,10 @@ inline std::string printable(std::string_view s) {
         unsigned char c = static_cast<unsigned char>(s[i]);
         if (c >= 0x80) {
             std::size_t n = utf8_sequence(s.substr(i));
-            if (n) out.append(s.substr(i, n));
-            else out += '?';
+            if (n)
+                out.append(s.substr(i, n));
+            else
+                out += '?';
             i += n ? n - 1 : 0;
             continue;
         }

@@ -30,11 +30,11 @@ struct c_op {
     zk_handle* owner = nullptr; // valid until the op is taken or swept
     std::optional<zk_handler> h;
     zk_result res;
-    std::atomic<int> remaining{1}; // C completions still to come (2 for create_and_list)
-    bool pipelined = false;        // create_and_list: the listing's code goes to res.list_rc
-    vouch renews = vouch::touch;   // what a successful reply proves (the lease: see proves_commit)
-    lease_ns sent = 0;             // when the request was handed to the C client (lease_clock)
-    bool heartbeat = false;        // a lease heartbeat (not counted by zk_handle::write_in_flight)
+    std::atomic<int> remaining{1};        // C completions still to come (2 for create_and_list)
+    bool pipelined = false;               // create_and_list: the listing's code goes to res.list_rc
+    vouch renews = vouch::touch;          // what a successful reply proves (the lease: see proves_commit)
+    lease_ns sent = 0;                    // when the request was handed to the C client (lease_clock)
+    bool heartbeat = false;               // a lease heartbeat (not counted by zk_handle::write_in_flight)
     std::unique_ptr<multi_buffers> multi; // multi: what the C client writes the results into
 };
 

@@ -59,7 +59,7 @@ constexpr verdict after_listing(int rc) noexcept {
 
 /// When a failed request is tried again.
 struct retry_plan {
-    bool on_reconnect;                ///< wait for the connection (no timer)
+    bool on_reconnect;                 ///< wait for the connection (no timer)
     std::chrono::milliseconds backoff; ///< else after this long
 };
 

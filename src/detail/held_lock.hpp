@@ -104,13 +104,13 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     const std::uint32_t local_index;          // the grant's index under its node (hand-off), else 0
     const std::shared_ptr<release_hook> hook; // hand-off: the node's owner, told of the release
 
-    int holds = 1;               // strand: guards sharing this node (reentrant acquires); deleted at 0
+    int holds = 1; // strand: guards sharing this node (reentrant acquires); deleted at 0
     std::atomic<bool> lost{false};
-    error_code reason;           // written on the strand before `lost` is set
-    status st = status::held;    // strand
+    error_code reason;        // written on the strand before `lost` is set
+    status st = status::held; // strand
     std::uint64_t listener_id = 0;
     std::uint64_t watch_id = 0;
-    bool wants_watch = false;    // someone asked for the node watch (loss or revocation waiters)
+    bool wants_watch = false; // someone asked for the node watch (loss or revocation waiters)
     std::atomic<std::uint64_t> next_waiter{1};
     std::set<std::uint64_t> cancelled_early; // strand: cancelled before they were parked
     waiter_map loss_waiters;
@@ -120,13 +120,13 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t lease_id = 0;                 // strand: session_impl::lease_register's
     lease_ns lease_since = 0;                   // lease_clock: when start() found the lease valid
     mutable std::atomic<bool> lease_seen_lapsed{false};
-    std::atomic<bool> finding_cause{false};     // lose_after_finding_the_cause is under way
-    error_code tentative_reason;                // written on the strand before finding_cause is set
-    std::optional<boot_timer> cause_timer;      // strand: its bound
+    std::atomic<bool> finding_cause{false};   // lose_after_finding_the_cause is under way
+    error_code tentative_reason;              // written on the strand before finding_cause is set
+    std::optional<boot_timer> cause_timer;    // strand: its bound
     std::optional<boot_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
-    bool delete_deferred = false;                     // strand
+    bool delete_deferred = false;             // strand
     bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
-    std::shared_ptr<path_metrics> metrics;  // strand: set at the grant by the acquire's meter
+    std::shared_ptr<path_metrics> metrics; // strand: set at the grant by the acquire's meter
     std::chrono::steady_clock::time_point granted_at{};
     /// Records the hold's end once (strand); with a loss reason, the loss too.
     void end_hold(const error_code* loss = nullptr) {
@@ -147,10 +147,10 @@ template <class F>
 void release_then(guard g, F then) {
     auto h = g.state();
     auto& s = *h->session;
-    h->release(pending<void(error_code)>(
-        asio::any_completion_handler<void(error_code)>(asio::bind_executor(
-            s.strand(), [then = std::move(then)](error_code) mutable { then(); })),
-        s.executor()));
+    h->release(
+        pending<void(error_code)>(asio::any_completion_handler<void(error_code)>(asio::bind_executor(
+                                      s.strand(), [then = std::move(then)](error_code) mutable { then(); })),
+                                  s.executor()));
     // g's destructor posts a second release: a no-op
 }
 

@@ -51,7 +51,8 @@ constexpr bool is_server_reply(int rc) noexcept {
     case -114: // ZINVALIDACL
     case -121: // ZNOWATCHER
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -138,7 +139,8 @@ public:
         // A longer T than before: the old evidence was counted against the shorter one (the
         // leader's expiry of those touches is v + T_old); keep v + T where it was. A shorter T
         // needs nothing: this handshake, sent after v, touches the session with the new T.
-        if (old != 0 && timeout > old && v != 0) vouched_.store(v - (timeout - old), std::memory_order_release);
+        if (old != 0 && timeout > old && v != 0)
+            vouched_.store(v - (timeout - old), std::memory_order_release);
         timeout_.store(timeout, std::memory_order_relaxed);
         hs_ = seen_connected_ ? last_seen_connected_ : next_hs_;
         hs_seen_.store(hs_, std::memory_order_relaxed);
@@ -269,7 +271,8 @@ public:
     /// When a heartbeat should follow up a write sent at `last_commit` that is still in flight:
     /// a period after it (a grant may come at its reply, and the lease must not then wait a round
     /// trip for its next commit: docs/lease.md, "Liveness"). A period from `now` if that passed.
-    static constexpr lease_ns next_heartbeat_at(lease_ns last_commit, lease_ns now, lease_ns timeout) noexcept {
+    static constexpr lease_ns next_heartbeat_at(lease_ns last_commit, lease_ns now,
+                                                lease_ns timeout) noexcept {
         return period_after(last_commit, now, timeout);
     }
     /// The earliest moment a commit can vouch for anything sent on the current connection: T/4
@@ -285,7 +288,9 @@ public:
     /// The liveness premise as a fraction of T: round trips shorter than this keep a held lock
     /// that nothing threatens (docs/lease.md, "Liveness"): a heartbeat a period after the last
     /// one is answered before the deadline, f T - T/64 after the last one's send.
-    static constexpr double liveness_bound(double fraction) noexcept { return fraction - heartbeat - 1.0 / 64; }
+    static constexpr double liveness_bound(double fraction) noexcept {
+        return fraction - heartbeat - 1.0 / 64;
+    }
     /// True if a lock granted now under `fraction` would likely be lost by the session's own
     /// slowness (docs/lease.md, "Liveness"). Once heartbeats can renew the lease (renewable_from
     /// has passed), it must not lapse within two heartbeat periods, at most fraction / 2: the
@@ -297,7 +302,8 @@ public:
         if (v == 0 || t <= 0) return true;
         const lease_ns from = renewable_from(now);
         const double room = from > now ? liveness_bound(fraction) : std::min(2 * heartbeat, fraction / 2);
-        return deadline(v, t, fraction) < std::max(now, from) + static_cast<lease_ns>(room * static_cast<double>(t));
+        return deadline(v, t, fraction) <
+               std::max(now, from) + static_cast<lease_ns>(room * static_cast<double>(t));
     }
     /// When the first heartbeat after a grant is due: a period after the lease's reference
     /// point v + reference_offset T (which the steady state keeps at or after the last
@@ -309,7 +315,8 @@ public:
         const lease_ns v = vouched(), t = timeout();
         if (v == 0 || t <= 0) return now;
         const lease_ns p = heartbeat_interval(t);
-        const lease_ns steady = std::clamp(v + static_cast<lease_ns>(reference_offset * static_cast<double>(t)) + p, now, now + p);
+        const lease_ns steady = std::clamp(
+            v + static_cast<lease_ns>(reference_offset * static_cast<double>(t)) + p, now, now + p);
         return std::max(std::min(steady, next_heartbeat_at(last_commit, now, t)), renewable_from(now));
     }
 
@@ -318,14 +325,19 @@ public:
         lease_ns started, connected, handshake_bound, first_answered_send, vouched, timeout;
     };
     view inspect() const noexcept {
-        return {started_at_.load(std::memory_order_relaxed), connected_at_.load(std::memory_order_relaxed),
-                hs_seen_.load(std::memory_order_relaxed), first_answered_send_.load(std::memory_order_relaxed),
-                vouched(), timeout()};
+        return {started_at_.load(std::memory_order_relaxed),
+                connected_at_.load(std::memory_order_relaxed),
+                hs_seen_.load(std::memory_order_relaxed),
+                first_answered_send_.load(std::memory_order_relaxed),
+                vouched(),
+                timeout()};
     }
 
     /// The guaranteed margin between the loss signal and the earliest expiry, as a fraction of
     /// T, less the network's one-way delays (docs/lease.md): the same in every fault case.
-    static constexpr double guaranteed_margin(double fraction) noexcept { return expiry_after_reference - fraction; }
+    static constexpr double guaranteed_margin(double fraction) noexcept {
+        return expiry_after_reference - fraction;
+    }
 
 private:
     /// A heartbeat period after `t`, or after `now` if that has passed.
@@ -384,8 +396,8 @@ private:
     std::atomic<lease_ns> last_send_{0};
     std::atomic<lease_ns> last_commit_send_{0};
     std::atomic<lease_ns> slowest_commit_{0};
-    std::atomic<lease_ns> first_answered_send_{0}; // on the current connection (0: none yet)
-    std::atomic<lease_ns> connected_at_{0};          // the current connection's on_connected `now`
+    std::atomic<lease_ns> first_answered_send_{0};     // on the current connection (0: none yet)
+    std::atomic<lease_ns> connected_at_{0};            // the current connection's on_connected `now`
     std::atomic<lease_ns> started_at_{0}, hs_seen_{0}; // (inspect only)
     // strand only:
     lease_ns next_hs_ = 0;             // a lower bound on the next connection's handshake send

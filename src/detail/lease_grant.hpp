@@ -26,7 +26,8 @@ inline constexpr double lease_grant_headroom_wait = 0.5;
 /// (lease_clock, 0 at first) is the acquire's: from the first short lease it sees, it seeks the
 /// headroom for lease_grant_headroom_wait x T; after that, not lapsed is enough. A grant its
 /// lease does not vouch for is never given.
-inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& policy, lease_ns& headroom_until) {
+inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& policy,
+                                            lease_ns& headroom_until) {
     if (policy.type() != loss_policy::kind::lease) co_return ZOK;
     const double f = policy.lease_fraction();
     auto too_short = [&] {
@@ -36,7 +37,8 @@ inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& 
     if (!too_short()) co_return ZOK;
     if (headroom_until == 0) {
         const auto t_ns = std::chrono::nanoseconds(s.negotiated_timeout()).count();
-        headroom_until = lease_clock::now() + static_cast<lease_ns>(lease_grant_headroom_wait * static_cast<double>(t_ns));
+        headroom_until =
+            lease_clock::now() + static_cast<lease_ns>(lease_grant_headroom_wait * static_cast<double>(t_ns));
     }
     auto r = co_await s.async_renew_lease(asio::use_awaitable);
     if (r.rc != ZOK) co_return r.rc;

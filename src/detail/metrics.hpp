@@ -19,10 +19,12 @@ struct atomic_histogram {
     std::atomic<std::uint64_t> count{0}, sum_us{0}, max_us{0};
 
     void observe(std::chrono::steady_clock::duration d) noexcept {
-        auto us = static_cast<std::uint64_t>(std::max<std::int64_t>(
-            0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
+        auto us = static_cast<std::uint64_t>(
+            std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
         std::size_t i = 0;
-        while (i < duration_histogram::bounds.size() && static_cast<double>(us) > duration_histogram::bounds[i] * 1e6) ++i;
+        while (i < duration_histogram::bounds.size() &&
+               static_cast<double>(us) > duration_histogram::bounds[i] * 1e6)
+            ++i;
         buckets[i].fetch_add(1, std::memory_order_relaxed);
         count.fetch_add(1, std::memory_order_relaxed);
         sum_us.fetch_add(us, std::memory_order_relaxed);
@@ -31,7 +33,8 @@ struct atomic_histogram {
         }
     }
     void add_to(duration_histogram& h) const noexcept {
-        for (std::size_t i = 0; i < buckets.size(); ++i) h.buckets[i] += buckets[i].load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < buckets.size(); ++i)
+            h.buckets[i] += buckets[i].load(std::memory_order_relaxed);
         h.count += count.load(std::memory_order_relaxed);
         h.sum_us += sum_us.load(std::memory_order_relaxed);
         h.max_us = std::max(h.max_us, max_us.load(std::memory_order_relaxed));
@@ -39,18 +42,24 @@ struct atomic_histogram {
 };
 
 struct path_metrics {
-    std::atomic<std::uint64_t> started{0}, granted{0}, timed_out{0}, busy{0}, cancelled{0}, failed{0}, handoff{0};
+    std::atomic<std::uint64_t> started{0}, granted{0}, timed_out{0}, busy{0}, cancelled{0}, failed{0},
+        handoff{0};
     std::atomic<std::int64_t> waiting{0};
     atomic_histogram wait, hold;
     std::array<std::atomic<std::uint64_t>, loss_reason_count> losses{};
 
     void record_loss(const error_code& why) noexcept {
         loss_reason r = loss_reason::other;
-        if (why == errc::lease_expired) r = loss_reason::lease_expired;
-        else if (why == errc::lock_lost_suspended) r = loss_reason::disconnected;
-        else if (why == errc::session_expired) r = loss_reason::session_expired;
-        else if (why == errc::lock_node_deleted) r = loss_reason::node_deleted;
-        else if (why == errc::session_closed) r = loss_reason::session_closed;
+        if (why == errc::lease_expired)
+            r = loss_reason::lease_expired;
+        else if (why == errc::lock_lost_suspended)
+            r = loss_reason::disconnected;
+        else if (why == errc::session_expired)
+            r = loss_reason::session_expired;
+        else if (why == errc::lock_node_deleted)
+            r = loss_reason::node_deleted;
+        else if (why == errc::session_closed)
+            r = loss_reason::session_closed;
         losses[static_cast<std::size_t>(r)].fetch_add(1, std::memory_order_relaxed);
     }
     void add_to(lock_metrics& m) const noexcept {
@@ -64,7 +73,8 @@ struct path_metrics {
         m.handoff_grants += handoff.load(std::memory_order_relaxed);
         wait.add_to(m.wait);
         hold.add_to(m.hold);
-        for (std::size_t i = 0; i < losses.size(); ++i) m.losses[i] += losses[i].load(std::memory_order_relaxed);
+        for (std::size_t i = 0; i < losses.size(); ++i)
+            m.losses[i] += losses[i].load(std::memory_order_relaxed);
     }
 };
 

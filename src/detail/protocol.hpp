@@ -38,7 +38,8 @@ std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcep
 /// every family and dialect: writers "lock-" (Curator's mutex, with or without its "_c_<uuid>-"
 /// prefix), "__lock__" (kazoo's Lock and WriteLock), "__WRIT__" (Curator's write lock); readers
 /// "__READ__" (Curator) and "__rlock__" (kazoo).
-std::optional<contender> parse_contender(std::string_view child, lock_dialect d = lock_dialect::curator) noexcept;
+std::optional<contender> parse_contender(std::string_view child,
+                                         lock_dialect d = lock_dialect::curator) noexcept;
 /// The same (`f` and `d` do not change what counts: see lock_family).
 std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept;
 
@@ -76,7 +77,8 @@ child_kind classify_child(std::string_view child, lock_family f, lock_dialect d,
 /// suffix compared as a string (ties by full name: only a child made by hand can repeat a
 /// suffix). Foreign children (classify_child) are left out.
 std::vector<contender> sorted_contenders(std::span<const std::string> children,
-                                         lock_dialect d = lock_dialect::curator, lock_family f = lock_family::mutex,
+                                         lock_dialect d = lock_dialect::curator,
+                                         lock_family f = lock_family::mutex,
                                          parent_cversion cv = std::nullopt);
 
 /// What an exclusive contender should do after listing the children.
@@ -84,14 +86,15 @@ struct exclusive_decision {
     /// ambiguous: the parent's sequence counter has overflowed (see sequence_ambiguous): the
     /// order of the contenders is unknown, so nobody may be granted on it.
     enum kind { acquired, wait, missing, ambiguous } what = missing;
-    std::string predecessor; ///< with `wait`: the child to watch (the next lower contender)
+    std::string predecessor;  ///< with `wait`: the child to watch (the next lower contender)
     std::size_t position = 0; ///< index of our node among the contenders (0 = holder)
     /// With `wait`: the predecessor is all that stands in the way, so its deletion alone grants
     /// the lock (granted_once_gone, computed here from the same sorted listing).
     bool alone = false;
 };
 exclusive_decision decide_exclusive(std::span<const std::string> children, std::string_view mine,
-                                    lock_dialect d = lock_dialect::curator, parent_cversion cv = std::nullopt);
+                                    lock_dialect d = lock_dialect::curator,
+                                    parent_cversion cv = std::nullopt);
 
 /// The read/write rules (recipes.md "shared locks"), over every lock node of the path:
 ///  - a writer (or a mutex contender) holds when it is the lowest node, else it watches the next
@@ -101,7 +104,8 @@ exclusive_decision decide_exclusive(std::span<const std::string> children, std::
 ///    same owner holds) does not block the reader: that is a downgrade.
 /// Only lower contenders matter (kazoo #649 deadlocked by looking at a later writer).
 exclusive_decision decide(std::span<const std::string> children, std::string_view mine, lock_family f,
-                          lock_dialect d, std::string_view own_writer = {}, parent_cversion cv = std::nullopt);
+                          lock_dialect d, std::string_view own_writer = {},
+                          parent_cversion cv = std::nullopt);
 
 /// The specification of exclusive_decision::alone, for tests and the fuzz target (it decides
 /// again on a copy of the listing): a waiter that listed `children` and must wait for `predecessor`: true when the predecessor's
@@ -110,9 +114,9 @@ exclusive_decision decide(std::span<const std::string> children, std::string_vie
 /// that appears later sorts before ours: the decision on `children` without `predecessor` is
 /// the decision on any later listing, except for nodes deleted meanwhile, which only help.
 /// (A child made by hand with a low suffix later is not a contender anyone holds.)
-bool granted_once_gone(std::span<const std::string> children, std::string_view mine, std::string_view predecessor,
-                       lock_family f, lock_dialect d, std::string_view own_writer = {},
-                       parent_cversion cv = std::nullopt);
+bool granted_once_gone(std::span<const std::string> children, std::string_view mine,
+                       std::string_view predecessor, lock_family f, lock_dialect d,
+                       std::string_view own_writer = {}, parent_cversion cv = std::nullopt);
 
 /// True when the sequence suffixes on a lock path cannot be trusted to order its contenders.
 /// ZooKeeper names sequential nodes "%010d" of the parent's cversion, an int32: after 2^31

@@ -16,7 +16,7 @@ namespace zklock::detail::session_fsm {
 /// What the decisions read.
 struct facts {
     session_state phase = session_state::disconnected;
-    bool auth_confirmed = true;    ///< the current handle's credentials were accepted (or none were given)
+    bool auth_confirmed = true;     ///< the current handle's credentials were accepted (or none were given)
     bool auth_probe_needed = false; ///< a verdict on them was lost with a connection: ask on the next one
     bool renew_after_expiry = true; ///< session_options::renew_after_expiry
 };
@@ -35,10 +35,10 @@ enum class event : std::uint8_t {
 
 /// What the driver does, in the order given.
 enum class effect : std::uint8_t {
-    read_session_info,       ///< the session id and the negotiated timeout, from the handle
-    count_reconnect,         ///< statistics: a reconnect with the same session
-    count_expiry,            ///< statistics: an expiry
-    enter_connected,         ///< set_state(...): completes the state waiters
+    read_session_info, ///< the session id and the negotiated timeout, from the handle
+    count_reconnect,   ///< statistics: a reconnect with the same session
+    count_expiry,      ///< statistics: an expiry
+    enter_connected,   ///< set_state(...): completes the state waiters
     enter_suspended,
     enter_expired,
     enter_connecting,
@@ -55,13 +55,13 @@ enum class effect : std::uint8_t {
     notify_state_changed,    ///< acquires waiting for a connection give up
     fire_lapse_waiters,      ///< every lease lapse waiter fires
     clear_watches,
-    refuse_new_deletes,      ///< no guaranteed delete is taken any more (a refused session)
-    finish_cleanups,         ///< the pending guaranteed deletes end: the server deletes the nodes
-    run_cleanups,            ///< the pending guaranteed deletes are sent again
-    renew_lease_now,         ///< a heartbeat at once (or a touch: evidence needs answered sends)
-    rearm_lease_timer,       ///< T may have been renegotiated: the deadlines moved
-    drop_handle,             ///< close the C client's handle
-    start_new_handle,        ///< after an expiry: then renewal_started or renewal_failed
+    refuse_new_deletes, ///< no guaranteed delete is taken any more (a refused session)
+    finish_cleanups,    ///< the pending guaranteed deletes end: the server deletes the nodes
+    run_cleanups,       ///< the pending guaranteed deletes are sent again
+    renew_lease_now,    ///< a heartbeat at once (or a touch: evidence needs answered sends)
+    rearm_lease_timer,  ///< T may have been renegotiated: the deadlines moved
+    drop_handle,        ///< close the C client's handle
+    start_new_handle,   ///< after an expiry: then renewal_started or renewal_failed
 };
 
 /// The effects of one event, in order, with the new facts.
@@ -182,20 +182,24 @@ inline transition step(const facts& f, event e) {
 
 /// What an async_connect does when it reaches the strand.
 enum class connect_decision : std::uint8_t {
-    succeed,    ///< connected, with the credentials accepted
+    succeed,     ///< connected, with the credentials accepted
     fail_closed, ///< errc::session_closed
-    wait,       ///< an attempt is under way (or the session is reconnecting): complete with it
-    start,      ///< disconnected: validate the options and start an attempt
+    wait,        ///< an attempt is under way (or the session is reconnecting): complete with it
+    start,       ///< disconnected: validate the options and start an attempt
 };
 
 inline connect_decision on_connect(const facts& f) noexcept {
     switch (f.phase) {
-    case session_state::connected: return f.auth_confirmed ? connect_decision::succeed : connect_decision::wait;
-    case session_state::closed: return connect_decision::fail_closed;
+    case session_state::connected:
+        return f.auth_confirmed ? connect_decision::succeed : connect_decision::wait;
+    case session_state::closed:
+        return connect_decision::fail_closed;
     case session_state::connecting:
     case session_state::suspended:
-    case session_state::expired: return connect_decision::wait;
-    case session_state::disconnected: break;
+    case session_state::expired:
+        return connect_decision::wait;
+    case session_state::disconnected:
+        break;
     }
     return connect_decision::start;
 }
@@ -204,7 +208,8 @@ inline connect_decision on_connect(const facts& f) noexcept {
 /// The connect timeout abandons it; so does cancelling its last async_connect.
 constexpr bool attempt_in_progress(const facts& f) noexcept {
     return f.phase == session_state::connecting ||
-           (!f.auth_confirmed && (f.phase == session_state::connected || f.phase == session_state::suspended));
+           (!f.auth_confirmed &&
+            (f.phase == session_state::connected || f.phase == session_state::suspended));
 }
 
 } // namespace zklock::detail::session_fsm

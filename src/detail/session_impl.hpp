@@ -53,7 +53,8 @@ struct zk_result {
     std::string path;                  ///< create: the created path
     Stat stat{};                       ///< create2, exists, get: the node's stat
     std::vector<std::string> children; ///< get_children, create_and_list
-    std::optional<std::int32_t> cversion; ///< get_children, create_and_list: the parent's cversion, read with the children
+    std::optional<std::int32_t>
+        cversion; ///< get_children, create_and_list: the parent's cversion, read with the children
     /// multi: one per operation (its code; a create's path; a set's new version)
     struct op_outcome {
         int rc = ZOK;
@@ -61,19 +62,19 @@ struct zk_result {
         std::int32_t version = -1;
     };
     std::vector<op_outcome> multi;
-    std::string data;                  ///< get_data
-    int list_rc = ZOK;                 ///< create_and_list: the getChildren's code
+    std::string data;  ///< get_data
+    int list_rc = ZOK; ///< create_and_list: the getChildren's code
 };
 using zk_handler = asio::any_completion_handler<void(zk_result)>;
 
 /// Session events delivered to listeners (on the strand).
 enum class session_event {
-    reconnected,        ///< connected (again): re-check and re-arm
-    suspended,          ///< the connection dropped; the client reconnects with the same session
-    lease_check,        ///< the lease timer fired: lease-policy locks check whether theirs lapsed
-    expired,            ///< the session is gone
-    closed,             ///< closed by us
-    state_changed,      ///< another change (connect timeout, no renewal): re-check the state
+    reconnected,   ///< connected (again): re-check and re-arm
+    suspended,     ///< the connection dropped; the client reconnects with the same session
+    lease_check,   ///< the lease timer fired: lease-policy locks check whether theirs lapsed
+    expired,       ///< the session is gone
+    closed,        ///< closed by us
+    state_changed, ///< another change (connect timeout, no renewal): re-check the state
 };
 
 /// Anything whose fate follows the session: an acquire in progress, a held lock.
@@ -161,10 +162,10 @@ private:
     void drop_socket(); // (strand)
     void stop_waits();  // (strand)
 
-    zhandle_t* zh_ = nullptr; // under the client lock
-    bool closed_ = false;     // under the client lock
+    zhandle_t* zh_ = nullptr;            // under the client lock
+    bool closed_ = false;                // under the client lock
     std::unordered_set<c_op*> inflight_; // under the client lock
-    int writes_in_flight_ = 0;           // under the client lock: those of inflight_ that are writes, not heartbeats
+    int writes_in_flight_ = 0; // under the client lock: those of inflight_ that are writes, not heartbeats
     int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
     /// Under the client lock: server -> what its last failed connection attempt got.
     std::vector<std::pair<std::string, std::string>> attempts_;
@@ -181,11 +182,11 @@ private:
     bool read_replies();
     void uncork(); // (under the client lock)
     // strand only:
-    asio::posix::stream_descriptor sd_; // a duplicate of the C client's socket (it closes its own)
-    std::uint64_t ino_ = 0;             // which socket sd_ duplicates (its inode)
-    int sd_of_ = -1;                    // ... and the C client's number for it
+    asio::posix::stream_descriptor sd_;    // a duplicate of the C client's socket (it closes its own)
+    std::uint64_t ino_ = 0;                // which socket sd_ duplicates (its inode)
+    int sd_of_ = -1;                       // ... and the C client's number for it
     bool checked_while_connected_ = false; // the last check of that socket was in the connected state
-    std::uint64_t sock_gen_ = 0;        // moves whenever the socket changes: stale readiness is ignored
+    std::uint64_t sock_gen_ = 0;           // moves whenever the socket changes: stale readiness is ignored
     bool read_waiting_ = false, write_waiting_ = false, timer_waiting_ = false;
     asio::steady_timer timer_;
     std::chrono::steady_clock::time_point timer_at_{};
@@ -273,7 +274,8 @@ public:
     /// create2 immediately followed by getChildren(parent) in the same flight: ZooKeeper runs one
     /// session's requests in order, so the listing already contains the new node.
     void create_and_list(const std::string& path, const std::string& data, int flags,
-                         const std::string& parent, zk_handler h, const std::shared_ptr<const acl>& acl = nullptr);
+                         const std::string& parent, zk_handler h,
+                         const std::shared_ptr<const acl>& acl = nullptr);
     /// getChildren; with watch_id != 0 a child watch is armed (the herd-prone strategy only).
     /// A multi-op (zoo_amulti) of `ops`, all or nothing; a success renews the lease (a write).
     void multi(const std::vector<transaction::op>& ops, zk_handler h);
@@ -289,38 +291,50 @@ public:
     /// A multi holding one check of "/": committed by a quorum, so its success renews the lease
     /// (session_lease); an acquire sends it before a grant when the lease has lapsed.
     void renew_lease(zk_handler h);
-    template <class Token> auto async_renew_lease(Token&& t) {
-        return asio::async_initiate<Token, void(zk_result)>([this](auto h) { renew_lease(zk_handler(std::move(h))); }, t);
+    template <class Token>
+    auto async_renew_lease(Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this](auto h) { renew_lease(zk_handler(std::move(h))); }, t);
     }
 
-    template <class Token> auto async_create_and_list(const std::string& path, const std::string& data,
-                                                     int flags, const std::string& parent, Token&& t,
-                                                     std::shared_ptr<const acl> a = nullptr) {
+    template <class Token>
+    auto async_create_and_list(const std::string& path, const std::string& data, int flags,
+                               const std::string& parent, Token&& t, std::shared_ptr<const acl> a = nullptr) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [this, path, data, flags, parent, a](auto h) { create_and_list(path, data, flags, parent, zk_handler(std::move(h)), a); }, t);
+            [this, path, data, flags, parent, a](auto h) {
+                create_and_list(path, data, flags, parent, zk_handler(std::move(h)), a);
+            },
+            t);
     }
-    template <class Token> auto async_create(const std::string& path, const std::string& data, int flags, Token&& t,
-                                             std::shared_ptr<const acl> a = nullptr) {
+    template <class Token>
+    auto async_create(const std::string& path, const std::string& data, int flags, Token&& t,
+                      std::shared_ptr<const acl> a = nullptr) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [this, path, data, flags, a](auto h) { create(path, data, flags, zk_handler(std::move(h)), a); }, t);
+            [this, path, data, flags, a](auto h) { create(path, data, flags, zk_handler(std::move(h)), a); },
+            t);
     }
-    template <class Token> auto async_get_children(const std::string& path, Token&& t) {
+    template <class Token>
+    auto async_get_children(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
             [this, path](auto h) { get_children(path, zk_handler(std::move(h))); }, t);
     }
-    template <class Token> auto async_get_children_watch(const std::string& path, std::uint64_t watch_id, Token&& t) {
+    template <class Token>
+    auto async_get_children_watch(const std::string& path, std::uint64_t watch_id, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
             [this, path, watch_id](auto h) { get_children(path, zk_handler(std::move(h)), watch_id); }, t);
     }
-    template <class Token> auto async_get_data(const std::string& path, std::uint64_t watch_id, Token&& t) {
+    template <class Token>
+    auto async_get_data(const std::string& path, std::uint64_t watch_id, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
             [this, path, watch_id](auto h) { get_data(path, watch_id, zk_handler(std::move(h))); }, t);
     }
-    template <class Token> auto async_exists(const std::string& path, Token&& t) {
+    template <class Token>
+    auto async_exists(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
             [this, path](auto h) { exists(path, zk_handler(std::move(h))); }, t);
     }
-    template <class Token> auto async_remove(const std::string& path, Token&& t) {
+    template <class Token>
+    auto async_remove(const std::string& path, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
             [this, path](auto h) { remove(path, -1, zk_handler(std::move(h))); }, t);
     }
@@ -398,8 +412,9 @@ private:
     void cleanup_gauges() noexcept {
         n_cleanups_pending.store(cleanups_.size(), std::memory_order_relaxed);
         oldest_cleanup_ns.store(cleanups_.empty() ? 0
-                                : std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      cleanups_.front().since.time_since_epoch()).count(),
+                                                  : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                        cleanups_.front().since.time_since_epoch())
+                                                        .count(),
                                 std::memory_order_relaxed);
     }
 
@@ -409,21 +424,26 @@ private:
     /// Resolves the connect string's host names with asio's resolver (never a getaddrinfo on the
     /// io_context), then `then(ec)` on the strand; the addresses land in resolved_connect_.
     void resolve_hosts(std::function<void(error_code)> then);
-    std::string resolved_connect_; // strand: what the C client is given ("": opts_.connect as it is)
+    std::string resolved_connect_;    // strand: what the C client is given ("": opts_.connect as it is)
     std::uint64_t resolve_epoch_ = 0; // strand: moved when an attempt is abandoned
     bool round_resolution_ = false;   // strand: a lookup after a failed round is under way
     std::chrono::steady_clock::time_point last_round_resolution_{};
+
 public:
     /// (strand) The connect string the C client was given: addresses only, once the host names
     /// have been resolved (the options' string as it is when it names no host).
-    const std::string& client_connect_string() const { return resolved_connect_.empty() ? opts_.connect : resolved_connect_; }
+    const std::string& client_connect_string() const {
+        return resolved_connect_.empty() ? opts_.connect : resolved_connect_;
+    }
     /// (strand) Every server of handle `gen` failed once: look the host names up again, and give
     /// the C client the new addresses if they changed.
     void on_round_failed(std::uint64_t gen);
+
 private:
 public:
     /// (strand) The TLS relay (null without TLS), for tests.
     const std::shared_ptr<tls_relay>& relay() const noexcept { return relay_; }
+
 private:
     /// (strand) The TLS relay of session_options::tls: made at the first connect; its listeners
     /// outlive handles and reconnects. Null without TLS.
@@ -480,13 +500,14 @@ private:
     bool closed_done_ = false; // strand: enter_closed() ran
 
     std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
-    std::mutex handle_mu_;               // guards handle_ against shutdown()
-    mutable std::mutex attempts_mu_;     // guards last_attempts_
-    std::string last_attempts_;          // zk_handle::attempts() of the last attempt that timed out
+    std::mutex handle_mu_;              // guards handle_ against shutdown()
+    mutable std::mutex attempts_mu_;    // guards last_attempts_
+    std::string last_attempts_;         // zk_handle::attempts() of the last attempt that timed out
     asio::steady_timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
-    boot_timer lease_timer_;     // fires at the earliest lease deadline in use
-    boot_timer heartbeat_timer_; // while connected: a heartbeat every T/10, or a touch T/10 after the last send
+    boot_timer lease_timer_; // fires at the earliest lease deadline in use
+    boot_timer
+        heartbeat_timer_; // while connected: a heartbeat every T/10, or a touch T/10 after the last send
     std::multiset<double> lease_fractions_;
     struct held_node {
         double fraction;
@@ -499,7 +520,7 @@ private:
     bool heartbeat_armed_ = false;
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
     error_code end_reason_ = make_error_code(errc::session_expired); // strand: see end_reason()
-    bool auth_probe_needed_ = false;   // strand: see probe_auth()
+    bool auth_probe_needed_ = false;                                 // strand: see probe_auth()
     bool auth_probe_in_flight_ = false;
     bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
     /// The session state machine (detail/session_fsm.hpp): its inputs, and its driver, which
@@ -516,7 +537,8 @@ private:
     bool attempt_in_progress() const noexcept;
     std::set<std::uint64_t> connects_cancelled_early_; // strand
     std::vector<pending<void(error_code)>> close_waiters_;
-    std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>> state_waiters_;
+    std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>>
+        state_waiters_;
     std::atomic<std::uint64_t> next_state_waiter_{1};
     std::set<std::uint64_t> state_waits_cancelled_early_; // strand
     std::uint64_t next_id_ = 1;

@@ -52,7 +52,8 @@ using namespace asio::experimental::awaitable_operators;
 namespace {
 
 long long now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
 }
 
@@ -76,22 +77,32 @@ options parse(int argc, char** argv) {
             if (i + 1 >= argc) usage(("missing value after " + a).c_str());
             return argv[++i];
         };
-        if (a == "--connect") o.connect = next();
-        else if (a == "--paths") o.paths = std::stoi(next());
-        else if (a == "--log") o.log = next();
-        else if (a == "--seed") o.seed = static_cast<unsigned>(std::stoul(next()));
-        else if (a == "--name") o.name = next();
-        else if (a == "--policy") o.policy = next();
-        else if (a == "--partition-ms") o.partition_ms = std::stoi(next());
-        else if (a == "--slow-stop-ms") o.slow_stop_ms = std::stoi(next());
-        else if (a == "--session-timeout") o.session_timeout = std::chrono::milliseconds(std::stoi(next()));
+        if (a == "--connect")
+            o.connect = next();
+        else if (a == "--paths")
+            o.paths = std::stoi(next());
+        else if (a == "--log")
+            o.log = next();
+        else if (a == "--seed")
+            o.seed = static_cast<unsigned>(std::stoul(next()));
+        else if (a == "--name")
+            o.name = next();
+        else if (a == "--policy")
+            o.policy = next();
+        else if (a == "--partition-ms")
+            o.partition_ms = std::stoi(next());
+        else if (a == "--slow-stop-ms")
+            o.slow_stop_ms = std::stoi(next());
+        else if (a == "--session-timeout")
+            o.session_timeout = std::chrono::milliseconds(std::stoi(next()));
         else if (a == "--hold-ms") {
             auto v = next();
             auto colon = v.find(':');
             if (colon == std::string::npos) usage("--hold-ms takes MIN:MAX");
             o.hold_min = std::stoi(v.substr(0, colon));
             o.hold_max = std::stoi(v.substr(colon + 1));
-        } else usage(("unknown argument " + a).c_str());
+        } else
+            usage(("unknown argument " + a).c_str());
     }
     if (o.connect.empty()) usage("--connect is required");
     if (o.paths < 1 || o.hold_min < 0 || o.hold_max < o.hold_min) usage("bad --paths or --hold-ms");
@@ -124,7 +135,8 @@ public:
             auto hp = o_.connect.substr(start, end - start);
             auto port = static_cast<unsigned short>(std::stoi(hp.substr(hp.rfind(':') + 1)));
             proxies_.push_back(std::make_unique<zt::tcp_proxy>(port));
-            proxied += (proxied.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(proxies_.back()->port());
+            proxied += (proxied.empty() ? "" : ",") + std::string("127.0.0.1:") +
+                       std::to_string(proxies_.back()->port());
             start = end + 1;
         }
         o_.connect = proxied;
@@ -156,7 +168,8 @@ public:
                 co_await pause.async_wait(asio::as_tuple(use_awaitable));
                 continue;
             }
-            std::fprintf(log_, "G %s %lld %lld %llx\n", path.c_str(), now_ns(), static_cast<long long>(g.fencing_token()),
+            std::fprintf(log_, "G %s %lld %lld %llx\n", path.c_str(), now_ns(),
+                         static_cast<long long>(g.fencing_token()),
                          static_cast<unsigned long long>(g.session_id()));
             std::fflush(log_);
             // hold, unless the loss signal comes first
@@ -188,7 +201,8 @@ public:
     }
 
     void on_signal(int sig) {
-        if (sig == SIGTERM || sig == SIGINT) stop_ = true;
+        if (sig == SIGTERM || sig == SIGINT)
+            stop_ = true;
         else if (sig == SIGUSR1)
             for (auto& p : proxies_) p->drop();
         else if (sig == SIGUSR2) {

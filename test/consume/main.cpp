@@ -18,7 +18,13 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 
 static int failures = 0;
-#define CHECK(c) do { if (!(c)) { std::fprintf(stderr, "FAILED: %s (line %d)\n", #c, __LINE__); ++failures; } } while (0)
+#define CHECK(c)                                                                                             \
+    do {                                                                                                     \
+        if (!(c)) {                                                                                          \
+            std::fprintf(stderr, "FAILED: %s (line %d)\n", #c, __LINE__);                                    \
+            ++failures;                                                                                      \
+        }                                                                                                    \
+    } while (0)
 
 asio::awaitable<void> run(std::string connect, std::string path) {
     auto ex = co_await asio::this_coro::executor;
@@ -59,7 +65,10 @@ asio::awaitable<void> run(std::string connect, std::string path) {
     co_await g.async_release(asio::deferred);
     bool got = false;
     zklock::guard gb;
-    mb.async_acquire([&](zklock::error_code ec, zklock::guard x) { got = !ec; gb = std::move(x); });
+    mb.async_acquire([&](zklock::error_code ec, zklock::guard x) {
+        got = !ec;
+        gb = std::move(x);
+    });
     for (int i = 0; i < 100 && !got; ++i) {
         t.expires_after(20ms);
         co_await t.async_wait(asio::use_awaitable);
@@ -77,11 +86,22 @@ int main() {
     std::printf("zklock %s (headers %s)\n", std::string(zklock::version()).c_str(), ZKLOCK_VERSION_STRING);
     CHECK(zklock::version() == ZKLOCK_VERSION_STRING);
     const char* c = std::getenv("ZK_CONNECT");
-    if (!c) { std::fprintf(stderr, "ZK_CONNECT not set\n"); return 2; }
+    if (!c) {
+        std::fprintf(stderr, "ZK_CONNECT not set\n");
+        return 2;
+    }
     asio::io_context io;
-    asio::co_spawn(io, run(c, "/zklock-test/consumer-" + std::to_string(std::rand())), [](std::exception_ptr e) {
-        if (e) { try { std::rethrow_exception(e); } catch (const std::exception& x) { std::fprintf(stderr, "error: %s\n", x.what()); ++failures; } }
-    });
+    asio::co_spawn(io, run(c, "/zklock-test/consumer-" + std::to_string(std::rand())),
+                   [](std::exception_ptr e) {
+                       if (e) {
+                           try {
+                               std::rethrow_exception(e);
+                           } catch (const std::exception& x) {
+                               std::fprintf(stderr, "error: %s\n", x.what());
+                               ++failures;
+                           }
+                       }
+                   });
     io.run();
     std::printf("consumer: %s\n", failures ? "FAILED" : "OK");
     return failures ? 1 : 0;

@@ -23,8 +23,8 @@ for name in sorted(os.listdir(inc)):
             continue
         # the doc block: the /// lines above the template line(s)
         j = i - 1
-        while j >= 0 and lines[j].strip().startswith("template"):
-            j -= 1
+        while j >= 0 and i - j <= 4 and not lines[j].strip().startswith("///") and lines[j].strip() not in ("", "}", "};"):
+            j -= 1  # (the template declaration, over one line or several)
         block = []
         while j >= 0 and lines[j].strip().startswith("///"):
             block.insert(0, lines[j].strip())

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (size < 1) return 0;
     const auto family = (data[0] & 1) ? lock_family::rw : lock_family::mutex;
     const auto dialect = (data[0] & 2) ? zklock::lock_dialect::kazoo : zklock::lock_dialect::curator;
-    static const parent_cversion cversions[] = {std::nullopt, 0, 3, 10, 100, 999999, INT32_MAX - 1, INT32_MAX};
+    static const parent_cversion cversions[] = {std::nullopt,  0,        3, 10, 100, 999999,
+                                                INT32_MAX - 1, INT32_MAX};
     const parent_cversion cv = cversions[(data[0] >> 2) & 7];
     std::vector<std::string> children;
     std::string cur;
@@ -48,7 +49,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (ambiguous && !counter_may_have_wrapped(cv)) std::abort();
     std::vector<std::string> without_foreign;
     for (const auto& child : children)
-        if (classify_child(child, family, dialect, cv) != child_kind::foreign) without_foreign.push_back(child);
+        if (classify_child(child, family, dialect, cv) != child_kind::foreign)
+            without_foreign.push_back(child);
     std::vector<std::string> names(children);
     std::sort(names.begin(), names.end());
     const bool unique_names = std::adjacent_find(names.begin(), names.end()) == names.end();
@@ -67,13 +69,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             std::abort();
         if (kind == child_kind::contender && !counter_may_have_wrapped(cv)) {
             auto alone = decide(without_foreign, child, family, dialect, {}, cv);
-            if (alone.what != d.what || alone.predecessor != d.predecessor) std::abort(); // foreign children decided something
+            if (alone.what != d.what || alone.predecessor != d.predecessor)
+                std::abort(); // foreign children decided something
         }
         if (d.what == exclusive_decision::wait) {
             // the predecessor is a contender that sorts before us
             auto me = parse_contender(child, family, dialect);
             auto pred = parse_contender(d.predecessor, family, dialect);
-            if (!me || !pred || !(pred->seq_text < me->seq_text || (pred->seq_text == me->seq_text && pred->name < me->name)))
+            if (!me || !pred ||
+                !(pred->seq_text < me->seq_text || (pred->seq_text == me->seq_text && pred->name < me->name)))
                 std::abort();
         }
         if (d.what != exclusive_decision::acquired) continue;
@@ -85,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (writers > 1 || (writers == 1 && readers > 0)) {
         std::vector<std::string> names;
         for (const auto& child : children)
-            if (decide(children, child, family, dialect, {}, cv).what == exclusive_decision::acquired) names.push_back(child);
+            if (decide(children, child, family, dialect, {}, cv).what == exclusive_decision::acquired)
+                names.push_back(child);
         for (const auto& n : names)
             if (n != names.front()) std::abort(); // two different contenders hold at once
     }

@@ -22,7 +22,8 @@ using zklock::zk_errc;
 
 namespace {
 
-zklock::session_options with_auth(zklock::session_options o, const std::string& user, const std::string& password) {
+zklock::session_options with_auth(zklock::session_options o, const std::string& user,
+                                  const std::string& password) {
     o.auth.push_back(zklock::digest(user, password));
     return o;
 }
@@ -65,7 +66,8 @@ public:
     /// SIGKILL, then start again on the same port and data with `jvm_options` for the JVM.
     bool restart_with(const std::string& jvm_options) const {
         return std::system((zk_sh_ + " kill " + dir_ + " 1 && ZK_JVM_OPTS='" + jvm_options + "' " + zk_sh_ +
-                            " restart " + dir_ + " 1 >/dev/null").c_str()) == 0;
+                            " restart " + dir_ + " 1 >/dev/null")
+                               .c_str()) == 0;
     }
 
 private:
@@ -85,15 +87,18 @@ TEST_F(Acl, OnlyTheOwnersCredentialsCanTouchAProtectedLock) {
         zklock::mutex m(*owner, path, protected_lock());
         auto g = co_await m.async_acquire(use_awaitable);
         // the stranger can list the contenders...
-        auto [lec, cs] = co_await zklock::async_list_contenders(*stranger, path, {}, boost::asio::as_tuple(use_awaitable));
+        auto [lec, cs] =
+            co_await zklock::async_list_contenders(*stranger, path, {}, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(lec) << lec.message();
         CO_REQUIRE(cs.size() == 1u);
         EXPECT_TRUE(cs[0].holder);
         EXPECT_EQ(cs[0].node_path, g.node_path());
         // ...but not break, revoke or contend
-        auto [bec] = co_await zklock::async_break_lock(*stranger, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        auto [bec] =
+            co_await zklock::async_break_lock(*stranger, g.node_path(), boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(bec, zk_errc::no_auth) << bec.message();
-        auto [rec, who] = co_await zklock::async_revoke(*stranger, path, {}, boost::asio::as_tuple(use_awaitable));
+        auto [rec, who] =
+            co_await zklock::async_revoke(*stranger, path, {}, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(rec, zk_errc::no_auth) << rec.message();
         zklock::mutex ms(*stranger, path);
         auto [aec, ag] = co_await ms.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
@@ -133,13 +138,15 @@ TEST_F(Acl, BreakAndRevokeWorkWithTheCredentials) {
         o.revocable = true;
         zklock::mutex m(*owner, path, o);
         auto g = co_await m.async_acquire(use_awaitable);
-        auto [rec, holder] = co_await zklock::async_revoke(*admin, path, {}, boost::asio::as_tuple(use_awaitable));
+        auto [rec, holder] =
+            co_await zklock::async_revoke(*admin, path, {}, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(rec) << rec.message();
         auto [why] = co_await g.async_wait_revoked(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(why, errc::revocation_requested);
         zklock::error_code lost;
         g.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
-        auto [bec] = co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        auto [bec] =
+            co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(bec) << bec.message();
         co_await eventually([&] { return bool(lost); });
         EXPECT_EQ(lost, errc::lock_node_deleted);
@@ -159,7 +166,8 @@ TEST_F(Acl, AWrongPasswordIsAnotherIdentityAndARefusedSchemeFailsTheConnect) {
         zklock::mutex mw(*wrong, path, protected_lock());
         auto [aec, ag] = co_await mw.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(aec, zk_errc::no_auth) << aec.message();
-        auto [bec] = co_await zklock::async_break_lock(*wrong, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        auto [bec] =
+            co_await zklock::async_break_lock(*wrong, g.node_path(), boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(bec, zk_errc::no_auth);
         // a scheme the server refuses: async_connect fails with auth_failed, and stays failed
         auto o = options();
@@ -180,84 +188,86 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
     // at the server until its timeout; zklock cannot renew it with credentials the server refuses).
     private_server zk;
     ASSERT_FALSE(zk.connect().empty());
-    run_test([&]() -> awaitable<void> {
-        auto held = unique_path("held"), waited = unique_path("waited"), sem = unique_path("sem");
-        auto queued = unique_path("handoff"), stuck = unique_path("stuck");
-        // The loss must come from the refusal, not from the lease: a server restart under load
-        // takes longer than a lease of T/3 (seen: lease_expired, in 3 of 20 runs beside a chaos
-        // soak). Only a confirmed end of the session counts here, and T outlives the restart.
-        auto o = with_auth(options(zk.connect()), "svc", "s3cret");
-        o.session_timeout = 10000ms;
-        o.loss = zklock::loss_policy::on_expiry();
-        auto a = co_await connect(o);
-        auto other = options(zk.connect());
-        other.session_timeout = 10000ms;
-        other.loss = zklock::loss_policy::on_expiry();
-        auto b = co_await connect(other); // no credentials: the restart does not affect it
-        zklock::mutex ma(*a, held), ma2(*a, waited), mb(*b, waited), mb2(*b, held);
-        auto g = co_await ma.async_acquire(use_awaitable);
-        auto gb = co_await mb.async_acquire(use_awaitable);
-        zklock::semaphore sa(*a, sem, 1), sb(*b, sem, 1);
-        auto lb = co_await sb.async_acquire(use_awaitable);
-        // an in-process hand-off queue of a's: one grant out, one local waiter behind it
-        zklock::mutex_options ho;
-        ho.local_handoff = 8;
-        zklock::mutex mh(*a, queued, ho);
-        auto gh = co_await mh.async_acquire(use_awaitable);
-        std::optional<zklock::error_code> waited_ec, sem_ec, local_ec;
-        ma2.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { waited_ec = ec; });
-        sa.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { sem_ec = ec; });
-        mh.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { local_ec = ec; });
-        co_await sleep_for(300ms); // a's requests are parked behind b's node and b's lease, and behind gh
-        CO_REQUIRE(!waited_ec && !sem_ec && !local_ec);
-        // A guaranteed delete that keeps failing (injected: no auth) is still
-        // pending when the credentials are refused: the refusal must drop it, not leave it
-        // retrying against a session that can do nothing any more.
-        zklock::mutex ms(*a, stuck);
-        auto gs = co_await ms.async_acquire(use_awaitable);
-        a->impl()->faults.cleanup_error_rc = ZNOAUTH;
-        a->impl()->faults.cleanup_errors = 1'000'000;
-        gs.release_in_background();
-        co_await sleep_for(200ms);
-        CO_REQUIRE(a->impl()->background_deletes() == 1u);
+    run_test(
+        [&]() -> awaitable<void> {
+            auto held = unique_path("held"), waited = unique_path("waited"), sem = unique_path("sem");
+            auto queued = unique_path("handoff"), stuck = unique_path("stuck");
+            // The loss must come from the refusal, not from the lease: a server restart under load
+            // takes longer than a lease of T/3 (seen: lease_expired, in 3 of 20 runs beside a chaos
+            // soak). Only a confirmed end of the session counts here, and T outlives the restart.
+            auto o = with_auth(options(zk.connect()), "svc", "s3cret");
+            o.session_timeout = 10000ms;
+            o.loss = zklock::loss_policy::on_expiry();
+            auto a = co_await connect(o);
+            auto other = options(zk.connect());
+            other.session_timeout = 10000ms;
+            other.loss = zklock::loss_policy::on_expiry();
+            auto b = co_await connect(other); // no credentials: the restart does not affect it
+            zklock::mutex ma(*a, held), ma2(*a, waited), mb(*b, waited), mb2(*b, held);
+            auto g = co_await ma.async_acquire(use_awaitable);
+            auto gb = co_await mb.async_acquire(use_awaitable);
+            zklock::semaphore sa(*a, sem, 1), sb(*b, sem, 1);
+            auto lb = co_await sb.async_acquire(use_awaitable);
+            // an in-process hand-off queue of a's: one grant out, one local waiter behind it
+            zklock::mutex_options ho;
+            ho.local_handoff = 8;
+            zklock::mutex mh(*a, queued, ho);
+            auto gh = co_await mh.async_acquire(use_awaitable);
+            std::optional<zklock::error_code> waited_ec, sem_ec, local_ec;
+            ma2.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { waited_ec = ec; });
+            sa.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { sem_ec = ec; });
+            mh.async_acquire_for(60s, [&](zklock::error_code ec, zklock::guard) { local_ec = ec; });
+            co_await sleep_for(300ms); // a's requests are parked behind b's node and b's lease, and behind gh
+            CO_REQUIRE(!waited_ec && !sem_ec && !local_ec);
+            // A guaranteed delete that keeps failing (injected: no auth) is still
+            // pending when the credentials are refused: the refusal must drop it, not leave it
+            // retrying against a session that can do nothing any more.
+            zklock::mutex ms(*a, stuck);
+            auto gs = co_await ms.async_acquire(use_awaitable);
+            a->impl()->faults.cleanup_error_rc = ZNOAUTH;
+            a->impl()->faults.cleanup_errors = 1'000'000;
+            gs.release_in_background();
+            co_await sleep_for(200ms);
+            CO_REQUIRE(a->impl()->background_deletes() == 1u);
 
-        CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                                   "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
-        co_await eventually([&] { return a->state() == zklock::session_state::disconnected; }, 15000ms);
-        EXPECT_EQ(a->state(), zklock::session_state::disconnected);
-        EXPECT_EQ(a->impl()->background_deletes(), 0u) << "a delete kept retrying on a refused session";
-        a->impl()->faults.cleanup_errors = 0;
-        EXPECT_TRUE(g.is_lost());
-        EXPECT_EQ(g.loss_reason(), zk_errc::auth_failed) << g.loss_reason().message();
-        co_await eventually([&] { return waited_ec.has_value(); });
-        CO_REQUIRE(waited_ec.has_value());
-        EXPECT_EQ(*waited_ec, zk_errc::auth_failed) << waited_ec->message();
-        co_await eventually([&] { return sem_ec.has_value(); });
-        CO_REQUIRE(sem_ec.has_value());
-        EXPECT_EQ(*sem_ec, zk_errc::auth_failed) << sem_ec->message();
-        co_await eventually([&] { return local_ec.has_value(); });
-        CO_REQUIRE(local_ec.has_value());
-        EXPECT_EQ(*local_ec, zk_errc::auth_failed) << local_ec->message();
-        EXPECT_TRUE(gh.is_lost());
-        EXPECT_EQ(gh.loss_reason(), zk_errc::auth_failed) << gh.loss_reason().message();
-        co_await gh.async_release(use_awaitable);
-        co_await g.async_release(use_awaitable); // completes at once: the lock is lost
+            CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                       "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
+            co_await eventually([&] { return a->state() == zklock::session_state::disconnected; }, 15000ms);
+            EXPECT_EQ(a->state(), zklock::session_state::disconnected);
+            EXPECT_EQ(a->impl()->background_deletes(), 0u) << "a delete kept retrying on a refused session";
+            a->impl()->faults.cleanup_errors = 0;
+            EXPECT_TRUE(g.is_lost());
+            EXPECT_EQ(g.loss_reason(), zk_errc::auth_failed) << g.loss_reason().message();
+            co_await eventually([&] { return waited_ec.has_value(); });
+            CO_REQUIRE(waited_ec.has_value());
+            EXPECT_EQ(*waited_ec, zk_errc::auth_failed) << waited_ec->message();
+            co_await eventually([&] { return sem_ec.has_value(); });
+            CO_REQUIRE(sem_ec.has_value());
+            EXPECT_EQ(*sem_ec, zk_errc::auth_failed) << sem_ec->message();
+            co_await eventually([&] { return local_ec.has_value(); });
+            CO_REQUIRE(local_ec.has_value());
+            EXPECT_EQ(*local_ec, zk_errc::auth_failed) << local_ec->message();
+            EXPECT_TRUE(gh.is_lost());
+            EXPECT_EQ(gh.loss_reason(), zk_errc::auth_failed) << gh.loss_reason().message();
+            co_await gh.async_release(use_awaitable);
+            co_await g.async_release(use_awaitable); // completes at once: the lock is lost
 
-        // b rode the restart out; a's node goes when the server expires a's session
-        co_await eventually([&] { return b->state() == zklock::session_state::connected; }, 10000ms);
-        EXPECT_FALSE(gb.is_lost());
-        co_await gb.async_release(use_awaitable);
-        co_await lb.async_release(use_awaitable);
-        auto g2 = co_await mb2.async_acquire_for(20s, use_awaitable);
-        EXPECT_TRUE(g2.owns_lock());
-        co_await g2.async_release(use_awaitable);
-        co_await expect_no_leftovers(*b, held);
-        co_await expect_no_leftovers(*b, waited);
-        co_await expect_no_leftovers(*b, sem + "/leases");
-        co_await expect_no_leftovers(*b, sem + "/locks");
-        co_await expect_no_leftovers(*b, queued);
-        co_await expect_no_leftovers(*b, stuck); // (a's session expired by now: the server deleted it)
-    }, 90s);
+            // b rode the restart out; a's node goes when the server expires a's session
+            co_await eventually([&] { return b->state() == zklock::session_state::connected; }, 10000ms);
+            EXPECT_FALSE(gb.is_lost());
+            co_await gb.async_release(use_awaitable);
+            co_await lb.async_release(use_awaitable);
+            auto g2 = co_await mb2.async_acquire_for(20s, use_awaitable);
+            EXPECT_TRUE(g2.owns_lock());
+            co_await g2.async_release(use_awaitable);
+            co_await expect_no_leftovers(*b, held);
+            co_await expect_no_leftovers(*b, waited);
+            co_await expect_no_leftovers(*b, sem + "/leases");
+            co_await expect_no_leftovers(*b, sem + "/locks");
+            co_await expect_no_leftovers(*b, queued);
+            co_await expect_no_leftovers(*b, stuck); // (a's session expired by now: the server deleted it)
+        },
+        90s);
 }
 
 TEST_F(Acl, AnAcquireTheDeadHandleRefusesEndsWithAuthFailedBeforeTheSessionHearsOfIt) {
@@ -269,59 +279,67 @@ TEST_F(Acl, AnAcquireTheDeadHandleRefusesEndsWithAuthFailedBeforeTheSessionHears
     // the fault hook widens it to 1.5 s, and acquires are started every 20 ms across it.
     private_server zk;
     ASSERT_FALSE(zk.connect().empty());
-    run_test([&]() -> awaitable<void> {
-        auto o = with_auth(options(zk.connect()), "svc", "s3cret");
-        o.session_timeout = 10000ms;
-        o.loss = zklock::loss_policy::on_expiry();
-        auto a = co_await connect(o);
-        auto b = co_await connect(options(zk.connect())); // no credentials: checks the paths after
-        const auto base = unique_path("dead-handle");
-        a->impl()->faults.delay_end_event_ms = 1500;
-        CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
-                                   "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
+    run_test(
+        [&]() -> awaitable<void> {
+            auto o = with_auth(options(zk.connect()), "svc", "s3cret");
+            o.session_timeout = 10000ms;
+            o.loss = zklock::loss_policy::on_expiry();
+            auto a = co_await connect(o);
+            auto b = co_await connect(options(zk.connect())); // no credentials: checks the paths after
+            const auto base = unique_path("dead-handle");
+            a->impl()->faults.delay_end_event_ms = 1500;
+            CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
+                                       "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
 
-        std::list<zklock::mutex> mutexes;
-        std::list<zklock::semaphore> semaphores;
-        std::map<std::string, int> unexpected; // message -> count
-        int started = 0, completed = 0, granted = 0, refused_before_heard = 0, refused_after = 0, timed_out = 0;
-        auto record = [&](zklock::error_code ec, zklock::guard g) {
-            ++completed;
-            if (!ec) {
-                ++granted; // cannot happen: the server refuses the credentials before any request
-                g.release_in_background();
-            } else if (ec == zk_errc::auth_failed) {
-                ++(a->state() == zklock::session_state::disconnected ? refused_after : refused_before_heard);
-            } else if (ec == errc::acquire_timeout || ec == errc::not_connected) {
-                ++timed_out; // still disconnected (acquire_timeout), or the end already heard of
-            } else {
-                ++unexpected[ec.message()];
+            std::list<zklock::mutex> mutexes;
+            std::list<zklock::semaphore> semaphores;
+            std::map<std::string, int> unexpected; // message -> count
+            int started = 0, completed = 0, granted = 0, refused_before_heard = 0, refused_after = 0,
+                timed_out = 0;
+            auto record = [&](zklock::error_code ec, zklock::guard g) {
+                ++completed;
+                if (!ec) {
+                    ++granted; // cannot happen: the server refuses the credentials before any request
+                    g.release_in_background();
+                } else if (ec == zk_errc::auth_failed) {
+                    ++(a->state() == zklock::session_state::disconnected ? refused_after
+                                                                         : refused_before_heard);
+                } else if (ec == errc::acquire_timeout || ec == errc::not_connected) {
+                    ++timed_out; // still disconnected (acquire_timeout), or the end already heard of
+                } else {
+                    ++unexpected[ec.message()];
+                }
+            };
+            const auto deadline = std::chrono::steady_clock::now() + 20s;
+            while (a->state() != zklock::session_state::disconnected &&
+                   std::chrono::steady_clock::now() < deadline) {
+                auto& m = mutexes.emplace_back(*a, base + "/m" + std::to_string(started));
+                auto& sm = semaphores.emplace_back(*a, base + "/s", 2);
+                m.async_acquire_for(300ms, record);
+                sm.async_acquire_for(300ms, record);
+                started += 2;
+                co_await sleep_for(20ms);
             }
-        };
-        const auto deadline = std::chrono::steady_clock::now() + 20s;
-        while (a->state() != zklock::session_state::disconnected && std::chrono::steady_clock::now() < deadline) {
-            auto& m = mutexes.emplace_back(*a, base + "/m" + std::to_string(started));
-            auto& sm = semaphores.emplace_back(*a, base + "/s", 2);
-            m.async_acquire_for(300ms, record);
-            sm.async_acquire_for(300ms, record);
-            started += 2;
-            co_await sleep_for(20ms);
-        }
-        CO_REQUIRE(a->state() == zklock::session_state::disconnected);
-        co_await eventually([&] { return completed == started; }, 5000ms);
-        EXPECT_EQ(completed, started);
-        EXPECT_EQ(granted, 0);
-        for (auto& [message, n] : unexpected) ADD_FAILURE() << n << " acquire(s) ended with: " << message;
-        // the window was exercised: acquires refused while the session still thought itself alive
-        EXPECT_GT(refused_before_heard, 0) << "timed out " << timed_out << ", refused after " << refused_after;
-        std::printf("acquires %d: refused before the session heard %d, after %d; timed out or not connected %d\n",
-                    started, refused_before_heard, refused_after, timed_out);
-        // b's connection went down with the restart: the checks wait for it to be back (under
-        // load its reconnect to the restarted server took long enough to time a listing out)
-        co_await wait_state(*b, zklock::session_state::connected, 30s);
-        co_await expect_no_leftovers(*b, base + "/s/locks");
-        co_await expect_no_leftovers(*b, base + "/s/leases");
-        for (int i = 0; i < started; i += 2) co_await expect_no_leftovers(*b, base + "/m" + std::to_string(i));
-    }, 90s);
+            CO_REQUIRE(a->state() == zklock::session_state::disconnected);
+            co_await eventually([&] { return completed == started; }, 5000ms);
+            EXPECT_EQ(completed, started);
+            EXPECT_EQ(granted, 0);
+            for (auto& [message, n] : unexpected) ADD_FAILURE() << n << " acquire(s) ended with: " << message;
+            // the window was exercised: acquires refused while the session still thought itself alive
+            EXPECT_GT(refused_before_heard, 0)
+                << "timed out " << timed_out << ", refused after " << refused_after;
+            std::printf(
+                "acquires %d: refused before the session heard %d, after %d; timed out or not connected %d\n",
+                started, refused_before_heard, refused_after, timed_out);
+            // b's connection went down with the restart: the checks wait for it to be back (under
+            // load its reconnect to the restarted server took long enough to time a listing out)
+            co_await wait_state(*b, zklock::session_state::connected, 30s);
+            co_await expect_no_leftovers(*b, base + "/s/locks");
+            co_await expect_no_leftovers(*b, base + "/s/leases");
+            for (int i = 0; i < started; i += 2)
+                co_await expect_no_leftovers(*b, base + "/m" + std::to_string(i));
+        },
+        90s);
 }
 
 TEST_F(Acl, AsyncConnectWaitsForTheServersVerdictOnTheCredentials) {
@@ -384,28 +402,31 @@ TEST_F(Acl, AVerdictLostWithTheConnectionIsNotARefusal) {
 }
 
 TEST_F(Acl, ARenewedSessionPresentsItsCredentialsAgain) {
-    run_test([&]() -> awaitable<void> {
-        tcp_proxy proxy(first_port(zk_connect()));
-        auto o = with_auth(through(proxy), "svc", "s3cret");
-        o.session_timeout = 2000ms;
-        auto a = co_await connect(o);
-        auto path = lock_path();
-        zklock::mutex m(*a, path, protected_lock());
-        auto g = co_await m.async_acquire(use_awaitable);
-        auto old_id = a->session_id();
-        proxy.blackhole(true);
-        co_await sleep_for(4500ms); // the server expires the session
-        proxy.blackhole(false);
-        co_await eventually([&] { return a->state() == zklock::session_state::connected && a->session_id() != old_id; },
-                            10000ms);
-        CO_REQUIRE(a->session_id() != old_id);
-        EXPECT_TRUE(g.is_lost());
-        // the new session can create and delete under the protected lock path: its auth is back
-        auto g2 = co_await m.async_acquire_for(10s, use_awaitable);
-        EXPECT_TRUE(g2.owns_lock());
-        co_await g2.async_release(use_awaitable);
-        co_await g.async_release(use_awaitable);
-    }, 60s);
+    run_test(
+        [&]() -> awaitable<void> {
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto o = with_auth(through(proxy), "svc", "s3cret");
+            o.session_timeout = 2000ms;
+            auto a = co_await connect(o);
+            auto path = lock_path();
+            zklock::mutex m(*a, path, protected_lock());
+            auto g = co_await m.async_acquire(use_awaitable);
+            auto old_id = a->session_id();
+            proxy.blackhole(true);
+            co_await sleep_for(4500ms); // the server expires the session
+            proxy.blackhole(false);
+            co_await eventually(
+                [&] { return a->state() == zklock::session_state::connected && a->session_id() != old_id; },
+                10000ms);
+            CO_REQUIRE(a->session_id() != old_id);
+            EXPECT_TRUE(g.is_lost());
+            // the new session can create and delete under the protected lock path: its auth is back
+            auto g2 = co_await m.async_acquire_for(10s, use_awaitable);
+            EXPECT_TRUE(g2.owns_lock());
+            co_await g2.async_release(use_awaitable);
+            co_await g.async_release(use_awaitable);
+        },
+        60s);
 }
 
 TEST_F(Acl, CredentialsNeverReachTheLogOrErrorMessages) {

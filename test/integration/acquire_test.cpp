@@ -144,14 +144,16 @@ TEST_F(Acquire, UniqueNodeReleaseDeletesOnlyItsOwnNode) {
         auto ga = co_await ma.async_acquire(use_awaitable);
         // an admin deletes A's node; B takes the lock under the same name
         auto& bi = *b->impl();
-        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(ga.node_path(), use_awaitable), use_awaitable);
+        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(ga.node_path(), use_awaitable),
+                                         use_awaitable);
         EXPECT_EQ(r.rc, ZOK);
         auto gb = co_await mb.async_acquire_for(5s, use_awaitable);
         CO_REQUIRE(gb.owns_lock());
         co_await ga.async_release(use_awaitable); // must not delete B's node
         auto kids = co_await children_of(*b, path);
         EXPECT_EQ(kids.size(), 1u) << "A's release deleted B's node";
-        auto e = co_await asio::co_spawn(bi.strand(), bi.async_exists(gb.node_path(), use_awaitable), use_awaitable);
+        auto e = co_await asio::co_spawn(bi.strand(), bi.async_exists(gb.node_path(), use_awaitable),
+                                         use_awaitable);
         EXPECT_EQ(e.rc, ZOK);
         EXPECT_EQ(e.stat.czxid, gb.node_czxid());
         co_await gb.async_release(use_awaitable);
@@ -191,7 +193,8 @@ TEST_F(Acquire, AWaiterThatGivesUpRemovesItsWatch) {
         }
         // (Under load a deadline can pass before the watch is armed: then there is none to remove.)
         auto armed = c.b->statistics().get_data - armed0;
-        EXPECT_GE(armed, static_cast<std::uint64_t>(attempts / 2)) << "too few attempts got as far as watching";
+        EXPECT_GE(armed, static_cast<std::uint64_t>(attempts / 2))
+            << "too few attempts got as far as watching";
         co_await eventually([&] { return c.b->statistics().watch_removals == armed; });
         EXPECT_EQ(c.b->statistics().watch_removals, armed);
         auto events_before = c.b->statistics().watch_events;
@@ -234,7 +237,8 @@ TEST_F(Acquire, ANodeWithOurGuidOwnedByAnotherSessionIsNotAdopted) {
         auto kids = co_await children_of(*a, path);
         CO_REQUIRE(kids.size() == 1u);
         EXPECT_EQ(path + "/" + kids[0], g.node_path()) << "the foreign node is still there";
-        auto [ec, d] = co_await zklock::async_get_data(*a, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        auto [ec, d] =
+            co_await zklock::async_get_data(*a, g.node_path(), boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec);
         EXPECT_EQ(d.ephemeral_owner, a->session_id()) << "a node of another session was adopted";
         co_await g.async_release(use_awaitable);
@@ -275,7 +279,8 @@ TEST_F(Acquire, ATimedAcquireCountsItsTimeoutFromWhenTheOperationStarts) {
         co_await check("shared_mutex read", rwb.async_acquire_shared_for(300ms, asio::deferred));
         co_await check("shared_mutex write", rwb.async_acquire_for(300ms, asio::deferred));
         co_await check("semaphore", sb.async_acquire_for(300ms, asio::deferred));
-        std::vector<zklock::mutex> one{mlb}; // (named: GCC 12 cannot keep an initializer list in a coroutine frame)
+        std::vector<zklock::mutex> one{
+            mlb}; // (named: GCC 12 cannot keep an initializer list in a coroutine frame)
         co_await check("multi-lock", zklock::async_acquire_all_for(std::move(one), 300ms, asio::deferred));
         // until: an absolute deadline stays absolute
         const auto t0 = clk::now();
@@ -307,7 +312,8 @@ TEST_F(Acquire, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRe
         for (int variant = 0; variant < 4; ++variant) {
             const bool cancel = variant % 2 == 1, sem = variant >= 2;
             tcp_proxy proxy(first_port(zk_connect()));
-            auto path = sem ? semaphore_path(cancel ? "sem-cancel" : "sem-deadline") : lock_path(cancel ? "cancel" : "deadline");
+            auto path = sem ? semaphore_path(cancel ? "sem-cancel" : "sem-deadline")
+                            : lock_path(cancel ? "cancel" : "deadline");
             auto o = through(proxy);
             o.session_timeout = 6000ms; // the C client's request timeout: 4 s
             auto a = co_await connect(o);
@@ -330,9 +336,10 @@ TEST_F(Acquire, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRe
             }
             const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0);
             std::printf("  %s %s: completed after %lld ms with %s\n", sem ? "semaphore" : "mutex",
-                        cancel ? "cancel at 300 ms" : "acquire_for(300ms)", static_cast<long long>(took.count()),
-                        ec.message().c_str());
-            EXPECT_EQ(ec, cancel ? zklock::error_code(asio::error::operation_aborted) : zklock::error_code(errc::acquire_timeout))
+                        cancel ? "cancel at 300 ms" : "acquire_for(300ms)",
+                        static_cast<long long>(took.count()), ec.message().c_str());
+            EXPECT_EQ(ec, cancel ? zklock::error_code(asio::error::operation_aborted)
+                                 : zklock::error_code(errc::acquire_timeout))
                 << ec.message();
             EXPECT_LT(took, bound);
             EXPECT_GE(took, 290ms);

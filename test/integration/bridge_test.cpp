@@ -31,24 +31,26 @@ class Bridge : public zk_test {};
 TEST_F(Threads, NeitherZklockNorTheCClientStartsAThread) {
     const int before = thread_count();
     int most = before;
-    run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto s = co_await connect_session();
-        most = std::max(most, thread_count());
-        zklock::mutex m(*s, path);
-        for (int i = 0; i < 1000; ++i) {
-            auto g = co_await m.async_acquire(use_awaitable);
-            if (i % 100 == 0) most = std::max(most, thread_count());
-            co_await g.async_release(use_awaitable);
-        }
-        most = std::max(most, thread_count());
-        co_await s->async_close(use_awaitable);
-        most = std::max(most, thread_count());
-        s.reset();
-    }, 120s);
+    run_test(
+        [&]() -> awaitable<void> {
+            auto path = lock_path();
+            auto s = co_await connect_session();
+            most = std::max(most, thread_count());
+            zklock::mutex m(*s, path);
+            for (int i = 0; i < 1000; ++i) {
+                auto g = co_await m.async_acquire(use_awaitable);
+                if (i % 100 == 0) most = std::max(most, thread_count());
+                co_await g.async_release(use_awaitable);
+            }
+            most = std::max(most, thread_count());
+            co_await s->async_close(use_awaitable);
+            most = std::max(most, thread_count());
+            s.reset();
+        },
+        120s);
     const int after = thread_count();
-    std::printf("  threads: %d before, at most %d during, %d after; longest C-client call so far %.3f ms\n", before,
-                most, after, static_cast<double>(zklock::detail::longest_client_call_ns()) / 1e6);
+    std::printf("  threads: %d before, at most %d during, %d after; longest C-client call so far %.3f ms\n",
+                before, most, after, static_cast<double>(zklock::detail::longest_client_call_ns()) / 1e6);
     EXPECT_EQ(most, before) << "a thread was started while the session lived";
     EXPECT_EQ(after, before);
 }
@@ -57,12 +59,14 @@ TEST_F(Threads, ManySessionsOnOneIoContextStartNoThread) {
     // (1,000 sessions of libzookeeper_mt were 2,000 threads)
     const int before = thread_count();
     int most = before;
-    run_test([&]() -> awaitable<void> {
-        std::vector<std::unique_ptr<zklock::session>> sessions;
-        for (int i = 0; i < 50; ++i) sessions.push_back(co_await connect_session());
-        most = std::max(most, thread_count());
-        for (auto& s : sessions) co_await s->async_close(use_awaitable);
-    }, 120s);
+    run_test(
+        [&]() -> awaitable<void> {
+            std::vector<std::unique_ptr<zklock::session>> sessions;
+            for (int i = 0; i < 50; ++i) sessions.push_back(co_await connect_session());
+            most = std::max(most, thread_count());
+            for (auto& s : sessions) co_await s->async_close(use_awaitable);
+        },
+        120s);
     EXPECT_EQ(most, before);
     EXPECT_EQ(thread_count(), before);
 }
@@ -101,15 +105,18 @@ struct tick_watch {
     std::shared_ptr<bool> on = std::make_shared<bool>(true);
     std::shared_ptr<double> longest_gap_ms = std::make_shared<double>(0);
     void start(asio::io_context& io) {
-        asio::co_spawn(io, [](std::shared_ptr<bool> on, std::shared_ptr<double> gap) -> awaitable<void> {
-            auto last = std::chrono::steady_clock::now();
-            while (*on) {
-                co_await sleep_for(10ms);
-                auto now = std::chrono::steady_clock::now();
-                *gap = std::max(*gap, std::chrono::duration<double, std::milli>(now - last).count() - 10);
-                last = now;
-            }
-        }(on, longest_gap_ms), asio::detached);
+        asio::co_spawn(
+            io,
+            [](std::shared_ptr<bool> on, std::shared_ptr<double> gap) -> awaitable<void> {
+                auto last = std::chrono::steady_clock::now();
+                while (*on) {
+                    co_await sleep_for(10ms);
+                    auto now = std::chrono::steady_clock::now();
+                    *gap = std::max(*gap, std::chrono::duration<double, std::milli>(now - last).count() - 10);
+                    last = now;
+                }
+            }(on, longest_gap_ms),
+            asio::detached);
     }
 };
 } // namespace
@@ -125,7 +132,9 @@ TEST_F(Bridge, HostNamesAreResolvedAsynchronously) {
         const std::string given = s->impl()->client_connect_string();
         std::printf("  the C client was given \"%s\"\n", given.c_str());
         EXPECT_EQ(given.find("localhost"), std::string::npos) << given;
-        EXPECT_TRUE(given.rfind("127.0.0.1:", 0) == 0 || given.rfind("[::1]:", 0) == 0 || given.rfind("::1:", 0) == 0) << given;
+        EXPECT_TRUE(given.rfind("127.0.0.1:", 0) == 0 || given.rfind("[::1]:", 0) == 0 ||
+                    given.rfind("::1:", 0) == 0)
+            << given;
         zklock::mutex m(*s, path);
         auto g = co_await m.async_acquire(use_awaitable);
         EXPECT_TRUE(g.owns_lock());
@@ -145,9 +154,11 @@ TEST_F(Bridge, AHostThatDoesNotResolveFailsTheConnectWithoutBlocking) {
         *w.on = false;
         EXPECT_TRUE(ec) << "connected to a host that does not exist";
         EXPECT_FALSE(ec.message().empty());
-        std::printf("  connect: %s; longest gap in the io_context's ticks %.1f ms\n", ec.message().c_str(), *w.longest_gap_ms);
+        std::printf("  connect: %s; longest gap in the io_context's ticks %.1f ms\n", ec.message().c_str(),
+                    *w.longest_gap_ms);
         EXPECT_NE(s.state(), zklock::session_state::connected);
-        EXPECT_LT(*w.longest_gap_ms, 1000.0) << "the io_context was blocked (a resolver timing out takes seconds)";
+        EXPECT_LT(*w.longest_gap_ms, 1000.0)
+            << "the io_context was blocked (a resolver timing out takes seconds)";
     });
 }
 

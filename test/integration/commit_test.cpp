@@ -43,11 +43,12 @@ TEST_F(Commit, AReadModifyWriteUnderTheLockCommitsAndReportsEachOperation) {
         auto g = co_await m.async_acquire(use_awaitable);
         auto d = co_await zklock::async_get_data(*a, counter, use_awaitable);
         const auto before = a->statistics().multis;
-        auto [ec, r] = co_await g.async_commit(zklock::transaction{}
-                                                   .set_data(counter, std::to_string(std::stoi(d.data) + 1), d.version)
-                                                   .create(counter + "-log-", "+1", zklock::create_mode::persistent_sequential)
-                                                   .check(counter, d.version + 1),
-                                               asio::as_tuple(use_awaitable));
+        auto [ec, r] = co_await g.async_commit(
+            zklock::transaction{}
+                .set_data(counter, std::to_string(std::stoi(d.data) + 1), d.version)
+                .create(counter + "-log-", "+1", zklock::create_mode::persistent_sequential)
+                .check(counter, d.version + 1),
+            asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << ec.message();
         CO_REQUIRE(r.ops.size() == 3u);
         EXPECT_EQ(r.failed, zklock::commit_result::npos);
@@ -76,8 +77,9 @@ TEST_F(Commit, ABrokenLockCommitsNothing) {
         co_await zklock::async_break_lock(*admin, g.node_path(), use_awaitable);
         EXPECT_FALSE(g.is_lost()) << "(the test needs a holder that does not know yet)";
         const auto before = a->statistics().multis;
-        auto [ec, r] = co_await g.async_commit(zklock::transaction{}.set_data(data, "after").create(data + "-new"),
-                                               asio::as_tuple(use_awaitable));
+        auto [ec, r] =
+            co_await g.async_commit(zklock::transaction{}.set_data(data, "after").create(data + "-new"),
+                                    asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::lock_lost) << ec.message();
         EXPECT_EQ(r.failed, zklock::commit_result::npos);
         EXPECT_EQ(a->statistics().multis, before + 1) << "the check was made by the server";
@@ -106,8 +108,9 @@ TEST_F(Commit, AnOldHoldersCommitFailsAndTheNewHoldersValueStands) {
                                                   asio::as_tuple(use_awaitable));
         EXPECT_FALSE(bec) << bec.message();
         // a wakes up and writes without a version check, as a careless holder would
-        auto [aec, ar] = co_await ga.async_commit(zklock::transaction{}.set_data(data, "a (stale, from " + read_a.data + ")"),
-                                                  asio::as_tuple(use_awaitable));
+        auto [aec, ar] = co_await ga.async_commit(
+            zklock::transaction{}.set_data(data, "a (stale, from " + read_a.data + ")"),
+            asio::as_tuple(use_awaitable));
         EXPECT_EQ(aec, errc::lock_lost) << aec.message();
         EXPECT_EQ(co_await value_of(*admin, data), "b");
         co_await gb.async_release(use_awaitable);
@@ -137,8 +140,8 @@ TEST_F(Commit, AFailedOperationIsReportedByItsIndexAndNothingIsApplied) {
         EXPECT_EQ(co_await value_of(*a, x), "x0") << "the operation before the failed one was applied";
         EXPECT_EQ(co_await value_of(*a, y), "y0");
         // a missing node, at index 0
-        auto [ec2, r2] = co_await g.async_commit(zklock::transaction{}.remove(path + "-missing").set_data(x, "x2"),
-                                                 asio::as_tuple(use_awaitable));
+        auto [ec2, r2] = co_await g.async_commit(
+            zklock::transaction{}.remove(path + "-missing").set_data(x, "x2"), asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec2, zk_errc::no_node) << ec2.message();
         EXPECT_EQ(r2.failed, 0u);
         EXPECT_EQ(co_await value_of(*a, x), "x0");
@@ -159,14 +162,16 @@ TEST_F(Commit, ReadGuardsSemaphoreLeasesAndHandOffGrantsCommitToo) {
         {
             zklock::shared_mutex rw(*a, path);
             auto r = co_await rw.async_acquire_shared(use_awaitable);
-            auto [ec, res] = co_await r.async_commit(zklock::transaction{}.set_data(data, "read"), asio::as_tuple(use_awaitable));
+            auto [ec, res] = co_await r.async_commit(zklock::transaction{}.set_data(data, "read"),
+                                                     asio::as_tuple(use_awaitable));
             EXPECT_FALSE(ec) << ec.message();
             co_await r.async_release(use_awaitable);
         }
         {
             zklock::semaphore s(*a, sem, 2);
             auto l = co_await s.async_acquire(use_awaitable);
-            auto [ec, res] = co_await l.async_commit(zklock::transaction{}.set_data(data, "lease"), asio::as_tuple(use_awaitable));
+            auto [ec, res] = co_await l.async_commit(zklock::transaction{}.set_data(data, "lease"),
+                                                     asio::as_tuple(use_awaitable));
             EXPECT_FALSE(ec) << ec.message();
             co_await zklock::async_delete_node(*admin, l.node_path(), -1, use_awaitable);
             auto [ec2, res2] = co_await l.async_commit(zklock::transaction{}.set_data(data, "broken lease"),
@@ -181,7 +186,8 @@ TEST_F(Commit, ReadGuardsSemaphoreLeasesAndHandOffGrantsCommitToo) {
             zklock::mutex m(*a, path, o);
             auto g1 = co_await m.async_acquire(use_awaitable);
             auto w = in_background([&](auto h) { m.async_acquire_for(10s, h); });
-            auto [ec, res] = co_await g1.async_commit(zklock::transaction{}.set_data(data, "grant 0"), asio::as_tuple(use_awaitable));
+            auto [ec, res] = co_await g1.async_commit(zklock::transaction{}.set_data(data, "grant 0"),
+                                                      asio::as_tuple(use_awaitable));
             EXPECT_FALSE(ec) << ec.message();
             const auto shared_node = g1.node_path();
             co_await g1.async_release(use_awaitable);
@@ -256,7 +262,8 @@ TEST_F(Commit, BadTransactionsAreRefusedBeforeAnythingIsSent) {
         co_await g.async_release(use_awaitable);
         EXPECT_EQ(co_await refused(zklock::transaction{}.check(path, -1)), errc::not_held);
         zklock::guard none;
-        auto [nec, nr] = co_await none.async_commit(zklock::transaction{}.check(path, -1), asio::as_tuple(use_awaitable));
+        auto [nec, nr] =
+            co_await none.async_commit(zklock::transaction{}.check(path, -1), asio::as_tuple(use_awaitable));
         EXPECT_EQ(nec, errc::not_held);
     });
 }
@@ -274,11 +281,12 @@ TEST_F(Commit, ATransactionCreatesItsNodesWithTheACLItIsGiven) {
         auto parent = co_await data_node(*owner, path, "");
         zklock::mutex m(*owner, path);
         auto g = co_await m.async_acquire(use_awaitable);
-        auto [ec, r] = co_await g.async_commit(
-            zklock::transaction{}
-                .create(parent + "/guarded", "v1", zklock::create_mode::persistent, zklock::acl::creator_all_world_read())
-                .create(parent + "/open", "v1"),
-            asio::as_tuple(use_awaitable));
+        auto [ec, r] =
+            co_await g.async_commit(zklock::transaction{}
+                                        .create(parent + "/guarded", "v1", zklock::create_mode::persistent,
+                                                zklock::acl::creator_all_world_read())
+                                        .create(parent + "/open", "v1"),
+                                    asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << ec.message();
         {
             raw_zk stranger; // no credentials
@@ -290,16 +298,19 @@ TEST_F(Commit, ATransactionCreatesItsNodesWithTheACLItIsGiven) {
         co_await g.async_release(use_awaitable);
         zklock::mutex pm(*plain, path);
         auto pg = co_await pm.async_acquire(use_awaitable);
-        auto [pec, pr] = co_await pg.async_commit(
-            zklock::transaction{}
-                .create(parent + "/open2", "x")
-                .create(parent + "/guarded2", "x", zklock::create_mode::persistent, zklock::acl::creator_all_world_read()),
-            asio::as_tuple(use_awaitable));
+        auto [pec, pr] =
+            co_await pg.async_commit(zklock::transaction{}
+                                         .create(parent + "/open2", "x")
+                                         .create(parent + "/guarded2", "x", zklock::create_mode::persistent,
+                                                 zklock::acl::creator_all_world_read()),
+                                     asio::as_tuple(use_awaitable));
         EXPECT_EQ(pec, zk_errc::invalid_acl) << pec.message();
         EXPECT_EQ(pr.failed, 1u);
-        EXPECT_TRUE((co_await children_of(*owner, parent)).size() == 2u) << "a refused commit applied something";
+        EXPECT_TRUE((co_await children_of(*owner, parent)).size() == 2u)
+            << "a refused commit applied something";
         co_await pg.async_release(use_awaitable);
-        for (auto n : {"/guarded", "/open"}) co_await zklock::async_delete_node(*owner, parent + n, -1, use_awaitable);
+        for (auto n : {"/guarded", "/open"})
+            co_await zklock::async_delete_node(*owner, parent + n, -1, use_awaitable);
         co_await zklock::async_delete_node(*owner, parent, -1, use_awaitable);
         co_await owner->async_close(use_awaitable);
         co_await plain->async_close(use_awaitable);

@@ -22,12 +22,12 @@
 #include <vector>
 
 /// ASSERT_* cannot be used in a coroutine: this fails the test and leaves the coroutine.
-#define CO_REQUIRE(cond)                                   \
-    do {                                                   \
-        if (!(cond)) {                                     \
-            ADD_FAILURE() << "requirement failed: " #cond; \
-            co_return;                                     \
-        }                                                  \
+#define CO_REQUIRE(cond)                                                                                     \
+    do {                                                                                                     \
+        if (!(cond)) {                                                                                       \
+            ADD_FAILURE() << "requirement failed: " #cond;                                                   \
+            co_return;                                                                                       \
+        }                                                                                                    \
     } while (0)
 
 namespace zt {
@@ -106,10 +106,12 @@ inline awaitable<void> sleep_for(std::chrono::milliseconds d) {
 }
 
 /// Polls until the session reaches `want` (at most `limit`), then expects it.
-inline awaitable<void> wait_state(zklock::session& s, zklock::session_state want, std::chrono::milliseconds limit) {
+inline awaitable<void> wait_state(zklock::session& s, zklock::session_state want,
+                                  std::chrono::milliseconds limit) {
     auto deadline = std::chrono::steady_clock::now() + limit;
     while (s.state() != want && std::chrono::steady_clock::now() < deadline) co_await sleep_for(10ms);
-    EXPECT_EQ(s.state(), want) << "state " << zklock::to_string(s.state()) << " instead of " << zklock::to_string(want);
+    EXPECT_EQ(s.state(), want) << "state " << zklock::to_string(s.state()) << " instead of "
+                               << zklock::to_string(want);
 }
 
 /// Polls `pred` every 10 ms until it holds or `limit` has passed (the caller asserts on the
@@ -127,11 +129,14 @@ awaitable<void> eventually(Pred pred, std::chrono::milliseconds limit = 3000ms) 
 inline awaitable<std::vector<std::string>> children_of(zklock::session& s, const std::string& path) {
     auto& impl = *s.impl();
     const auto deadline = std::chrono::steady_clock::now() + 10000ms;
-    auto r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
-    while ((r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) && std::chrono::steady_clock::now() < deadline) {
+    auto r =
+        co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
+    while ((r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) &&
+           std::chrono::steady_clock::now() < deadline) {
         std::fprintf(stderr, "listing %s: connection lost (%d), asking again\n", path.c_str(), r.rc);
         co_await sleep_for(100ms);
-        r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
+        r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable),
+                                    use_awaitable);
     }
     if (r.rc == ZNONODE) co_return std::vector<std::string>{};
     EXPECT_EQ(r.rc, ZOK) << "listing " << path;
@@ -261,17 +266,21 @@ protected:
     /// finish within `limit`.
     template <class Body>
     void run_test(Body body, std::chrono::seconds limit = 60s, int threads = 1) {
-        run(io, [](Body b) -> awaitable<void> { co_await b(); }(std::move(body)), limit, threads);
+        run(
+            io, [](Body b) -> awaitable<void> { co_await b(); }(std::move(body)), limit, threads);
     }
 
     void TearDown() override {
         if (checked_.empty()) return;
         asio::io_context check_io;
-        run(check_io, [](std::vector<std::string> paths) -> awaitable<void> {
-            auto s = co_await connect_session();
-            for (auto& p : paths) co_await expect_no_leftovers(*s, p);
-            co_await s->async_close(use_awaitable);
-        }(checked_), 60s);
+        run(
+            check_io,
+            [](std::vector<std::string> paths) -> awaitable<void> {
+                auto s = co_await connect_session();
+                for (auto& p : paths) co_await expect_no_leftovers(*s, p);
+                co_await s->async_close(use_awaitable);
+            }(checked_),
+            60s);
     }
 
 private:

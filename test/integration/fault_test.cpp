@@ -39,14 +39,17 @@ TEST_F(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {
         auto b = co_await connect();
         std::vector<session_state> seen;
         bool stop = false;
-        asio::co_spawn(co_await asio::this_coro::executor, record_states(*a, seen, stop), boost::asio::detached);
+        asio::co_spawn(co_await asio::this_coro::executor, record_states(*a, seen, stop),
+                       boost::asio::detached);
         auto id = a->session_id();
         zklock::mutex ma(*a, path), mb(*b, path);
         auto g = co_await ma.async_acquire(use_awaitable);
         proxy.drop();
-        for (int i = 0; i < 300 && std::find(seen.begin(), seen.end(), session_state::suspended) == seen.end(); ++i)
+        for (int i = 0;
+             i < 300 && std::find(seen.begin(), seen.end(), session_state::suspended) == seen.end(); ++i)
             co_await sleep_for(10ms);
-        EXPECT_NE(std::find(seen.begin(), seen.end(), session_state::suspended), seen.end()) << "no suspension seen";
+        EXPECT_NE(std::find(seen.begin(), seen.end(), session_state::suspended), seen.end())
+            << "no suspension seen";
         co_await wait_state(*a, session_state::connected, 3000ms);
         EXPECT_EQ(a->session_id(), id) << "not the same session";
         EXPECT_FALSE(g.is_lost()) << g.loss_reason().message();
@@ -55,7 +58,11 @@ TEST_F(Faults, ConnectionLossAndReconnectKeepTheLockHeldAndExclusive) {
         // an acquire waiting across a connection loss is granted after the reconnect
         zklock::guard gb;
         bool b_done = false;
-        mb.async_acquire([&](zklock::error_code ec, zklock::guard x) { EXPECT_FALSE(ec); gb = std::move(x); b_done = true; });
+        mb.async_acquire([&](zklock::error_code ec, zklock::guard x) {
+            EXPECT_FALSE(ec);
+            gb = std::move(x);
+            b_done = true;
+        });
         co_await wait_for_children(*a, path, 2);
         proxy.drop();
         co_await wait_state(*a, session_state::connected, 3000ms);
@@ -86,7 +93,10 @@ TEST_F(Faults, SessionExpiryFiresTheLossSignalAndFreesTheLock) {
         auto g = co_await ma.async_acquire(use_awaitable);
         zklock::error_code lost;
         bool lost_done = false;
-        g.async_wait_lost([&](zklock::error_code ec) { lost = ec; lost_done = true; });
+        g.async_wait_lost([&](zklock::error_code ec) {
+            lost = ec;
+            lost_done = true;
+        });
         co_await sleep_for(100ms);
         proxy.blackhole(true); // partition: the server expires the session after ~2 s
         auto t0 = std::chrono::steady_clock::now();
@@ -127,11 +137,14 @@ TEST_F(Faults, HandOffQueueThroughSessionExpiry) {
         int failed = 0;
         std::vector<zklock::error_code> errors;
         for (int i = 0; i < 3; ++i)
-            asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-                auto [ec, w] = co_await ma.async_acquire(asio::as_tuple(use_awaitable));
-                errors.push_back(ec);
-                ++failed;
-            }, asio::detached);
+            asio::co_spawn(
+                co_await asio::this_coro::executor,
+                [&]() -> awaitable<void> {
+                    auto [ec, w] = co_await ma.async_acquire(asio::as_tuple(use_awaitable));
+                    errors.push_back(ec);
+                    ++failed;
+                },
+                asio::detached);
         co_await sleep_for(100ms);
         proxy.blackhole(true); // the server expires the session after ~2 s
         auto gb = co_await mb.async_acquire_for(15s, use_awaitable);
@@ -247,10 +260,14 @@ TEST_F(Faults, NodeDeletedBySomeoneElseFiresTheLossSignal) {
         auto g = co_await ma.async_acquire(use_awaitable);
         zklock::error_code lost;
         bool done = false;
-        g.async_wait_lost([&](zklock::error_code ec) { lost = ec; done = true; });
+        g.async_wait_lost([&](zklock::error_code ec) {
+            lost = ec;
+            done = true;
+        });
         co_await sleep_for(100ms);
         auto& bi = *b->impl();
-        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(g.node_path(), use_awaitable), use_awaitable);
+        auto r = co_await asio::co_spawn(bi.strand(), bi.async_remove(g.node_path(), use_awaitable),
+                                         use_awaitable);
         EXPECT_EQ(r.rc, ZOK);
         co_await eventually([&] { return done; }, 3000ms);
         EXPECT_TRUE(done);
@@ -268,8 +285,14 @@ TEST_F(Faults, WaitLostCompletesWithReleasedAndIsCancellable) {
         asio::cancellation_signal sig;
         zklock::error_code first, second;
         int n = 0;
-        g.async_wait_lost(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) { first = ec; ++n; }));
-        g.async_wait_lost([&](zklock::error_code ec) { second = ec; ++n; });
+        g.async_wait_lost(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) {
+            first = ec;
+            ++n;
+        }));
+        g.async_wait_lost([&](zklock::error_code ec) {
+            second = ec;
+            ++n;
+        });
         co_await sleep_for(50ms);
         sig.emit(asio::cancellation_type::terminal);
         co_await sleep_for(50ms);
@@ -290,7 +313,10 @@ TEST_F(Faults, CloseAbortsOperationsInFlightAndReleasesLocks) {
         auto ga = co_await c.ma.async_acquire(use_awaitable);
         zklock::error_code b_ec;
         bool b_done = false;
-        c.mb.async_acquire([&](zklock::error_code ec, zklock::guard) { b_ec = ec; b_done = true; });
+        c.mb.async_acquire([&](zklock::error_code ec, zklock::guard) {
+            b_ec = ec;
+            b_done = true;
+        });
         co_await wait_for_children(*c.a, c.path, 2);
         zklock::error_code lost;
         ga.async_wait_lost([&](zklock::error_code ec) { lost = ec; });
@@ -318,7 +344,10 @@ TEST_F(Faults, DestroyingASessionWithPendingOperationsIsSafe) {
         zklock::mutex ma(*a, path);
         auto mb = std::make_unique<zklock::mutex>(*b, path);
         kept = co_await ma.async_acquire(use_awaitable);
-        mb->async_acquire([&](zklock::error_code ec, zklock::guard) { b_ec = ec; b_done = true; });
+        mb->async_acquire([&](zklock::error_code ec, zklock::guard) {
+            b_ec = ec;
+            b_done = true;
+        });
         co_await wait_for_children(*a, path, 2);
         mb.reset(); // the mutex object may go first
         b.reset();  // destroys the session with the acquire pending
@@ -332,7 +361,8 @@ TEST_F(Faults, DestroyingASessionWithPendingOperationsIsSafe) {
 TEST_F(Faults, UnreachableServerFailsWithConnectTimeout) {
     run_test([&]() -> awaitable<void> {
         // a port nobody listens on
-        asio::ip::tcp::acceptor probe(co_await asio::this_coro::executor, {asio::ip::make_address("127.0.0.1"), 0});
+        asio::ip::tcp::acceptor probe(co_await asio::this_coro::executor,
+                                      {asio::ip::make_address("127.0.0.1"), 0});
         auto port = probe.local_endpoint().port();
         probe.close();
         auto o = options("127.0.0.1:" + std::to_string(port));
@@ -355,7 +385,8 @@ TEST_F(Faults, BadInputGetsNamedErrorsAndTouchesNothing) {
         for (const char* bad : {"", "localhost", "h:99999", "h:1,,h:2", "h:1/bad//chroot"}) {
             zklock::session s(co_await asio::this_coro::executor, options(bad));
             auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
-            EXPECT_TRUE(ec == errc::invalid_connect_string || ec == errc::invalid_chroot) << bad << ": " << ec.message();
+            EXPECT_TRUE(ec == errc::invalid_connect_string || ec == errc::invalid_chroot)
+                << bad << ": " << ec.message();
         }
         auto o = options();
         o.session_timeout = 0ms;
@@ -372,9 +403,9 @@ TEST_F(Faults, BadInputGetsNamedErrorsAndTouchesNothing) {
 
         auto s = co_await connect();
         auto before = s->statistics().requests();
-        for (std::string bad : {std::string(""), std::string("rel/path"), std::string("/trailing/"),
-                                std::string("/a//b"), std::string("/a/../b"), std::string("/nul\0x", 6),
-                                std::string("/zookeeper/config")}) {
+        for (std::string bad :
+             {std::string(""), std::string("rel/path"), std::string("/trailing/"), std::string("/a//b"),
+              std::string("/a/../b"), std::string("/nul\0x", 6), std::string("/zookeeper/config")}) {
             zklock::mutex m(*s, bad);
             auto [ec, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
             EXPECT_TRUE(ec) << "path accepted: " << bad;

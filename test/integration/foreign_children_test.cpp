@@ -23,7 +23,8 @@ namespace {
 /// The parent's cversion, as the server reports it with the children (getChildren2).
 awaitable<std::int32_t> cversion_of(zklock::session& s, const std::string& path) {
     auto& impl = *s.impl();
-    auto r = co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
+    auto r =
+        co_await asio::co_spawn(impl.strand(), impl.async_get_children(path, use_awaitable), use_awaitable);
     EXPECT_EQ(r.rc, ZOK);
     EXPECT_TRUE(r.cversion.has_value());
     co_return r.cversion.value_or(-1);
@@ -31,8 +32,9 @@ awaitable<std::int32_t> cversion_of(zklock::session& s, const std::string& path)
 
 /// Names that no sequential create under a young parent can produce: above the counter, at its
 /// cap, negative, wrapped to 11 characters, malformed.
-const std::vector<std::string> odd_mutex_children{"x-lock-2147483647", "y-lock--000000001", "z-lock--2147483648",
-                                                  "v-lock-12345678zz", "w-lock-0000999999", "q__lock__2147483647"};
+const std::vector<std::string> odd_mutex_children{"x-lock-2147483647",  "y-lock--000000001",
+                                                  "z-lock--2147483648", "v-lock-12345678zz",
+                                                  "w-lock-0000999999",  "q__lock__2147483647"};
 
 } // namespace
 
@@ -45,7 +47,8 @@ TEST_F(Foreign, HandMadeChildrenWithOddSuffixesDoNotDenyTheLock) {
         auto a = co_await connect();
         auto b = co_await connect();
         co_await zklock::async_create_node(*admin, path, "", use_awaitable);
-        for (auto& n : odd_mutex_children) co_await zklock::async_create_node(*admin, path + "/" + n, "", use_awaitable);
+        for (auto& n : odd_mutex_children)
+            co_await zklock::async_create_node(*admin, path + "/" + n, "", use_awaitable);
         co_await zklock::async_create_node(*admin, path + "/not-a-lock", "", use_awaitable);
 
         // the lock is granted, and passed on in order, as if the odd children were not there
@@ -62,7 +65,8 @@ TEST_F(Foreign, HandMadeChildrenWithOddSuffixesDoNotDenyTheLock) {
         EXPECT_FALSE(waiter->done);
 
         // inspect lists the holder, the waiter, then the odd children, marked foreign
-        auto [lec, cs] = co_await zklock::async_list_contenders(*admin, path, {}, asio::as_tuple(use_awaitable));
+        auto [lec, cs] =
+            co_await zklock::async_list_contenders(*admin, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_FALSE(lec) << lec.message();
         CO_REQUIRE(!lec);
         CO_REQUIRE(cs.size() == odd_mutex_children.size() + 2);
@@ -83,10 +87,12 @@ TEST_F(Foreign, HandMadeChildrenWithOddSuffixesDoNotDenyTheLock) {
 
         // break removes the odd children, and refuses the child that is no lock node
         for (auto& n : odd_mutex_children) {
-            auto [bec] = co_await zklock::async_break_lock(*admin, path + "/" + n, asio::as_tuple(use_awaitable));
+            auto [bec] =
+                co_await zklock::async_break_lock(*admin, path + "/" + n, asio::as_tuple(use_awaitable));
             EXPECT_FALSE(bec) << n << ": " << bec.message();
         }
-        auto [nec] = co_await zklock::async_break_lock(*admin, path + "/not-a-lock", asio::as_tuple(use_awaitable));
+        auto [nec] =
+            co_await zklock::async_break_lock(*admin, path + "/not-a-lock", asio::as_tuple(use_awaitable));
         EXPECT_EQ(nec, errc::not_a_lock_node) << nec.message();
         EXPECT_NE(nec.message().find("not a lock node"), std::string::npos) << nec.message();
         auto left = co_await children_of(*admin, path);
@@ -97,33 +103,36 @@ TEST_F(Foreign, HandMadeChildrenWithOddSuffixesDoNotDenyTheLock) {
 }
 
 TEST_F(Foreign, AHandMadeWriterAboveTheCounterDoesNotBlockReaders) {
-    run_test([&]() -> awaitable<void> {
-        auto path = lock_path();
-        auto admin = co_await connect();
-        auto a = co_await connect();
-        auto b = co_await connect();
-        co_await zklock::async_create_node(*admin, path, "", use_awaitable);
-        co_await zklock::async_create_node(*admin, path + "/x-__WRIT__2147483647", "", use_awaitable);
-        co_await zklock::async_create_node(*admin, path + "/x-__WRIT__-000000001", "", use_awaitable);
-        zklock::shared_mutex m(*a, path), mw(*b, path);
-        auto [ec, r] = co_await m.async_acquire_shared_for(5s, asio::as_tuple(use_awaitable));
-        EXPECT_FALSE(ec) << ec.message();
-        CO_REQUIRE(!ec);
-        auto [wec, w] = co_await mw.async_acquire_for(1s, asio::as_tuple(use_awaitable));
-        EXPECT_EQ(wec, errc::acquire_timeout) << "the writer waits for the reader, not for the hand-made nodes";
-        co_await r.async_release(use_awaitable);
-        auto [w2ec, w2] = co_await mw.async_acquire_for(5s, asio::as_tuple(use_awaitable));
-        EXPECT_FALSE(w2ec) << w2ec.message();
-        co_await w2.async_release(use_awaitable);
-        zklock::inspect_options rw;
-        rw.read_write = true;
-        auto cs = co_await zklock::async_list_contenders(*admin, path, rw, use_awaitable);
-        EXPECT_EQ(cs.size(), 2u);
-        for (auto& c : cs) {
-            EXPECT_TRUE(c.foreign) << c.name;
-            co_await zklock::async_break_lock(*admin, c.node_path, use_awaitable);
-        }
-    }, 60s);
+    run_test(
+        [&]() -> awaitable<void> {
+            auto path = lock_path();
+            auto admin = co_await connect();
+            auto a = co_await connect();
+            auto b = co_await connect();
+            co_await zklock::async_create_node(*admin, path, "", use_awaitable);
+            co_await zklock::async_create_node(*admin, path + "/x-__WRIT__2147483647", "", use_awaitable);
+            co_await zklock::async_create_node(*admin, path + "/x-__WRIT__-000000001", "", use_awaitable);
+            zklock::shared_mutex m(*a, path), mw(*b, path);
+            auto [ec, r] = co_await m.async_acquire_shared_for(5s, asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(ec) << ec.message();
+            CO_REQUIRE(!ec);
+            auto [wec, w] = co_await mw.async_acquire_for(1s, asio::as_tuple(use_awaitable));
+            EXPECT_EQ(wec, errc::acquire_timeout)
+                << "the writer waits for the reader, not for the hand-made nodes";
+            co_await r.async_release(use_awaitable);
+            auto [w2ec, w2] = co_await mw.async_acquire_for(5s, asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(w2ec) << w2ec.message();
+            co_await w2.async_release(use_awaitable);
+            zklock::inspect_options rw;
+            rw.read_write = true;
+            auto cs = co_await zklock::async_list_contenders(*admin, path, rw, use_awaitable);
+            EXPECT_EQ(cs.size(), 2u);
+            for (auto& c : cs) {
+                EXPECT_TRUE(c.foreign) << c.name;
+                co_await zklock::async_break_lock(*admin, c.node_path, use_awaitable);
+            }
+        },
+        60s);
 }
 
 TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
@@ -138,7 +147,7 @@ TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
         co_await zklock::async_create_node(*admin, path, "", use_awaitable);
         a->impl()->faults.cversion_override = INT32_MAX;
         zklock::mutex m(*a, path);
-        {   // nothing odd on the path: a wrapped counter alone does not stop the lock
+        { // nothing odd on the path: a wrapped counter alone does not stop the lock
             auto [ec, g] = co_await m.async_acquire_for(5s, asio::as_tuple(use_awaitable));
             EXPECT_FALSE(ec) << ec.message();
             co_await g.async_release(use_awaitable);
@@ -174,7 +183,8 @@ TEST_F(Foreign, AdminOperationsReportTheRealCause) {
         priv.node_acl = zklock::acl::custom({{zklock::perm::all, "auth", ""}});
         zklock::mutex m(*owner, path, priv);
         auto g = co_await m.async_acquire(use_awaitable);
-        auto [lec, cs] = co_await zklock::async_list_contenders(*admin, path, {}, asio::as_tuple(use_awaitable));
+        auto [lec, cs] =
+            co_await zklock::async_list_contenders(*admin, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_EQ(lec, zk_errc::no_auth) << lec.message();
         auto [rec, who] = co_await zklock::async_revoke(*admin, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_EQ(rec, zk_errc::no_auth) << rec.message();
@@ -188,7 +198,8 @@ TEST_F(Foreign, AdminOperationsReportTheRealCause) {
         auto [b2] = co_await zklock::async_break_lock(*owner, node, asio::as_tuple(use_awaitable));
         EXPECT_EQ(b2, zk_errc::no_node) << b2.message();
         // bad input, before anything is sent
-        auto [p1, l1] = co_await zklock::async_list_contenders(*admin, "relative", {}, asio::as_tuple(use_awaitable));
+        auto [p1, l1] =
+            co_await zklock::async_list_contenders(*admin, "relative", {}, asio::as_tuple(use_awaitable));
         EXPECT_EQ(p1, errc::path_not_absolute) << p1.message();
         auto [p2] = co_await zklock::async_break_lock(*admin, path, asio::as_tuple(use_awaitable));
         EXPECT_EQ(p2, errc::not_a_lock_node) << p2.message();
@@ -200,12 +211,14 @@ TEST_F(Foreign, AdminOperationsReportTheRealCause) {
         o.session_timeout = 3000ms;
         auto mute = co_await connect(o);
         proxy.mute_replies(true);
-        auto [mec, mcs] = co_await zklock::async_list_contenders(*mute, path, {}, asio::as_tuple(use_awaitable));
+        auto [mec, mcs] =
+            co_await zklock::async_list_contenders(*mute, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_TRUE(zklock::is_connection_error(mec)) << mec.message();
         proxy.mute_replies(false);
         co_await mute->async_close(use_awaitable);
         // after close
-        auto [cec, ccs] = co_await zklock::async_list_contenders(*mute, path, {}, asio::as_tuple(use_awaitable));
+        auto [cec, ccs] =
+            co_await zklock::async_list_contenders(*mute, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_TRUE(cec) << "a closed session must refuse";
         EXPECT_NE(cec, errc::invalid_argument) << cec.message();
         co_await expect_no_leftovers(*owner, path);

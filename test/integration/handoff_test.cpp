@@ -40,8 +40,10 @@ struct hold_log {
     awaitable<void> critical(const zklock::guard& g, std::string who, std::chrono::milliseconds d = {}) {
         hold h{std::chrono::steady_clock::now(), {}, g.fencing_token(), std::move(who)};
         max_inside = std::max(max_inside, ++inside);
-        if (d.count()) co_await sleep_for(d);
-        else co_await asio::post(co_await asio::this_coro::executor, use_awaitable); // let others run
+        if (d.count())
+            co_await sleep_for(d);
+        else
+            co_await asio::post(co_await asio::this_coro::executor, use_awaitable); // let others run
         --inside;
         h.end = std::chrono::steady_clock::now();
         holds.push_back(std::move(h));
@@ -72,18 +74,21 @@ TEST_F(Handoff, LocalWaitersShareOneNodeAndTokensStillIncrease) {
         std::set<std::string> nodes;
         std::uint32_t max_index = 0;
         for (int c = 0; c < coroutines; ++c)
-            asio::co_spawn(ex, [&]() -> awaitable<void> {
-                zklock::mutex m(*s, path, handoff(bound));
-                for (int r = 0; r < rounds; ++r) {
-                    auto g = co_await m.async_acquire(use_awaitable);
-                    nodes.insert(g.node_path());
-                    max_index = std::max(max_index, g.local_grant());
-                    EXPECT_EQ(g.fencing_token(), g.node_czxid() * 4096 + g.local_grant());
-                    co_await log.critical(g, "local");
-                    co_await g.async_release(use_awaitable);
-                }
-                ++finished;
-            }, asio::detached);
+            asio::co_spawn(
+                ex,
+                [&]() -> awaitable<void> {
+                    zklock::mutex m(*s, path, handoff(bound));
+                    for (int r = 0; r < rounds; ++r) {
+                        auto g = co_await m.async_acquire(use_awaitable);
+                        nodes.insert(g.node_path());
+                        max_index = std::max(max_index, g.local_grant());
+                        EXPECT_EQ(g.fencing_token(), g.node_czxid() * 4096 + g.local_grant());
+                        co_await log.critical(g, "local");
+                        co_await g.async_release(use_awaitable);
+                    }
+                    ++finished;
+                },
+                asio::detached);
         while (finished < coroutines) {
             most_nodes = std::max(most_nodes, (co_await children_of(*s, path)).size());
             co_await sleep_for(2ms);
@@ -112,15 +117,18 @@ TEST_F(Handoff, BoundLetsAnotherProcessIn) {
         bool stop = false;
         int finished = 0;
         for (int c = 0; c < local; ++c)
-            asio::co_spawn(ex, [&]() -> awaitable<void> {
-                zklock::mutex m(*a, path, handoff(bound));
-                while (!stop) {
-                    auto g = co_await m.async_acquire(use_awaitable);
-                    co_await log.critical(g, "local", 1ms);
-                    co_await g.async_release(use_awaitable);
-                }
-                ++finished;
-            }, asio::detached);
+            asio::co_spawn(
+                ex,
+                [&]() -> awaitable<void> {
+                    zklock::mutex m(*a, path, handoff(bound));
+                    while (!stop) {
+                        auto g = co_await m.async_acquire(use_awaitable);
+                        co_await log.critical(g, "local", 1ms);
+                        co_await g.async_release(use_awaitable);
+                    }
+                    ++finished;
+                },
+                asio::detached);
         co_await eventually([&] { return log.holds.size() >= 3; });
         zklock::mutex remote(*b, path);
         for (int round = 0; round < 5; ++round) {
@@ -176,20 +184,23 @@ TEST_F(Handoff, WaitersGiveUpWithoutLeavingNodes) {
         std::map<std::string, int> outcomes;
         int done = 0;
         for (int i = 0; i < n; ++i)
-            asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                zklock::error_code ec;
-                zklock::guard g;
-                if (i % 2 == 0) {
-                    std::tie(ec, g) = co_await m.async_acquire_for(
-                        std::chrono::milliseconds(100 + i), asio::as_tuple(use_awaitable));
-                } else {
-                    std::tie(ec, g) = co_await m.async_acquire(
-                        asio::bind_cancellation_slot(cancel[i].slot(), asio::as_tuple(use_awaitable)));
-                }
-                EXPECT_FALSE(g.owns_lock());
-                ++outcomes[ec.message()];
-                ++done;
-            }, asio::detached);
+            asio::co_spawn(
+                ex,
+                [&, i]() -> awaitable<void> {
+                    zklock::error_code ec;
+                    zklock::guard g;
+                    if (i % 2 == 0) {
+                        std::tie(ec, g) = co_await m.async_acquire_for(std::chrono::milliseconds(100 + i),
+                                                                       asio::as_tuple(use_awaitable));
+                    } else {
+                        std::tie(ec, g) = co_await m.async_acquire(
+                            asio::bind_cancellation_slot(cancel[i].slot(), asio::as_tuple(use_awaitable)));
+                    }
+                    EXPECT_FALSE(g.owns_lock());
+                    ++outcomes[ec.message()];
+                    ++done;
+                },
+                asio::detached);
         co_await wait_for_children(*b, path, 2); // the queue's node is in line
         auto [try_ec, try_g] = co_await m.async_try_acquire(asio::as_tuple(use_awaitable));
         EXPECT_EQ(try_ec, errc::lock_busy);
@@ -263,7 +274,8 @@ TEST_F(Handoff, ALostGrantThatIsNeverReleasedDoesNotHoldUpTheQueue) {
         const auto t0 = std::chrono::steady_clock::now();
         co_await zklock::async_break_lock(*admin, g1.node_path(), use_awaitable);
         co_await eventually([&] { return w->done; }, 5000ms);
-        EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant whose node is gone: " << w->ec.message();
+        EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant whose node is gone: "
+                                  << w->ec.message();
         CO_REQUIRE(w->granted());
         EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms);
         EXPECT_TRUE(g1.is_lost());
@@ -308,7 +320,8 @@ TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
         double hold = 0; // the handover time, seen from the loss signal (s)
         g1.async_wait_lost([&](zklock::error_code) {
             lost = clk::now();
-            hold = static_cast<double>(a->impl()->lease_handover_at() - zklock::detail::lease_clock::now()) / 1e9;
+            hold = static_cast<double>(a->impl()->lease_handover_at() - zklock::detail::lease_clock::now()) /
+                   1e9;
         });
         auto w = in_background([&](auto h) { m.async_acquire_for(20s, h); });
         co_await sleep_for(50ms);
@@ -319,11 +332,14 @@ TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
         EXPECT_EQ(g1.loss_reason(), errc::lease_expired);
         proxy.blackhole(false); // back at once: the session lives on
         co_await eventually([&] { return w->done; }, 5000ms);
-        EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant lost by its lease: " << w->ec.message();
+        EXPECT_TRUE(w->granted()) << "the waiter still waits behind a grant lost by its lease: "
+                                  << w->ec.message();
         CO_REQUIRE(w->granted());
         const double after_loss = std::chrono::duration<double>(clk::now() - lost).count();
-        std::printf("  hand-off queue: next grant %.3f s after the loss signal; the handover was %.3f s after it "
-                    "(%.3f s after the lease's deadline)\n", after_loss, hold, hold_back);
+        std::printf(
+            "  hand-off queue: next grant %.3f s after the loss signal; the handover was %.3f s after it "
+            "(%.3f s after the lease's deadline)\n",
+            after_loss, hold, hold_back);
         // (against the handover time itself: a loss signal that a loaded machine delivers late
         // shortens the time from it, not the hold-back; CI once saw 0.519 s after a late signal.
         // That the signal comes in time is the busy-strand premise: quorum_lease_test.cpp)
@@ -379,11 +395,14 @@ TEST_F(Handoff, SessionCloseFailsWaitersAndSignalsTheHolder) {
         auto g = co_await m.async_acquire(use_awaitable);
         int failed = 0;
         for (int i = 0; i < 5; ++i)
-            asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-                auto [ec, w] = co_await m.async_acquire(asio::as_tuple(use_awaitable));
-                EXPECT_EQ(ec, asio::error::operation_aborted);
-                failed += ec ? 1 : 0;
-            }, asio::detached);
+            asio::co_spawn(
+                co_await asio::this_coro::executor,
+                [&]() -> awaitable<void> {
+                    auto [ec, w] = co_await m.async_acquire(asio::as_tuple(use_awaitable));
+                    EXPECT_EQ(ec, asio::error::operation_aborted);
+                    failed += ec ? 1 : 0;
+                },
+                asio::detached);
         co_await sleep_for(50ms);
         co_await a->async_close(use_awaitable);
         auto lost = co_await g.async_wait_lost(asio::as_tuple(use_awaitable));
@@ -400,14 +419,16 @@ TEST_F(Handoff, CancellationAndDeadlineAfterTheGrantChangeNothing) {
         auto s = co_await connect();
         zklock::mutex m(*s, path, handoff(8));
         asio::cancellation_signal cancel;
-        auto g = co_await m.async_acquire_for(200ms, asio::bind_cancellation_slot(cancel.slot(), use_awaitable));
+        auto g =
+            co_await m.async_acquire_for(200ms, asio::bind_cancellation_slot(cancel.slot(), use_awaitable));
         CO_REQUIRE(g.owns_lock());
         cancel.emit(asio::cancellation_type::terminal);
         // a second acquire, granted by hand-off, with a deadline that passes while it holds
         zklock::guard g2;
-        asio::co_spawn(co_await asio::this_coro::executor, [&]() -> awaitable<void> {
-            g2 = co_await m.async_acquire_for(100ms, use_awaitable);
-        }, asio::detached);
+        asio::co_spawn(
+            co_await asio::this_coro::executor,
+            [&]() -> awaitable<void> { g2 = co_await m.async_acquire_for(100ms, use_awaitable); },
+            asio::detached);
         co_await sleep_for(20ms);
         co_await g.async_release(use_awaitable);
         co_await eventually([&] { return g2.owns_lock(); });

@@ -90,38 +90,43 @@ TEST_F(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
     const auto T = 2000ms;
     // (a standalone server touches the session on every request; the follower case's bound,
     // (0.65 - f) T, is below what it leaves)
-    const double bound = zklock::detail::session_lease::guaranteed_margin(loss_policy::default_lease_fraction) *
-                         std::chrono::duration<double>(T).count();
+    const double bound =
+        zklock::detail::session_lease::guaranteed_margin(loss_policy::default_lease_fraction) *
+        std::chrono::duration<double>(T).count();
     const double allowance = 0.1;
-    run_test([&]() -> awaitable<void> {
-        auto b = co_await connect();
-        for (int k = 0; k < 5; ++k) {
-            tcp_proxy proxy(first_port(zk_connect()));
-            auto path = lock_path("lock" + std::to_string(k));
-            auto o = through(proxy);
-            o.session_timeout = T;
-            auto a = co_await connect(o);
-            CO_REQUIRE(a->negotiated_timeout() == T);
-            auto r = co_await race_loss_against_grant(*a, *b, path, std::chrono::milliseconds(40 * k), // 5 phases
-                                                      [&] { proxy.blackhole(true); });               // over T/10
-            CO_REQUIRE(r.lost);
-            CO_REQUIRE(r.granted);
-            EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
-            std::printf("  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n", 40 * k,
-                        r.loss_s, r.grant_s, r.margin(), bound);
-            EXPECT_GE(r.margin(), bound - allowance);
-            auto& g = r.holder;
-            auto& gb = r.next;
-            // after the loss, release completes at once although the partition goes on
-            auto r0 = clk::now();
-            co_await g.async_release(use_awaitable);
-            EXPECT_LT(clk::now() - r0, 200ms) << "release after a loss waited";
-            proxy.blackhole(false);
-            co_await gb.async_release(use_awaitable);
-            co_await a->async_close(use_awaitable);
-            co_await expect_no_leftovers(*b, path);
-        }
-    }, 120s);
+    run_test(
+        [&]() -> awaitable<void> {
+            auto b = co_await connect();
+            for (int k = 0; k < 5; ++k) {
+                tcp_proxy proxy(first_port(zk_connect()));
+                auto path = lock_path("lock" + std::to_string(k));
+                auto o = through(proxy);
+                o.session_timeout = T;
+                auto a = co_await connect(o);
+                CO_REQUIRE(a->negotiated_timeout() == T);
+                auto r = co_await race_loss_against_grant(*a, *b, path,
+                                                          std::chrono::milliseconds(40 * k), // 5 phases
+                                                          [&] { proxy.blackhole(true); });   // over T/10
+                CO_REQUIRE(r.lost);
+                CO_REQUIRE(r.granted);
+                EXPECT_EQ(r.why, errc::lease_expired) << r.why.message();
+                std::printf(
+                    "  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n",
+                    40 * k, r.loss_s, r.grant_s, r.margin(), bound);
+                EXPECT_GE(r.margin(), bound - allowance);
+                auto& g = r.holder;
+                auto& gb = r.next;
+                // after the loss, release completes at once although the partition goes on
+                auto r0 = clk::now();
+                co_await g.async_release(use_awaitable);
+                EXPECT_LT(clk::now() - r0, 200ms) << "release after a loss waited";
+                proxy.blackhole(false);
+                co_await gb.async_release(use_awaitable);
+                co_await a->async_close(use_awaitable);
+                co_await expect_no_leftovers(*b, path);
+            }
+        },
+        120s);
 }
 
 TEST_F(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
@@ -288,14 +293,16 @@ TEST_F(Lease, ALockLostByItsLeaseKeepsItsNodeUntilTheHolderCanHaveStopped) {
             const double after_loss = std::chrono::duration<double>(st->second - st->first).count();
             if (release_at_once) {
                 const double after_release = std::chrono::duration<double>(st->second - released).count();
-                std::printf("  released at once: next grant %.3f s after the loss, %.3f s after the release\n",
-                            after_loss, after_release);
+                std::printf(
+                    "  released at once: next grant %.3f s after the loss, %.3f s after the release\n",
+                    after_loss, after_release);
                 EXPECT_LT(after_release, 0.5) << "a released node must go at once";
                 EXPECT_LT(after_loss, hold_back) << "the release did not hand the lock on";
             } else {
-                std::printf("  never released: next grant %.3f s after the loss (held back %.3f s)\n", after_loss,
-                            hold_back);
-                EXPECT_GE(after_loss, hold_back - allowance) << "the lock went on before the holder could stop";
+                std::printf("  never released: next grant %.3f s after the loss (held back %.3f s)\n",
+                            after_loss, hold_back);
+                EXPECT_GE(after_loss, hold_back - allowance)
+                    << "the lock went on before the holder could stop";
                 EXPECT_EQ(a->state(), session_state::connected) << "the session survived";
                 co_await g.async_release(use_awaitable);
             }
@@ -379,14 +386,16 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
         proxy.delay(one_way);
         for (int k = 0; k < 4; ++k) {
             const auto path = lock_path("phase" + std::to_string(k));
-            co_await sleep_for(std::chrono::milliseconds(600 + 50 * k)); // idle: touches only (a period: 200 ms)
+            co_await sleep_for(
+                std::chrono::milliseconds(600 + 50 * k)); // idle: touches only (a period: 200 ms)
             zklock::mutex m(*a, path);
             const auto beats = a->statistics().heartbeats;
             auto g = co_await m.async_acquire(use_awaitable);
             // (what is left of the lease now: its deadline, v + (0.35 + f) T, less now)
             const auto& impl = *a->impl();
             const auto left = impl.lease_handover_at() -
-                              static_cast<std::int64_t>((zklock::detail::session_lease::expiry_after_reference - f) * T_ns) -
+                              static_cast<std::int64_t>(
+                                  (zklock::detail::session_lease::expiry_after_reference - f) * T_ns) -
                               zklock::detail::lease_clock::now();
             const double room = std::min(2.0 * zklock::detail::session_lease::heartbeat, f / 2);
             const auto headroom = static_cast<std::int64_t>(room * T_ns);
@@ -398,15 +407,20 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
             const auto slowest_ns = std::chrono::nanoseconds(a->statistics().slowest_write).count();
             const bool reachable = static_cast<double>(slowest_ns) < (f - room - 1.0 / 64) * T_ns;
             if (reachable)
-                EXPECT_GE(left, headroom - 20'000'000) << "phase " << k << ": granted with " << left / 1'000'000
-                                                        << " ms of lease, less than " << headroom / 1'000'000 << " ms";
+                EXPECT_GE(left, headroom - 20'000'000)
+                    << "phase " << k << ": granted with " << left / 1'000'000 << " ms of lease, less than "
+                    << headroom / 1'000'000 << " ms";
             else if (left < headroom - 20'000'000)
-                std::printf("  phase %d: granted with %lld ms of lease (writes up to %lld ms: the headroom was out of reach)\n", k,
-                            static_cast<long long>(left / 1'000'000), static_cast<long long>(slowest_ns / 1'000'000));
+                std::printf("  phase %d: granted with %lld ms of lease (writes up to %lld ms: the headroom "
+                            "was out of reach)\n",
+                            k, static_cast<long long>(left / 1'000'000),
+                            static_cast<long long>(slowest_ns / 1'000'000));
             co_await sleep_for(1000ms);
-            EXPECT_GE(a->statistics().heartbeats, beats + 1) << "phase " << k << ": no heartbeat while holding it";
+            EXPECT_GE(a->statistics().heartbeats, beats + 1)
+                << "phase " << k << ": no heartbeat while holding it";
             if (g.is_lost()) {
-                EXPECT_EQ(g.loss_reason(), errc::lease_expired) << "phase " << k << ": " << g.loss_reason().message();
+                EXPECT_EQ(g.loss_reason(), errc::lease_expired)
+                    << "phase " << k << ": " << g.loss_reason().message();
                 // The liveness premise: writes under (f - 0.1) T - T/64 (368 ms here). The proxy
                 // queues (writes of 1.5 x the injected round trip), and a loaded machine adds its
                 // own: beyond the premise a loss that did not happen may be reported, by design
@@ -416,17 +430,20 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
                 const double bound = zklock::detail::session_lease::liveness_bound(f) * T_ns;
 #ifdef ZT_UNDER_TSAN
                 // (ThreadSanitizer's own slowness adds to the injected round trips: reported only)
-                std::printf("  phase %d: lost within 1 s under ThreadSanitizer (%s)\n", k, g.loss_reason().message().c_str());
+                std::printf("  phase %d: lost within 1 s under ThreadSanitizer (%s)\n", k,
+                            g.loss_reason().message().c_str());
 #else
                 if (static_cast<double>(slowest) < bound)
                     ADD_FAILURE() << "phase " << k << ", round trips " << 2 * one_way.count()
-                                  << " ms: the heartbeats did not keep the lease: " << g.loss_reason().message()
-                                  << " (slowest write " << slowest / 1'000'000 << " ms, under the premise's "
-                                  << static_cast<long long>(bound / 1e6) << " ms)";
+                                  << " ms: the heartbeats did not keep the lease: "
+                                  << g.loss_reason().message() << " (slowest write " << slowest / 1'000'000
+                                  << " ms, under the premise's " << static_cast<long long>(bound / 1e6)
+                                  << " ms)";
                 else
-                    std::printf("  phase %d: lost within 1 s with writes up to %lld ms, beyond the liveness premise "
-                                "(%lld ms): reported, not asserted\n", k, static_cast<long long>(slowest / 1'000'000),
-                                static_cast<long long>(bound / 1e6));
+                    std::printf(
+                        "  phase %d: lost within 1 s with writes up to %lld ms, beyond the liveness premise "
+                        "(%lld ms): reported, not asserted\n",
+                        k, static_cast<long long>(slowest / 1'000'000), static_cast<long long>(bound / 1e6));
 #endif
             } else {
                 EXPECT_GE(a->statistics().heartbeats, beats + 3) << "phase " << k;
@@ -443,9 +460,15 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
     });
 }
 
-TEST_F(LeaseGrant, LeavesItsHeartbeatsTimeToKeepTheLeaseAtRoundTripsOfATwentiethOfT) { grant_at_every_touch_phase(50ms); }
-TEST_F(LeaseGrant, LeavesItsHeartbeatsTimeToKeepTheLeaseAtRoundTripsOfATenthOfT) { grant_at_every_touch_phase(100ms); }
-TEST_F(LeaseGrant, LeavesItsHeartbeatsTimeToKeepTheLeaseAtRoundTripsOfThreeTwentiethsOfT) { grant_at_every_touch_phase(150ms); }
+TEST_F(LeaseGrant, LeavesItsHeartbeatsTimeToKeepTheLeaseAtRoundTripsOfATwentiethOfT) {
+    grant_at_every_touch_phase(50ms);
+}
+TEST_F(LeaseGrant, LeavesItsHeartbeatsTimeToKeepTheLeaseAtRoundTripsOfATenthOfT) {
+    grant_at_every_touch_phase(100ms);
+}
+TEST_F(LeaseGrant, LeavesItsHeartbeatsTimeToKeepTheLeaseAtRoundTripsOfThreeTwentiethsOfT) {
+    grant_at_every_touch_phase(150ms);
+}
 
 TEST_F(Lease, ABlockedIoContextMakesTheLeaseLookOlderNeverYounger) {
     // The C client runs only when the strand does: a handler that blocks the io_context longer
@@ -470,8 +493,10 @@ TEST_F(Lease, ABlockedIoContextMakesTheLeaseLookOlderNeverYounger) {
         const auto unblocked = clk::now();
         co_await eventually([&] { return lost->has_value(); }, 3000ms);
         CO_REQUIRE(lost->has_value());
-        const auto after_ms = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - unblocked).count();
-        std::printf("  loss reported %lld ms after the io_context ran again\n", static_cast<long long>(after_ms));
+        const auto after_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - unblocked).count();
+        std::printf("  loss reported %lld ms after the io_context ran again\n",
+                    static_cast<long long>(after_ms));
         EXPECT_EQ(**lost, errc::lease_expired) << (*lost)->message();
         EXPECT_LT(after_ms, 1000) << "the lapse went unnoticed after the io_context ran again";
         EXPECT_EQ(a->state(), session_state::connected) << "the session should have survived";

@@ -25,7 +25,8 @@ namespace {
 std::map<std::string, double> parse_prometheus(const std::string& text) {
     std::map<std::string, double> samples;
     std::map<std::string, std::string> types;
-    const std::regex type_re(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
+    const std::regex type_re(
+        R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped)$)");
     const std::regex help_re(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .*$)");
     const std::regex sample_re(
         R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*"(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*")*)\})? (\S+)$)");
@@ -47,7 +48,8 @@ std::map<std::string, double> parse_prometheus(const std::string& text) {
         std::string name = m[1], labels = m[3];
         std::string family = name;
         for (const char* suffix : {"_bucket", "_sum", "_count"})
-            if (family.ends_with(suffix) && types.count(family.substr(0, family.size() - std::strlen(suffix))) &&
+            if (family.ends_with(suffix) &&
+                types.count(family.substr(0, family.size() - std::strlen(suffix))) &&
                 types[family.substr(0, family.size() - std::strlen(suffix))] == "histogram")
                 family = family.substr(0, family.size() - std::strlen(suffix));
         EXPECT_TRUE(types.count(family)) << "sample before its # TYPE: " << line;
@@ -79,7 +81,9 @@ std::map<std::string, double> parse_prometheus(const std::string& text) {
     return samples;
 }
 
-std::string sample_key(const std::string& name, const std::string& labels) { return name + "{" + labels + "}"; }
+std::string sample_key(const std::string& name, const std::string& labels) {
+    return name + "{" + labels + "}";
+}
 
 } // namespace
 
@@ -110,10 +114,11 @@ TEST_F(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
         for (int i = 0; i < 2; ++i) {
             asio::cancellation_signal sig;
             bool done = false;
-            ma.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard) {
-                EXPECT_EQ(ec, asio::error::operation_aborted);
-                done = true;
-            }));
+            ma.async_acquire(
+                asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard) {
+                    EXPECT_EQ(ec, asio::error::operation_aborted);
+                    done = true;
+                }));
             co_await sleep_for(50ms);
             EXPECT_EQ(a->metrics().by_path[path].waiting, 1) << "a waiting acquire is not counted as waiting";
             sig.emit(asio::cancellation_type::terminal);
@@ -128,7 +133,8 @@ TEST_F(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
         measured += clock_type::now() - t0;
         bool lost = false;
         g.async_wait_lost([&](zklock::error_code) { lost = true; });
-        auto [kec] = co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        auto [kec] =
+            co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(kec);
         co_await eventually([&] { return lost; });
         co_await g.async_release(use_awaitable);
@@ -151,9 +157,11 @@ TEST_F(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
         EXPECT_EQ(in_buckets, l.wait.count);
         // The histogram's sum is the recorded waits: never more than what the test measured
         // around them, and less only by the completion's trip back to the test (a few ms each).
-        auto measured_us = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(measured).count());
+        auto measured_us = static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::microseconds>(measured).count());
         EXPECT_LE(l.wait.sum_us, measured_us);
-        EXPECT_LE(measured_us - l.wait.sum_us, 4u * 20'000u) << "sum " << l.wait.sum_us << " us, measured " << measured_us;
+        EXPECT_LE(measured_us - l.wait.sum_us, 4u * 20'000u)
+            << "sum " << l.wait.sum_us << " us, measured " << measured_us;
         EXPECT_GE(l.hold.sum_us, 3u * 20'000u) << "three holds of at least 20 ms";
         EXPECT_LE(l.wait.max_us, measured_us);
         EXPECT_EQ(m.total.granted, 4u);
@@ -169,7 +177,8 @@ TEST_F(Metrics, CountersMatchAScriptedSequenceAndThePrometheusTextParses) {
         EXPECT_EQ(samples[sample_key("zklock_acquires_total", pl + ",outcome=\"cancelled\"")], 2);
         EXPECT_EQ(samples[sample_key("zklock_losses_total", pl + ",reason=\"node_deleted\"")], 1);
         EXPECT_EQ(samples[sample_key("zklock_wait_seconds_count", pl)], 4);
-        EXPECT_NEAR(samples[sample_key("zklock_wait_seconds_sum", pl)], static_cast<double>(l.wait.sum_us) / 1e6, 1e-6);
+        EXPECT_NEAR(samples[sample_key("zklock_wait_seconds_sum", pl)],
+                    static_cast<double>(l.wait.sum_us) / 1e6, 1e-6);
         EXPECT_EQ(samples[sample_key("zklock_waiters", pl)], 0);
     });
 }
@@ -180,7 +189,8 @@ TEST_F(Metrics, PathsAreEscapedCappedAndMetricsCanBeTurnedOff) {
         o.metrics_max_paths = 2;
         auto a = co_await connect(o);
         auto base = unique_path("m");
-        std::vector<std::string> paths{base + "/with \"quote\" and \\ backslash", base + "/b", base + "/c", base + "/d"};
+        std::vector<std::string> paths{base + "/with \"quote\" and \\ backslash", base + "/b", base + "/c",
+                                       base + "/d"};
         for (auto& p : paths) {
             zklock::mutex m(*a, p);
             auto g = co_await m.async_acquire(use_awaitable);
@@ -192,7 +202,9 @@ TEST_F(Metrics, PathsAreEscapedCappedAndMetricsCanBeTurnedOff) {
         EXPECT_EQ(snap.total.granted, 4u);
         auto samples = parse_prometheus(zklock::to_prometheus(snap, "svc_locks"));
         EXPECT_EQ(samples[sample_key("svc_locks_acquires_total",
-                                     "path=\"" + base + "/with \\\"quote\\\" and \\\\ backslash\",outcome=\"granted\"")], 1);
+                                     "path=\"" + base +
+                                         "/with \\\"quote\\\" and \\\\ backslash\",outcome=\"granted\"")],
+                  1);
 
         auto off = options();
         off.metrics = false;

@@ -31,10 +31,13 @@ struct kind {
     const char* name;
     share how;
     /// Acquires on `path`, waiting at most `limit` (then the kind's own "not granted" error).
-    std::function<awaitable<std::pair<error_code, zklock::guard>>(zklock::session&, std::string, std::chrono::milliseconds)> acquire;
+    std::function<awaitable<std::pair<error_code, zklock::guard>>(zklock::session&, std::string,
+                                                                  std::chrono::milliseconds)>
+        acquire;
 };
 
-zklock::mutex_options with(zklock::lock_dialect d, zklock::lock_strategy st = zklock::lock_strategy::predecessor,
+zklock::mutex_options with(zklock::lock_dialect d,
+                           zklock::lock_strategy st = zklock::lock_strategy::predecessor,
                            bool revocable = false) {
     zklock::mutex_options o;
     o.dialect = d;
@@ -47,7 +50,8 @@ std::vector<kind> kinds() {
     using P = std::pair<error_code, zklock::guard>;
     using zklock::lock_dialect;
     auto mutex_kind = [](const char* name, share how, zklock::mutex_options o) {
-        return kind{name, how, [o](zklock::session& s, std::string p, std::chrono::milliseconds l) -> awaitable<P> {
+        return kind{name, how,
+                    [o](zklock::session& s, std::string p, std::chrono::milliseconds l) -> awaitable<P> {
                         zklock::mutex m(s, p, o);
                         auto [ec, g] = co_await m.async_acquire_for(l, asio::as_tuple(use_awaitable));
                         co_return P{ec, std::move(g)};
@@ -56,9 +60,12 @@ std::vector<kind> kinds() {
     std::vector<kind> k;
     k.push_back(mutex_kind("mutex", share::exclusive, with(lock_dialect::curator)));
     k.push_back(mutex_kind("mutex (kazoo naming)", share::exclusive, with(lock_dialect::kazoo)));
-    k.push_back(mutex_kind("revocable mutex", share::exclusive, with(lock_dialect::curator, zklock::lock_strategy::predecessor, true)));
-    k.push_back(mutex_kind("mutex (watch_children)", share::exclusive, with(lock_dialect::curator, zklock::lock_strategy::watch_children)));
-    k.push_back(mutex_kind("mutex (unique_node)", share::unique, with(lock_dialect::curator, zklock::lock_strategy::unique_node)));
+    k.push_back(mutex_kind("revocable mutex", share::exclusive,
+                           with(lock_dialect::curator, zklock::lock_strategy::predecessor, true)));
+    k.push_back(mutex_kind("mutex (watch_children)", share::exclusive,
+                           with(lock_dialect::curator, zklock::lock_strategy::watch_children)));
+    k.push_back(mutex_kind("mutex (unique_node)", share::unique,
+                           with(lock_dialect::curator, zklock::lock_strategy::unique_node)));
     for (auto d : {lock_dialect::curator, lock_dialect::kazoo}) {
         const bool kz = d == lock_dialect::kazoo;
         k.push_back(kind{kz ? "write lock (kazoo naming)" : "write lock", share::exclusive,
@@ -70,7 +77,8 @@ std::vector<kind> kinds() {
         k.push_back(kind{kz ? "read lock (kazoo naming)" : "read lock", share::reader,
                          [d](zklock::session& s, std::string p, std::chrono::milliseconds l) -> awaitable<P> {
                              zklock::shared_mutex m(s, p, with(d));
-                             auto [ec, g] = co_await m.async_acquire_shared_for(l, asio::as_tuple(use_awaitable));
+                             auto [ec, g] =
+                                 co_await m.async_acquire_shared_for(l, asio::as_tuple(use_awaitable));
                              co_return P{ec, std::move(g)};
                          }});
     }
@@ -80,9 +88,12 @@ std::vector<kind> kinds() {
                          zklock::reentrant_mutex m(s, p);
                          asio::cancellation_signal cancel;
                          asio::steady_timer t(co_await asio::this_coro::executor, l);
-                         t.async_wait([&](error_code ec) { if (!ec) cancel.emit(asio::cancellation_type::terminal); });
-                         auto [ec, g] = co_await m.async_acquire(reinterpret_cast<std::uintptr_t>(&s),
-                                                                 asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(use_awaitable)));
+                         t.async_wait([&](error_code ec) {
+                             if (!ec) cancel.emit(asio::cancellation_type::terminal);
+                         });
+                         auto [ec, g] = co_await m.async_acquire(
+                             reinterpret_cast<std::uintptr_t>(&s),
+                             asio::bind_cancellation_slot(cancel.slot(), asio::as_tuple(use_awaitable)));
                          t.cancel();
                          co_return P{ec, std::move(g)};
                      }});
@@ -90,7 +101,8 @@ std::vector<kind> kinds() {
                      [](zklock::session& s, std::string p, std::chrono::milliseconds l) -> awaitable<P> {
                          std::vector<zklock::mutex> ms;
                          ms.emplace_back(s, p);
-                         auto [ec, g] = co_await zklock::async_acquire_all_for(std::move(ms), l, asio::as_tuple(use_awaitable));
+                         auto [ec, g] = co_await zklock::async_acquire_all_for(std::move(ms), l,
+                                                                               asio::as_tuple(use_awaitable));
                          co_return P{ec, g.empty() ? zklock::guard{} : std::move(g.front())};
                      }});
     k.push_back(kind{"semaphore of 1", share::lease,
@@ -135,38 +147,41 @@ outcome expected(const kind& held, const kind& next) {
 using MixedRecipes = zt::zk_test;
 
 TEST_F(MixedRecipes, EveryPairOfRecipesOnOnePathExcludesAsItsSemanticsImply) {
-    run_test([&]() -> awaitable<void> {
-        auto a = co_await connect();
-        auto b = co_await connect();
-        const auto all = kinds();
-        int pairs = 0;
-        for (const auto& held : all) {
-            for (const auto& next : all) {
-                const std::string what = std::string(held.name) + " held, then " + next.name;
-                auto path = mixed_path("mixed");
-                auto [ec1, g1] = co_await held.acquire(*a, path, std::chrono::milliseconds(5000));
-                EXPECT_FALSE(ec1) << what << ": the first acquire: " << ec1.message();
-                auto [ec2, g2] = co_await next.acquire(*b, path, std::chrono::milliseconds(150));
-                auto want = expected(held, next);
-                if (want.granted) {
-                    EXPECT_FALSE(ec2) << what << ": " << ec2.message();
-                    EXPECT_TRUE(g2.owns_lock()) << what;
-                } else {
-                    EXPECT_FALSE(g2.owns_lock()) << what << ": both hold the path";
-                    EXPECT_TRUE(std::find(want.errors.begin(), want.errors.end(), ec2) != want.errors.end())
-                        << what << ": got " << ec2.message();
+    run_test(
+        [&]() -> awaitable<void> {
+            auto a = co_await connect();
+            auto b = co_await connect();
+            const auto all = kinds();
+            int pairs = 0;
+            for (const auto& held : all) {
+                for (const auto& next : all) {
+                    const std::string what = std::string(held.name) + " held, then " + next.name;
+                    auto path = mixed_path("mixed");
+                    auto [ec1, g1] = co_await held.acquire(*a, path, std::chrono::milliseconds(5000));
+                    EXPECT_FALSE(ec1) << what << ": the first acquire: " << ec1.message();
+                    auto [ec2, g2] = co_await next.acquire(*b, path, std::chrono::milliseconds(150));
+                    auto want = expected(held, next);
+                    if (want.granted) {
+                        EXPECT_FALSE(ec2) << what << ": " << ec2.message();
+                        EXPECT_TRUE(g2.owns_lock()) << what;
+                    } else {
+                        EXPECT_FALSE(g2.owns_lock()) << what << ": both hold the path";
+                        EXPECT_TRUE(std::find(want.errors.begin(), want.errors.end(), ec2) !=
+                                    want.errors.end())
+                            << what << ": got " << ec2.message();
+                    }
+                    // the holder was left alone: it still holds after the refused attempt
+                    EXPECT_TRUE(g1.owns_lock()) << what;
+                    if (g2.owns_lock()) co_await g2.async_release(use_awaitable);
+                    if (g1.owns_lock()) co_await g1.async_release(use_awaitable);
+                    ++pairs;
                 }
-                // the holder was left alone: it still holds after the refused attempt
-                EXPECT_TRUE(g1.owns_lock()) << what;
-                if (g2.owns_lock()) co_await g2.async_release(use_awaitable);
-                if (g1.owns_lock()) co_await g1.async_release(use_awaitable);
-                ++pairs;
             }
-        }
-        EXPECT_EQ(pairs, static_cast<int>(all.size() * all.size()));
-        co_await a->async_close(use_awaitable);
-        co_await b->async_close(use_awaitable);
-    }, 170s);
+            EXPECT_EQ(pairs, static_cast<int>(all.size() * all.size()));
+            co_await a->async_close(use_awaitable);
+            co_await b->async_close(use_awaitable);
+        },
+        170s);
 }
 
 TEST_F(MixedRecipes, AReaderQueuedBehindAMutexIsGrantedWhenItGoes) {
@@ -191,7 +206,8 @@ TEST_F(MixedRecipes, AReaderQueuedBehindAMutexIsGrantedWhenItGoes) {
         for (int i = 0; i < 100 && !done; ++i) co_await sleep_for(std::chrono::milliseconds(20));
         EXPECT_TRUE(done && r.owns_lock()) << "the reader was not granted after the mutex went";
         // and the listing shows every kind
-        auto [lec, list] = co_await zklock::async_list_contenders(*a, path, {}, asio::as_tuple(use_awaitable));
+        auto [lec, list] =
+            co_await zklock::async_list_contenders(*a, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_FALSE(lec);
         EXPECT_EQ(list.size(), 1u);
         if (!list.empty()) {

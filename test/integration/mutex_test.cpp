@@ -41,7 +41,7 @@ TEST_F(Mutex, AcquireReleaseWithUseAwaitable) {
         co_await g.async_release(use_awaitable);
         EXPECT_FALSE(g.owns_lock());
         EXPECT_TRUE((co_await children_of(*s, path)).empty()); // release completes after the delete
-        co_await g.async_release(use_awaitable);                // idempotent
+        co_await g.async_release(use_awaitable);               // idempotent
     });
 }
 
@@ -109,46 +109,54 @@ TEST_F(Mutex, MutualExclusionManySessionsManyCoroutines) {
     constexpr int sessions = 5, coroutines = 20, rounds = 3;
     auto path = lock_path();
     std::mutex mu;
-    std::vector<std::pair<std::chrono::steady_clock::time_point, std::chrono::steady_clock::time_point>> holds;
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::chrono::steady_clock::time_point>>
+        holds;
     std::vector<std::int64_t> tokens;
     std::atomic<int> inside{0}, max_inside{0};
-    run_test([&]() -> awaitable<void> {
-        std::vector<std::unique_ptr<zklock::session>> ss;
-        for (int i = 0; i < sessions; ++i) ss.push_back(co_await connect());
-        auto ex = co_await asio::this_coro::executor;
-        std::atomic<int> finished{0};
-        for (int i = 0; i < sessions; ++i)
-            for (int c = 0; c < coroutines; ++c)
-                asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                    zklock::mutex m(*ss[i], path);
-                    for (int r = 0; r < rounds; ++r) {
-                        auto g = co_await m.async_acquire(use_awaitable);
-                        auto start = std::chrono::steady_clock::now();
-                        int now = ++inside;
-                        int prev = max_inside.load();
-                        while (now > prev && !max_inside.compare_exchange_weak(prev, now)) {}
-                        {
-                            std::lock_guard lk(mu);
-                            tokens.push_back(g.fencing_token());
-                        }
-                        co_await sleep_for(1ms);
-                        --inside;
-                        auto end = std::chrono::steady_clock::now();
-                        {
-                            std::lock_guard lk(mu);
-                            holds.emplace_back(start, end);
-                        }
-                        co_await g.async_release(use_awaitable);
-                    }
-                    ++finished;
-                }, boost::asio::detached);
-        while (finished < sessions * coroutines) co_await sleep_for(20ms);
-    }, 120s, 2);
+    run_test(
+        [&]() -> awaitable<void> {
+            std::vector<std::unique_ptr<zklock::session>> ss;
+            for (int i = 0; i < sessions; ++i) ss.push_back(co_await connect());
+            auto ex = co_await asio::this_coro::executor;
+            std::atomic<int> finished{0};
+            for (int i = 0; i < sessions; ++i)
+                for (int c = 0; c < coroutines; ++c)
+                    asio::co_spawn(
+                        ex,
+                        [&, i]() -> awaitable<void> {
+                            zklock::mutex m(*ss[i], path);
+                            for (int r = 0; r < rounds; ++r) {
+                                auto g = co_await m.async_acquire(use_awaitable);
+                                auto start = std::chrono::steady_clock::now();
+                                int now = ++inside;
+                                int prev = max_inside.load();
+                                while (now > prev && !max_inside.compare_exchange_weak(prev, now)) {
+                                }
+                                {
+                                    std::lock_guard lk(mu);
+                                    tokens.push_back(g.fencing_token());
+                                }
+                                co_await sleep_for(1ms);
+                                --inside;
+                                auto end = std::chrono::steady_clock::now();
+                                {
+                                    std::lock_guard lk(mu);
+                                    holds.emplace_back(start, end);
+                                }
+                                co_await g.async_release(use_awaitable);
+                            }
+                            ++finished;
+                        },
+                        boost::asio::detached);
+            while (finished < sessions * coroutines) co_await sleep_for(20ms);
+        },
+        120s, 2);
     ASSERT_EQ(holds.size(), static_cast<std::size_t>(sessions * coroutines * rounds));
     EXPECT_EQ(max_inside.load(), 1);
     std::sort(holds.begin(), holds.end());
     for (std::size_t i = 1; i < holds.size(); ++i)
-        EXPECT_LE(holds[i - 1].second, holds[i].first) << "hold intervals " << i - 1 << " and " << i << " overlap";
+        EXPECT_LE(holds[i - 1].second, holds[i].first)
+            << "hold intervals " << i - 1 << " and " << i << " overlap";
     // tokens were recorded in grant order: strictly increasing
     for (std::size_t i = 1; i < tokens.size(); ++i) EXPECT_LT(tokens[i - 1], tokens[i]) << i;
 }
@@ -167,11 +175,14 @@ TEST_F(Mutex, GrantsInFifoOrderAndWakesOneWaiterPerRelease) {
         std::vector<int> order;
         std::vector<zklock::guard> granted(waiters);
         for (int i = 0; i < waiters; ++i) {
-            asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                zklock::mutex m(*ss[i], path);
-                granted[i] = co_await m.async_acquire(use_awaitable);
-                order.push_back(i);
-            }, boost::asio::detached);
+            asio::co_spawn(
+                ex,
+                [&, i]() -> awaitable<void> {
+                    zklock::mutex m(*ss[i], path);
+                    granted[i] = co_await m.async_acquire(use_awaitable);
+                    order.push_back(i);
+                },
+                boost::asio::detached);
             co_await wait_for_children(*holder_s, path, static_cast<std::size_t>(i + 2)); // queued in order
         }
         auto total_watch_events = [&] {
@@ -225,7 +236,8 @@ TEST_F(Mutex, TimeoutLeavesNoNode) {
         CO_REQUIRE(kids.size() == 1u);
         EXPECT_EQ(c.path + "/" + kids[0], g.node_path());
         // a deadline already passed: fails without leaving anything either
-        auto [ec2, g3] = co_await c.mb.async_acquire_until(std::chrono::steady_clock::now() - 1s, boost::asio::as_tuple(use_awaitable));
+        auto [ec2, g3] = co_await c.mb.async_acquire_until(std::chrono::steady_clock::now() - 1s,
+                                                           boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec2, errc::acquire_timeout);
         co_await g.async_release(use_awaitable);
     });
@@ -240,15 +252,17 @@ TEST_F(Mutex, CancellationLeavesNoNodeForEveryCancellationType) {
             asio::cancellation_signal sig;
             zklock::error_code got;
             bool done = false;
-            c.mb.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard) {
-                got = ec;
-                done = true;
-            }));
+            c.mb.async_acquire(
+                asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard) {
+                    got = ec;
+                    done = true;
+                }));
             co_await wait_for_children(*c.a, c.path, 2);
             sig.emit(type);
             while (!done) co_await sleep_for(5ms);
             EXPECT_EQ(got, asio::error::operation_aborted);
-            EXPECT_EQ((co_await children_of(*c.a, c.path)).size(), 1u) << "cancelled waiter's node left behind";
+            EXPECT_EQ((co_await children_of(*c.a, c.path)).size(), 1u)
+                << "cancelled waiter's node left behind";
         }
         co_await g.async_release(use_awaitable);
     });
@@ -264,16 +278,17 @@ TEST_F(Mutex, CancelRacingTheGrantLeavesNoNode) {
             asio::cancellation_signal sig;
             bool done = false;
             zklock::guard kept;
-            m.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard g) {
-                if (!ec) {
-                    ++granted;
-                    kept = std::move(g);
-                } else {
-                    EXPECT_EQ(ec, asio::error::operation_aborted);
-                    ++aborted;
-                }
-                done = true;
-            }));
+            m.async_acquire(
+                asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard g) {
+                    if (!ec) {
+                        ++granted;
+                        kept = std::move(g);
+                    } else {
+                        EXPECT_EQ(ec, asio::error::operation_aborted);
+                        ++aborted;
+                    }
+                    done = true;
+                }));
             // cancel at various points: before the create is sent, in flight, around the grant
             if (i % 4 != 0) co_await sleep_for(std::chrono::milliseconds(i % 4 == 1 ? 0 : (i % 7)));
             sig.emit(asio::cancellation_type::terminal);
@@ -406,15 +421,18 @@ TEST_F(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
             auto ex = co_await asio::this_coro::executor;
             std::vector<zklock::guard> gs(waiters + 1);
             for (int i = 1; i <= waiters; ++i)
-                asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                    zklock::mutex m(*ss[i], path, o);
-                    gs[i] = co_await m.async_acquire(use_awaitable);
-                    if (inside++) ++violations;
-                    ++grants;
-                    co_await sleep_for(5ms);
-                    --inside;
-                    co_await gs[i].async_release(use_awaitable);
-                }, boost::asio::detached);
+                asio::co_spawn(
+                    ex,
+                    [&, i]() -> awaitable<void> {
+                        zklock::mutex m(*ss[i], path, o);
+                        gs[i] = co_await m.async_acquire(use_awaitable);
+                        if (inside++) ++violations;
+                        ++grants;
+                        co_await sleep_for(5ms);
+                        --inside;
+                        co_await gs[i].async_release(use_awaitable);
+                    },
+                    boost::asio::detached);
             co_await sleep_for(300ms); // every waiter is queued and watching
             auto watch_events = [&] {
                 std::uint64_t n = 0;

@@ -157,7 +157,9 @@ TEST_F(NewUser, AStallLongerThanTheSessionReportsTheExpiryNotADeletionOrALapse) 
             if (!armed_before) wait();
             for (int i = 0; i < 500 && !why; ++i) co_await sleep_for(10ms);
             EXPECT_TRUE(why.has_value()) << "no loss reported after the stall";
-            if (why) EXPECT_EQ(*why, errc::session_expired) << (armed_before ? "armed: " : "not armed: ") << why->message();
+            if (why)
+                EXPECT_EQ(*why, errc::session_expired)
+                    << (armed_before ? "armed: " : "not armed: ") << why->message();
             EXPECT_EQ(g.loss_reason(), errc::session_expired) << g.loss_reason().message();
         });
     }

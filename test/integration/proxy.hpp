@@ -69,7 +69,8 @@ public:
 
     /// When the server last sent the client anything that was passed on (0: never).
     std::chrono::steady_clock::time_point last_reply() const {
-        return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(last_reply_ns_.load()));
+        return std::chrono::steady_clock::time_point(
+            std::chrono::steady_clock::duration(last_reply_ns_.load()));
     }
 
 private:
@@ -102,19 +103,21 @@ private:
     }
     void pump(std::shared_ptr<conn> c, boost::asio::ip::tcp::socket& from, boost::asio::ip::tcp::socket& to,
               std::array<char, 16384>& buf) {
-        from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t n) {
+        from.async_read_some(boost::asio::buffer(buf), [this, c, &from, &to,
+                                                        &buf](boost::system::error_code ec, std::size_t n) {
             if (ec) return close(c);
             const bool reply = &buf == &c->down;
             const bool later_reply = reply && c->replies++ > 0;
             if (blackhole_ || (reply && mute_replies_) || (later_reply && mute_after_handshake_))
                 return pump(c, from, to, buf); // swallow
-            if (reply)
-                last_reply_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+            if (reply) last_reply_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
             auto forward = [this, c, &from, &to, &buf, n] {
-                boost::asio::async_write(to, boost::asio::buffer(buf, n), [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
-                    if (ec) return close(c);
-                    pump(c, from, to, buf);
-                });
+                boost::asio::async_write(
+                    to, boost::asio::buffer(buf, n),
+                    [this, c, &from, &to, &buf](boost::system::error_code ec, std::size_t) {
+                        if (ec) return close(c);
+                        pump(c, from, to, buf);
+                    });
             };
             if (int d = delay_ms_; d > 0) {
                 auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(d));

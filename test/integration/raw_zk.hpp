@@ -39,7 +39,9 @@ public:
     raw_zk& operator=(const raw_zk&) = delete;
 
     int create(const std::string& path, int flags = 0, struct ACL_vector* acl = &ZOO_OPEN_ACL_UNSAFE) {
-        return call([&](completion* c) { return zoo_acreate(zh_, path.c_str(), nullptr, -1, acl, flags, on_string, c); });
+        return call([&](completion* c) {
+            return zoo_acreate(zh_, path.c_str(), nullptr, -1, acl, flags, on_string, c);
+        });
     }
     /// Creates a sequential node "<prefix><10 digits>" (ephemeral: it goes with this handle), as
     /// Curator and kazoo create their lock nodes; returns its path, or "" on failure.

@@ -19,78 +19,89 @@ using Reentrant = zt::zk_test;
 using Semaphore = zt::zk_test;
 
 TEST_F(MultiLock, AllOrNothingInCanonicalOrderWithoutDeadlock) {
-    run_test([&]() -> awaitable<void> {
-        auto base = unique_path("multi");
-        std::vector<std::string> paths{base + "/c", base + "/a", base + "/b"};
-        auto s1 = co_await connect();
-        auto s2 = co_await connect();
-        // two callers take overlapping sets in opposite orders, many times: never a deadlock
-        int done = 0, inside = 0, violations = 0;
-        auto ex = co_await asio::this_coro::executor;
-        for (int k = 0; k < 2; ++k)
-            asio::co_spawn(ex, [&, k]() -> awaitable<void> {
-                auto& s = k ? *s2 : *s1;
-                for (int i = 0; i < 10; ++i) {
-                    // (no braced lists of non-trivial objects in coroutines: GCC 12 rejects them)
-                    std::vector<zklock::mutex> set;
-                    if (k) {
-                        set.emplace_back(s, paths[2]);
-                        set.emplace_back(s, paths[1]);
-                        set.emplace_back(s, paths[0]);
-                    } else {
-                        set.emplace_back(s, paths[0]);
-                        set.emplace_back(s, paths[1]);
-                    }
-                    auto gs = co_await zklock::async_acquire_all_for(set, 10s, use_awaitable);
-                    if (gs.size() != set.size()) ++violations;
-                    for (std::size_t j = 1; j < gs.size(); ++j)
-                        if (!(gs[j - 1].node_path() < gs[j].node_path())) ++violations; // canonical order
-                    if (inside++) ++violations;
-                    co_await sleep_for(2ms);
-                    --inside;
-                    for (auto it = gs.rbegin(); it != gs.rend(); ++it) co_await it->async_release(use_awaitable);
-                }
-                ++done;
-            }, boost::asio::detached);
-        co_await eventually([&] { return done >= 2; }, 20000ms);
-        EXPECT_EQ(done, 2) << "the multi-lockers deadlocked";
-        EXPECT_EQ(violations, 0);
+    run_test(
+        [&]() -> awaitable<void> {
+            auto base = unique_path("multi");
+            std::vector<std::string> paths{base + "/c", base + "/a", base + "/b"};
+            auto s1 = co_await connect();
+            auto s2 = co_await connect();
+            // two callers take overlapping sets in opposite orders, many times: never a deadlock
+            int done = 0, inside = 0, violations = 0;
+            auto ex = co_await asio::this_coro::executor;
+            for (int k = 0; k < 2; ++k)
+                asio::co_spawn(
+                    ex,
+                    [&, k]() -> awaitable<void> {
+                        auto& s = k ? *s2 : *s1;
+                        for (int i = 0; i < 10; ++i) {
+                            // (no braced lists of non-trivial objects in coroutines: GCC 12 rejects them)
+                            std::vector<zklock::mutex> set;
+                            if (k) {
+                                set.emplace_back(s, paths[2]);
+                                set.emplace_back(s, paths[1]);
+                                set.emplace_back(s, paths[0]);
+                            } else {
+                                set.emplace_back(s, paths[0]);
+                                set.emplace_back(s, paths[1]);
+                            }
+                            auto gs = co_await zklock::async_acquire_all_for(set, 10s, use_awaitable);
+                            if (gs.size() != set.size()) ++violations;
+                            for (std::size_t j = 1; j < gs.size(); ++j)
+                                if (!(gs[j - 1].node_path() < gs[j].node_path()))
+                                    ++violations; // canonical order
+                            if (inside++) ++violations;
+                            co_await sleep_for(2ms);
+                            --inside;
+                            for (auto it = gs.rbegin(); it != gs.rend(); ++it)
+                                co_await it->async_release(use_awaitable);
+                        }
+                        ++done;
+                    },
+                    boost::asio::detached);
+            co_await eventually([&] { return done >= 2; }, 20000ms);
+            EXPECT_EQ(done, 2) << "the multi-lockers deadlocked";
+            EXPECT_EQ(violations, 0);
 
-        // one lock of the set busy: the deadline covers the set, and what was taken is rolled back
-        zklock::mutex blocker(*s2, paths[2]);
-        auto held = co_await blocker.async_acquire(use_awaitable);
-        std::vector<zklock::mutex> set;
-        for (auto& p : paths) set.emplace_back(*s1, p);
-        auto t0 = std::chrono::steady_clock::now();
-        auto [ec, gs] = co_await zklock::async_acquire_all_for(set, 300ms, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
-        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
-        EXPECT_TRUE(gs.empty());
-        EXPECT_TRUE((co_await children_of(*s1, paths[0])).empty()) << "not rolled back";
-        EXPECT_TRUE((co_await children_of(*s1, paths[1])).empty()) << "not rolled back";
-        // cancellation rolls back too
-        asio::cancellation_signal sig;
-        bool cancelled = false;
-        zklock::async_acquire_all(set, asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code e, std::vector<zklock::guard> g) {
-            EXPECT_EQ(e, asio::error::operation_aborted);
-            EXPECT_TRUE(g.empty());
-            cancelled = true;
-        }));
-        co_await wait_for_children(*s1, paths[2], 2);
-        sig.emit(asio::cancellation_type::terminal);
-        co_await eventually([&] { return cancelled; }, 3000ms);
-        EXPECT_TRUE(cancelled);
-        co_await held.async_release(use_awaitable);
-        // bad sets
-        auto [e1, g1] = co_await zklock::async_acquire_all(std::vector<zklock::mutex>{}, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(e1, errc::multi_lock_empty);
-        std::vector<zklock::mutex> twice;
-        twice.emplace_back(*s1, paths[0]);
-        twice.emplace_back(*s2, paths[0]);
-        auto [e2, g2] = co_await zklock::async_acquire_all(twice, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(e2, errc::multi_lock_duplicate_path);
-        for (auto& p : paths) co_await expect_no_leftovers(*s1, p);
-    }, 90s);
+            // one lock of the set busy: the deadline covers the set, and what was taken is rolled back
+            zklock::mutex blocker(*s2, paths[2]);
+            auto held = co_await blocker.async_acquire(use_awaitable);
+            std::vector<zklock::mutex> set;
+            for (auto& p : paths) set.emplace_back(*s1, p);
+            auto t0 = std::chrono::steady_clock::now();
+            auto [ec, gs] =
+                co_await zklock::async_acquire_all_for(set, 300ms, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
+            EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+            EXPECT_TRUE(gs.empty());
+            EXPECT_TRUE((co_await children_of(*s1, paths[0])).empty()) << "not rolled back";
+            EXPECT_TRUE((co_await children_of(*s1, paths[1])).empty()) << "not rolled back";
+            // cancellation rolls back too
+            asio::cancellation_signal sig;
+            bool cancelled = false;
+            zklock::async_acquire_all(
+                set, asio::bind_cancellation_slot(sig.slot(),
+                                                  [&](zklock::error_code e, std::vector<zklock::guard> g) {
+                                                      EXPECT_EQ(e, asio::error::operation_aborted);
+                                                      EXPECT_TRUE(g.empty());
+                                                      cancelled = true;
+                                                  }));
+            co_await wait_for_children(*s1, paths[2], 2);
+            sig.emit(asio::cancellation_type::terminal);
+            co_await eventually([&] { return cancelled; }, 3000ms);
+            EXPECT_TRUE(cancelled);
+            co_await held.async_release(use_awaitable);
+            // bad sets
+            auto [e1, g1] = co_await zklock::async_acquire_all(std::vector<zklock::mutex>{},
+                                                               boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(e1, errc::multi_lock_empty);
+            std::vector<zklock::mutex> twice;
+            twice.emplace_back(*s1, paths[0]);
+            twice.emplace_back(*s2, paths[0]);
+            auto [e2, g2] = co_await zklock::async_acquire_all(twice, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(e2, errc::multi_lock_duplicate_path);
+            for (auto& p : paths) co_await expect_no_leftovers(*s1, p);
+        },
+        90s);
 }
 
 TEST_F(Inspect, ListsContendersBreaksAndRevokes) {
@@ -107,7 +118,11 @@ TEST_F(Inspect, ListsContendersBreaksAndRevokes) {
         auto g = co_await ma.async_acquire(use_awaitable);
         zklock::guard gb;
         bool b_done = false;
-        mb.async_acquire([&](zklock::error_code ec, zklock::guard x) { EXPECT_FALSE(ec); gb = std::move(x); b_done = true; });
+        mb.async_acquire([&](zklock::error_code ec, zklock::guard x) {
+            EXPECT_FALSE(ec);
+            gb = std::move(x);
+            b_done = true;
+        });
         co_await wait_for_children(*a, path, 2);
         // a foreign child is not listed
         co_await zklock::async_create_node(*a, path + "/not-a-lock", "", use_awaitable);
@@ -144,7 +159,8 @@ TEST_F(Inspect, ListsContendersBreaksAndRevokes) {
         co_await eventually([&] { return b_done && lost; }, 3000ms);
         EXPECT_TRUE(b_done);
         EXPECT_EQ(lost, errc::lock_node_deleted);
-        auto [ec_bad] = co_await zklock::async_break_lock(*b, path + "/not-a-lock", boost::asio::as_tuple(use_awaitable));
+        auto [ec_bad] =
+            co_await zklock::async_break_lock(*b, path + "/not-a-lock", boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec_bad, errc::not_a_lock_node) << "only lock nodes may be broken";
         co_await gb.async_release(use_awaitable);
         co_await g.async_release(use_awaitable);
@@ -167,7 +183,11 @@ TEST_F(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
         // another owner, same session: excluded
         zklock::guard g3;
         bool g3_done = false;
-        ra.async_acquire(2, [&](zklock::error_code ec, zklock::guard g) { EXPECT_FALSE(ec); g3 = std::move(g); g3_done = true; });
+        ra.async_acquire(2, [&](zklock::error_code ec, zklock::guard g) {
+            EXPECT_FALSE(ec);
+            g3 = std::move(g);
+            g3_done = true;
+        });
         // another session: excluded too
         zklock::mutex mb(*b, path);
         auto [ec, none] = co_await mb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
@@ -176,7 +196,9 @@ TEST_F(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
         co_await sleep_for(100ms);
         EXPECT_FALSE(g3_done) << "released after the first of two holds";
         auto kids = co_await children_of(*a, path);
-        EXPECT_NE(std::find(kids.begin(), kids.end(), std::string(zklock::detail::last_segment(g1.node_path()))), kids.end());
+        EXPECT_NE(
+            std::find(kids.begin(), kids.end(), std::string(zklock::detail::last_segment(g1.node_path()))),
+            kids.end());
         co_await g1.async_release(use_awaitable); // the last hold: the node goes, owner 2 gets it
         co_await eventually([&] { return g3_done; }, 3000ms);
         EXPECT_TRUE(g3_done);
@@ -239,15 +261,23 @@ TEST_F(Reentrant, AcquiresOfOneOwnerWaitingTogetherAreCancelledEachOnItsOwn) {
         zklock::error_code ec1, ec2, ec3;
         zklock::guard g2;
         int done = 0;
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
-            std::tie(ec1, std::ignore) = co_await ra.async_acquire(9, asio::bind_cancellation_slot(cancel_first.slot(), asio::as_tuple(use_awaitable)));
-            ++done;
-        }, asio::detached);
+        asio::co_spawn(
+            ex,
+            [&]() -> awaitable<void> {
+                std::tie(ec1, std::ignore) = co_await ra.async_acquire(
+                    9, asio::bind_cancellation_slot(cancel_first.slot(), asio::as_tuple(use_awaitable)));
+                ++done;
+            },
+            asio::detached);
         co_await wait_for_children(*b, path, 2);
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
-            std::tie(ec2, g2) = co_await ra.async_acquire(9, asio::bind_cancellation_slot(cancel_second.slot(), asio::as_tuple(use_awaitable)));
-            ++done;
-        }, asio::detached);
+        asio::co_spawn(
+            ex,
+            [&]() -> awaitable<void> {
+                std::tie(ec2, g2) = co_await ra.async_acquire(
+                    9, asio::bind_cancellation_slot(cancel_second.slot(), asio::as_tuple(use_awaitable)));
+                ++done;
+            },
+            asio::detached);
         co_await sleep_for(50ms);
         // cancelling the first leaves the second waiting, on the same node
         cancel_first.emit(asio::cancellation_type::terminal);
@@ -264,10 +294,14 @@ TEST_F(Reentrant, AcquiresOfOneOwnerWaitingTogetherAreCancelledEachOnItsOwn) {
         // and when every waiting acquire of the owner is cancelled, its node goes
         co_await g2.async_release(use_awaitable);
         held = co_await other.async_acquire(use_awaitable);
-        asio::co_spawn(ex, [&]() -> awaitable<void> {
-            std::tie(ec3, std::ignore) = co_await ra.async_acquire(9, asio::bind_cancellation_slot(cancel_third.slot(), asio::as_tuple(use_awaitable)));
-            ++done;
-        }, asio::detached);
+        asio::co_spawn(
+            ex,
+            [&]() -> awaitable<void> {
+                std::tie(ec3, std::ignore) = co_await ra.async_acquire(
+                    9, asio::bind_cancellation_slot(cancel_third.slot(), asio::as_tuple(use_awaitable)));
+                ++done;
+            },
+            asio::detached);
         co_await wait_for_children(*b, path, 2);
         cancel_third.emit(asio::cancellation_type::terminal);
         co_await eventually([&] { return done == 3; });
@@ -280,50 +314,58 @@ TEST_F(Reentrant, AcquiresOfOneOwnerWaitingTogetherAreCancelledEachOnItsOwn) {
 TEST_F(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
     constexpr int n = 3, sessions = 4, coroutines = 4, rounds = 3;
     int inside = 0, max_inside = 0, done = 0;
-    run_test([&]() -> awaitable<void> {
-        auto path = semaphore_path();
-        std::vector<std::unique_ptr<zklock::session>> ss;
-        for (int i = 0; i < sessions; ++i) ss.push_back(co_await connect());
-        auto ex = co_await asio::this_coro::executor;
-        for (int i = 0; i < sessions; ++i)
-            for (int c = 0; c < coroutines; ++c)
-                asio::co_spawn(ex, [&, i]() -> awaitable<void> {
-                    zklock::semaphore sem(*ss[i], path, n);
-                    for (int r = 0; r < rounds; ++r) {
-                        auto lease = co_await sem.async_acquire(use_awaitable);
-                        max_inside = std::max(max_inside, ++inside);
-                        co_await sleep_for(10ms);
-                        --inside;
-                        co_await lease.async_release(use_awaitable);
-                    }
-                    ++done;
-                }, boost::asio::detached);
-        co_await eventually([&] { return done >= sessions * coroutines; }, 30000ms);
-        EXPECT_EQ(done, sessions * coroutines);
-        EXPECT_LE(max_inside, n) << "more than N leases at once";
-        // (That all N can be held at once is checked below, without depending on timing: the
-        // contention above reaches N only if acquiring is faster than the 10 ms holds, which it
-        // is not under ASan on a loaded machine.)
+    run_test(
+        [&]() -> awaitable<void> {
+            auto path = semaphore_path();
+            std::vector<std::unique_ptr<zklock::session>> ss;
+            for (int i = 0; i < sessions; ++i) ss.push_back(co_await connect());
+            auto ex = co_await asio::this_coro::executor;
+            for (int i = 0; i < sessions; ++i)
+                for (int c = 0; c < coroutines; ++c)
+                    asio::co_spawn(
+                        ex,
+                        [&, i]() -> awaitable<void> {
+                            zklock::semaphore sem(*ss[i], path, n);
+                            for (int r = 0; r < rounds; ++r) {
+                                auto lease = co_await sem.async_acquire(use_awaitable);
+                                max_inside = std::max(max_inside, ++inside);
+                                co_await sleep_for(10ms);
+                                --inside;
+                                co_await lease.async_release(use_awaitable);
+                            }
+                            ++done;
+                        },
+                        boost::asio::detached);
+            co_await eventually([&] { return done >= sessions * coroutines; }, 30000ms);
+            EXPECT_EQ(done, sessions * coroutines);
+            EXPECT_LE(max_inside, n) << "more than N leases at once";
+            // (That all N can be held at once is checked below, without depending on timing: the
+            // contention above reaches N only if acquiring is faster than the 10 ms holds, which it
+            // is not under ASan on a loaded machine.)
 
-        // timeout and cancellation leave no lease; a different N is refused
-        zklock::semaphore sem(*ss[0], path, n);
-        std::vector<zklock::guard> held;
-        for (int i = 0; i < n; ++i) held.push_back(co_await sem.async_acquire(use_awaitable)); // N at once
-        auto [ec, g] = co_await sem.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
-        asio::cancellation_signal sig;
-        bool cancelled = false;
-        sem.async_acquire(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code e, zklock::guard) {
-            cancelled = e == asio::error::operation_aborted;
-        }));
-        co_await sleep_for(100ms);
-        sig.emit(asio::cancellation_type::terminal);
-        co_await eventually([&] { return cancelled; }, 3000ms);
-        EXPECT_TRUE(cancelled);
-        EXPECT_EQ((co_await children_of(*ss[0], path + "/leases")).size(), static_cast<std::size_t>(n)) << "orphaned lease";
-        zklock::semaphore other(*ss[1], path, n + 1);
-        auto [ec2, g2] = co_await other.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(ec2, errc::semaphore_size_mismatch) << "a different N must be refused";
-        for (auto& h : held) co_await h.async_release(use_awaitable);
-    }, 120s);
+            // timeout and cancellation leave no lease; a different N is refused
+            zklock::semaphore sem(*ss[0], path, n);
+            std::vector<zklock::guard> held;
+            for (int i = 0; i < n; ++i)
+                held.push_back(co_await sem.async_acquire(use_awaitable)); // N at once
+            auto [ec, g] = co_await sem.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::acquire_timeout) << ec.message();
+            asio::cancellation_signal sig;
+            bool cancelled = false;
+            sem.async_acquire(
+                asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code e, zklock::guard) {
+                    cancelled = e == asio::error::operation_aborted;
+                }));
+            co_await sleep_for(100ms);
+            sig.emit(asio::cancellation_type::terminal);
+            co_await eventually([&] { return cancelled; }, 3000ms);
+            EXPECT_TRUE(cancelled);
+            EXPECT_EQ((co_await children_of(*ss[0], path + "/leases")).size(), static_cast<std::size_t>(n))
+                << "orphaned lease";
+            zklock::semaphore other(*ss[1], path, n + 1);
+            auto [ec2, g2] = co_await other.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec2, errc::semaphore_size_mismatch) << "a different N must be refused";
+            for (auto& h : held) co_await h.async_release(use_awaitable);
+        },
+        120s);
 }

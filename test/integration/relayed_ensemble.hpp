@@ -30,11 +30,13 @@ struct relayed_ensemble {
         dir = env_or_empty("ZK_RELAY_ENSEMBLE_DIR");
         scripts = env_or_empty("ZKLOCK_SCRIPTS");
         if (dir.empty() || scripts.empty()) {
-            ADD_FAILURE() << "ZK_RELAY_ENSEMBLE_DIR / ZKLOCK_SCRIPTS not set: run the suite with scripts/test.sh";
+            ADD_FAILURE()
+                << "ZK_RELAY_ENSEMBLE_DIR / ZKLOCK_SCRIPTS not set: run the suite with scripts/test.sh";
             return false;
         }
         if (!std::ifstream(dir + "/relays")) {
-            ADD_FAILURE() << dir << " has no quorum relays: scripts/test.sh starts this ensemble with --relay";
+            ADD_FAILURE() << dir
+                          << " has no quorum relays: scripts/test.sh starts this ensemble with --relay";
             return false;
         }
         // (an earlier test may have restarted a server: wait until all three serve; and a leader
@@ -50,8 +52,10 @@ struct relayed_ensemble {
             for (int i = 1; i <= 3; ++i) {
                 auto mode = server_mode(dir, i);
                 modes += " " + std::to_string(i) + "=" + (mode.empty() ? "-" : mode);
-                if (mode == "leader") leader = i, ++leaders;
-                else if (mode == "follower") followers.push_back(i);
+                if (mode == "leader")
+                    leader = i, ++leaders;
+                else if (mode == "follower")
+                    followers.push_back(i);
             }
             if (leaders == 1 && followers.size() == 2) return true;
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -68,7 +72,8 @@ struct relayed_ensemble {
         std::ifstream f(dir + "/tls_port" + std::to_string(i));
         std::string port;
         f >> port;
-        if (port.empty()) ADD_FAILURE() << dir << " has no TLS port for server " << i << ": start it with zk.sh --tls";
+        if (port.empty())
+            ADD_FAILURE() << dir << " has no TLS port for server " << i << ": start it with zk.sh --tls";
         return "127.0.0.1:" + port;
     }
     /// zt::options(connect), with the ensemble's client certificate when `tls`.
@@ -95,7 +100,8 @@ struct relayed_ensemble {
     /// new leader's id (0 on a failure, with the command's output on stderr). Blocks ~2-3 s.
     /// `cut_from` (if given): the realtime clock (ns since the epoch) just before the cut.
     int depose(int l, long long* cut_from = nullptr) const {
-        std::string cmd = scripts + "/zk.sh depose " + dir + " " + std::to_string(l) + " 2>" + dir + "/depose.err";
+        std::string cmd =
+            scripts + "/zk.sh depose " + dir + " " + std::to_string(l) + " 2>" + dir + "/depose.err";
         FILE* p = ::popen(cmd.c_str(), "r");
         if (!p) return 0;
         char buf[256];
@@ -130,6 +136,5 @@ struct relayed_ensemble {
         (void)std::system(("tail -n 5 " + dir + "/relay.log >&2").c_str());
     }
 };
-
 
 } // namespace zt

@@ -53,12 +53,16 @@ TEST_F(RoundTrip, AContendedCycleTakesFourRequests) {
         };
         auto da = diff(a0, a1), db = diff(b0, b1);
         const auto creates = da.creates + db.creates, listings = da.get_children + db.get_children;
-        const auto total = da.creates + db.creates + da.deletes + db.deletes + listings + da.get_data + db.get_data +
-                           da.exists + db.exists + da.lease_renewals + db.lease_renewals + da.watch_removals + db.watch_removals;
-        std::printf("  %d cycles: %llu creates, %llu listings, %llu getData, %llu deletes, %llu other: %.2f requests per cycle\n",
+        const auto total = da.creates + db.creates + da.deletes + db.deletes + listings + da.get_data +
+                           db.get_data + da.exists + db.exists + da.lease_renewals + db.lease_renewals +
+                           da.watch_removals + db.watch_removals;
+        std::printf("  %d cycles: %llu creates, %llu listings, %llu getData, %llu deletes, %llu other: %.2f "
+                    "requests per cycle\n",
                     cycles, (unsigned long long)creates, (unsigned long long)listings,
-                    (unsigned long long)(da.get_data + db.get_data), (unsigned long long)(da.deletes + db.deletes),
-                    (unsigned long long)(da.exists + db.exists + da.lease_renewals + db.lease_renewals + da.watch_removals + db.watch_removals),
+                    (unsigned long long)(da.get_data + db.get_data),
+                    (unsigned long long)(da.deletes + db.deletes),
+                    (unsigned long long)(da.exists + db.exists + da.lease_renewals + db.lease_renewals +
+                                         da.watch_removals + db.watch_removals),
                     double(total) / cycles);
         EXPECT_EQ(creates, static_cast<std::uint64_t>(cycles));
         EXPECT_EQ(listings, creates) << "a waiter listed the children again after its predecessor went";
@@ -88,7 +92,8 @@ TEST_F(RoundTrip, APeersNodeAheadIsWaitedForAndOnesBehindNeverOvertake) {
         CO_REQUIRE(peer.children(path, kids) == ZOK);
         std::string ours;
         for (auto& k : kids)
-            if (k.find("_c_0f0e") == std::string::npos && k.find("__lock__") == std::string::npos) ours = path + "/" + k;
+            if (k.find("_c_0f0e") == std::string::npos && k.find("__lock__") == std::string::npos)
+                ours = path + "/" + k;
         CO_REQUIRE(!ours.empty());
         EXPECT_LT(suffix_of(curator), suffix_of(ours)) << "a peer's earlier node sorts first";
         EXPECT_GT(suffix_of(kazoo_after), suffix_of(ours)) << "a peer's later node sorts after ours";
@@ -98,7 +103,8 @@ TEST_F(RoundTrip, APeersNodeAheadIsWaitedForAndOnesBehindNeverOvertake) {
         co_await eventually([&] { return w->done; }, 5000ms);
         CO_REQUIRE(w->granted());
         EXPECT_EQ(w->guard.node_path(), ours);
-        EXPECT_EQ(a->statistics().get_children - before.get_children, 1u) << "listed again after the deletion";
+        EXPECT_EQ(a->statistics().get_children - before.get_children, 1u)
+            << "listed again after the deletion";
         co_await w->guard.async_release(use_awaitable);
         EXPECT_EQ(peer.remove(kazoo_after), ZOK);
     });
@@ -156,7 +162,8 @@ TEST_F(RoundTrip, AFreeLockWhoseListingReplyIsLostIsGrantedAfterOneMoreListing) 
         auto path = lock_path();
         auto a = co_await connect();
         zklock::mutex m(*a, path);
-        auto warm = co_await m.async_acquire(use_awaitable); // (the parents exist: only the flight is measured)
+        auto warm =
+            co_await m.async_acquire(use_awaitable); // (the parents exist: only the flight is measured)
         co_await warm.async_release(use_awaitable);
         const auto before = a->statistics();
         a->impl()->faults.lose_list_replies = 1;
@@ -165,7 +172,8 @@ TEST_F(RoundTrip, AFreeLockWhoseListingReplyIsLostIsGrantedAfterOneMoreListing) 
         EXPECT_EQ(a->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
         EXPECT_EQ(after.creates - before.creates, 1u) << "a second create: the answered one was not kept";
         EXPECT_EQ(after.get_children - before.get_children, 2u) << "the lost listing was not made again";
-        EXPECT_EQ(after.exists - before.exists, 0u) << "no recovery by guid is needed: the create's reply came";
+        EXPECT_EQ(after.exists - before.exists, 0u)
+            << "no recovery by guid is needed: the create's reply came";
         auto kids = co_await children_of(*a, path);
         CO_REQUIRE(kids.size() == 1u);
         EXPECT_EQ(path + "/" + kids[0], g.node_path());
@@ -180,7 +188,8 @@ TEST_F(RoundTrip, AWaiterWhoseListingReplyIsLostStillWaitsItsTurn) {
         const auto before = c.b->statistics();
         c.b->impl()->faults.lose_list_replies = 1;
         auto w = in_background([&](auto h) { c.mb.async_acquire_for(10s, h); });
-        co_await eventually([&] { return c.b->statistics().get_data > before.get_data; }, 5000ms); // (its watch is armed)
+        co_await eventually([&] { return c.b->statistics().get_data > before.get_data; },
+                            5000ms); // (its watch is armed)
         EXPECT_EQ(c.b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
         co_await sleep_for(200ms);
         EXPECT_FALSE(w->done) << "granted while the holder still held the lock";

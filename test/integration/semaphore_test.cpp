@@ -50,17 +50,26 @@ TEST_F(Semaphore, AWaiterStartsOverWhenItsInternalLockIsLost) {
         zklock::guard l1, l2;
         zklock::error_code e1, e2;
         bool d1 = false, d2 = false;
-        s1.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) { e1 = ec; l1 = std::move(g); d1 = true; });
+        s1.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) {
+            e1 = ec;
+            l1 = std::move(g);
+            d1 = true;
+        });
         co_await wait_for_children(*h, path + "/leases", 2); // W1 holds the internal lock and waits
-        s2.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) { e2 = ec; l2 = std::move(g); d2 = true; });
-        co_await wait_for_children(*h, path + "/locks", 2);  // W2 waits for the internal lock
+        s2.async_acquire_for(15s, [&](zklock::error_code ec, zklock::guard g) {
+            e2 = ec;
+            l2 = std::move(g);
+            d2 = true;
+        });
+        co_await wait_for_children(*h, path + "/locks", 2); // W2 waits for the internal lock
         // someone deletes W1's internal lock node
         auto locks = co_await children_of(*h, path + "/locks");
         std::sort(locks.begin(), locks.end(), [](const std::string& x, const std::string& y) {
             return x.substr(x.size() - 10) < y.substr(y.size() - 10);
         });
         auto& hi = *h->impl();
-        auto r = co_await asio::co_spawn(hi.strand(), hi.async_remove(path + "/locks/" + locks.front(), use_awaitable), use_awaitable);
+        auto r = co_await asio::co_spawn(
+            hi.strand(), hi.async_remove(path + "/locks/" + locks.front(), use_awaitable), use_awaitable);
         EXPECT_EQ(r.rc, ZOK);
         co_await sleep_for(500ms);
         co_await held.async_release(use_awaitable); // one lease free: one of them must get it
@@ -94,7 +103,8 @@ TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
         EXPECT_EQ(ec, zklock::errc::path_used_by_lock) << ec.message();
-        EXPECT_GE(b->statistics().get_children - before.get_children, 2u) << "the lost listing was not made again";
+        EXPECT_GE(b->statistics().get_children - before.get_children, 2u)
+            << "the lost listing was not made again";
         co_await g.async_release(use_awaitable);
         // and on a free path, granted after the fresh listing
         b->impl()->faults.lose_list_replies = 1;

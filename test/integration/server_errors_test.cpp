@@ -101,7 +101,7 @@ TEST_F(ServerErrors, ALockPathUnderAnEphemeralNodeFailsClearly) {
         raw.create_parents(base);
         CO_REQUIRE(raw.create(base, ZOO_EPHEMERAL) == ZOK);
         auto a = co_await connect();
-        zklock::mutex direct(*a, base + "/lock");    // the lock nodes would be its children
+        zklock::mutex direct(*a, base + "/lock");     // the lock nodes would be its children
         zklock::mutex deeper(*a, base + "/a/b/lock"); // a parent would be its child
         auto [ec1, g1] = co_await direct.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec1, zk_errc::no_children_for_ephemerals) << ec1.message();
@@ -128,95 +128,103 @@ TEST_F(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
 }
 
 TEST_F(RecipesUnderFaults, EveryRecipeReportsExpiryAndItsLocksGoToOthers) {
-    run_test([&]() -> awaitable<void> {
-        tcp_proxy proxy(first_port(zk_connect()));
-        auto o = through(proxy);
-        o.session_timeout = 2000ms;
-        o.loss = zklock::loss_policy::on_expiry(); // only the expiry itself, to test that signal
-        auto a = co_await connect(o);
-        auto b = co_await connect();
-        recipe_paths p;
-        zklock::shared_mutex rw_b(*b, p.rw);
-        zklock::semaphore sem_b(*b, p.sem, 1);
-        zklock::reentrant_mutex re_b(*b, p.re);
-        auto held = co_await hold_every_recipe(*a, p, false, 1); // (the reentrant lock twice)
-        int lost = 0;
-        std::vector<zklock::error_code> why(held.size());
-        for (std::size_t i = 0; i < held.size(); ++i)
-            held[i].async_wait_lost([&, i](zklock::error_code ec) { why[i] = ec; ++lost; });
-        co_await sleep_for(100ms);
-        proxy.blackhole(true); // the server expires a's session after ~2 s
-        // b gets every one of them once the server has expired a's session
-        auto w = co_await rw_b.async_acquire_shared_for(15s, use_awaitable);
-        auto s = co_await sem_b.async_acquire_for(15s, use_awaitable);
-        auto r = co_await re_b.async_acquire(7, use_awaitable); // (no deadline form: run()'s limit)
-        auto m = co_await zklock::async_acquire_all_for(two_locks(*b, p.m1, p.m2), 15s, use_awaitable);
-        EXPECT_EQ(lost, 0) << "the partitioned holder cannot know yet";
-        proxy.blackhole(false);
-        co_await eventually([&] { return lost == static_cast<int>(held.size()); }, 8000ms);
-        EXPECT_EQ(lost, static_cast<int>(held.size()));
-        for (std::size_t i = 0; i < held.size(); ++i) {
-            EXPECT_EQ(why[i], errc::session_expired) << "guard " << i << ": " << why[i].message();
-            EXPECT_TRUE(held[i].is_lost()) << "guard " << i;
-        }
-        co_await wait_state(*a, session_state::connected, 5000ms); // a new session
-        for (auto& g : held) co_await g.async_release(use_awaitable); // a lost lock releases at once
-        // a's new session can take part again
-        zklock::semaphore sem_a2(*a, p.sem, 1);
-        co_await w.async_release(use_awaitable);
-        co_await s.async_release(use_awaitable);
-        auto s2 = co_await sem_a2.async_acquire_for(10s, use_awaitable);
-        EXPECT_TRUE(s2.owns_lock());
-        co_await s2.async_release(use_awaitable);
-        co_await r.async_release(use_awaitable);
-        for (auto& g : m) co_await g.async_release(use_awaitable);
-        co_await expect_every_recipe_empty(*b, p);
-    }, 90s);
+    run_test(
+        [&]() -> awaitable<void> {
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto o = through(proxy);
+            o.session_timeout = 2000ms;
+            o.loss = zklock::loss_policy::on_expiry(); // only the expiry itself, to test that signal
+            auto a = co_await connect(o);
+            auto b = co_await connect();
+            recipe_paths p;
+            zklock::shared_mutex rw_b(*b, p.rw);
+            zklock::semaphore sem_b(*b, p.sem, 1);
+            zklock::reentrant_mutex re_b(*b, p.re);
+            auto held = co_await hold_every_recipe(*a, p, false, 1); // (the reentrant lock twice)
+            int lost = 0;
+            std::vector<zklock::error_code> why(held.size());
+            for (std::size_t i = 0; i < held.size(); ++i)
+                held[i].async_wait_lost([&, i](zklock::error_code ec) {
+                    why[i] = ec;
+                    ++lost;
+                });
+            co_await sleep_for(100ms);
+            proxy.blackhole(true); // the server expires a's session after ~2 s
+            // b gets every one of them once the server has expired a's session
+            auto w = co_await rw_b.async_acquire_shared_for(15s, use_awaitable);
+            auto s = co_await sem_b.async_acquire_for(15s, use_awaitable);
+            auto r = co_await re_b.async_acquire(7, use_awaitable); // (no deadline form: run()'s limit)
+            auto m = co_await zklock::async_acquire_all_for(two_locks(*b, p.m1, p.m2), 15s, use_awaitable);
+            EXPECT_EQ(lost, 0) << "the partitioned holder cannot know yet";
+            proxy.blackhole(false);
+            co_await eventually([&] { return lost == static_cast<int>(held.size()); }, 8000ms);
+            EXPECT_EQ(lost, static_cast<int>(held.size()));
+            for (std::size_t i = 0; i < held.size(); ++i) {
+                EXPECT_EQ(why[i], errc::session_expired) << "guard " << i << ": " << why[i].message();
+                EXPECT_TRUE(held[i].is_lost()) << "guard " << i;
+            }
+            co_await wait_state(*a, session_state::connected, 5000ms);    // a new session
+            for (auto& g : held) co_await g.async_release(use_awaitable); // a lost lock releases at once
+            // a's new session can take part again
+            zklock::semaphore sem_a2(*a, p.sem, 1);
+            co_await w.async_release(use_awaitable);
+            co_await s.async_release(use_awaitable);
+            auto s2 = co_await sem_a2.async_acquire_for(10s, use_awaitable);
+            EXPECT_TRUE(s2.owns_lock());
+            co_await s2.async_release(use_awaitable);
+            co_await r.async_release(use_awaitable);
+            for (auto& g : m) co_await g.async_release(use_awaitable);
+            co_await expect_every_recipe_empty(*b, p);
+        },
+        90s);
 }
 
 TEST_F(RecipesUnderFaults, EveryRecipeKeepsItsLockThroughAShortConnectionLoss) {
-    run_test([&]() -> awaitable<void> {
-        tcp_proxy proxy(first_port(zk_connect()));
-        auto a = co_await connect(through(proxy)); // the default lease
-        auto b = co_await connect();
-        recipe_paths p;
-        zklock::shared_mutex rw_b(*b, p.rw);
-        zklock::semaphore sem_b(*b, p.sem, 1);
-        zklock::reentrant_mutex re_b(*b, p.re);
-        zklock::mutex m1_b(*b, p.m1);
-        auto held = co_await hold_every_recipe(*a, p, true, 0); // (a read lock)
-        int lost = 0;
-        for (auto& g : held) g.async_wait_lost([&](zklock::error_code ec) {
-            if (ec != errc::lock_released) ++lost;
-        });
-        // waiters of b behind each of them, while a's connection drops twice
-        std::vector<std::shared_ptr<background_acquire>> waiters{
-            in_background([&](auto h) { rw_b.async_acquire_for(20s, h); }), // a writer behind the reader
-            in_background([&](auto h) { sem_b.async_acquire_for(20s, h); }),
-            in_background([&](auto h) { re_b.async_acquire(7, h); }),
-            in_background([&](auto h) { m1_b.async_acquire_for(20s, h); })};
-        auto granted = [&] {
-            int n = 0;
-            for (auto& w : waiters) n += w->granted();
-            return n;
-        };
-        co_await sleep_for(200ms);
-        for (int i = 0; i < 2; ++i) {
-            proxy.drop();
-            co_await wait_state(*a, session_state::connected, 5000ms);
+    run_test(
+        [&]() -> awaitable<void> {
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto a = co_await connect(through(proxy)); // the default lease
+            auto b = co_await connect();
+            recipe_paths p;
+            zklock::shared_mutex rw_b(*b, p.rw);
+            zklock::semaphore sem_b(*b, p.sem, 1);
+            zklock::reentrant_mutex re_b(*b, p.re);
+            zklock::mutex m1_b(*b, p.m1);
+            auto held = co_await hold_every_recipe(*a, p, true, 0); // (a read lock)
+            int lost = 0;
+            for (auto& g : held)
+                g.async_wait_lost([&](zklock::error_code ec) {
+                    if (ec != errc::lock_released) ++lost;
+                });
+            // waiters of b behind each of them, while a's connection drops twice
+            std::vector<std::shared_ptr<background_acquire>> waiters{
+                in_background([&](auto h) { rw_b.async_acquire_for(20s, h); }), // a writer behind the reader
+                in_background([&](auto h) { sem_b.async_acquire_for(20s, h); }),
+                in_background([&](auto h) { re_b.async_acquire(7, h); }),
+                in_background([&](auto h) { m1_b.async_acquire_for(20s, h); })};
+            auto granted = [&] {
+                int n = 0;
+                for (auto& w : waiters) n += w->granted();
+                return n;
+            };
             co_await sleep_for(200ms);
-        }
-        EXPECT_EQ(lost, 0) << "a short connection loss lost a lock";
-        EXPECT_EQ(granted(), 0) << "a waiter was granted a lock that is still held";
-        for (auto& g : held) {
-            EXPECT_FALSE(g.is_lost());
-            co_await g.async_release(use_awaitable);
-        }
-        co_await eventually([&] { return granted() == 4; }, 10000ms);
-        EXPECT_EQ(granted(), 4);
-        for (auto& w : waiters) co_await w->guard.async_release(use_awaitable);
-        co_await expect_every_recipe_empty(*b, p);
-    }, 90s);
+            for (int i = 0; i < 2; ++i) {
+                proxy.drop();
+                co_await wait_state(*a, session_state::connected, 5000ms);
+                co_await sleep_for(200ms);
+            }
+            EXPECT_EQ(lost, 0) << "a short connection loss lost a lock";
+            EXPECT_EQ(granted(), 0) << "a waiter was granted a lock that is still held";
+            for (auto& g : held) {
+                EXPECT_FALSE(g.is_lost());
+                co_await g.async_release(use_awaitable);
+            }
+            co_await eventually([&] { return granted() == 4; }, 10000ms);
+            EXPECT_EQ(granted(), 4);
+            for (auto& w : waiters) co_await w->guard.async_release(use_awaitable);
+            co_await expect_every_recipe_empty(*b, p);
+        },
+        90s);
 }
 
 TEST_F(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect) {
@@ -231,13 +239,17 @@ TEST_F(Faults, ANodeDeletedWhileItsHolderWasDisconnectedIsSeenAfterTheReconnect)
         auto g = co_await m.async_acquire(use_awaitable);
         zklock::error_code why;
         bool lost = false;
-        g.async_wait_lost([&](zklock::error_code ec) { why = ec; lost = true; });
+        g.async_wait_lost([&](zklock::error_code ec) {
+            why = ec;
+            lost = true;
+        });
         co_await sleep_for(100ms);
         auto old_id = a->session_id();
         proxy.refuse_after(0);
         proxy.drop(); // a is disconnected and cannot reconnect
         co_await wait_state(*a, session_state::suspended, 5000ms);
-        auto [ec] = co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
+        auto [ec] =
+            co_await zklock::async_break_lock(*admin, g.node_path(), boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec) << ec.message();
         co_await sleep_for(200ms);
         EXPECT_FALSE(lost) << "a disconnected holder cannot have seen the delete";
@@ -266,7 +278,7 @@ struct lost_create_reply {
 };
 
 awaitable<lost_create_reply> start_create_whose_reply_is_lost(std::chrono::milliseconds session_timeout,
-                                                                std::chrono::seconds acquire_timeout) {
+                                                              std::chrono::seconds acquire_timeout) {
     lost_create_reply t;
     t.proxy = std::make_unique<tcp_proxy>(first_port(zk_connect()));
     auto o = through(*t.proxy);
@@ -304,7 +316,8 @@ TEST_F(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
         auto now = co_await children_of(*t.admin, t.path);
         EXPECT_EQ(now.size(), 1u) << "a second node was created";
         CO_REQUIRE(t.applied.size() == 1u);
-        EXPECT_EQ(w.guard.node_path(), t.path + "/" + t.applied[0]) << "the node made before the reply was lost was not adopted";
+        EXPECT_EQ(w.guard.node_path(), t.path + "/" + t.applied[0])
+            << "the node made before the reply was lost was not adopted";
         co_await w.guard.async_release(use_awaitable);
         co_await expect_no_leftovers(*t.admin, t.path);
         EXPECT_EQ(t.raw->remove(t.path), ZOK);
@@ -312,28 +325,31 @@ TEST_F(Faults, ACreateWhoseReplyIsLostOnTheWireIsFoundByItsGuid) {
 }
 
 TEST_F(Faults, ACreateWhoseReplyIsLostAndWhoseSessionThenExpiresFailsCleanly) {
-    run_test([&]() -> awaitable<void> {
-        auto t = co_await start_create_whose_reply_is_lost(2000ms, 30s);
-        auto& w = *t.acquire;
-        auto old_id = t.a->session_id();
-        t.proxy->blackhole(true);                        // now nothing at all: the session expires
-        co_await wait_for_children(*t.admin, t.path, 0); // the server deleted it with the session
-        EXPECT_FALSE(w.done);
-        t.proxy->mute_replies(false);
-        t.proxy->blackhole(false); // reconnect: expired; the waiting acquire fails (as documented)
-        co_await eventually([&] { return w.done; }, 15000ms);
-        CO_REQUIRE(w.done);
-        EXPECT_EQ(w.ec, errc::session_expired) << w.ec.message();
-        EXPECT_FALSE(w.guard.owns_lock());
-        co_await eventually([&] { return t.a->state() == session_state::connected; }, 5000ms);
-        EXPECT_NE(t.a->session_id(), old_id);
-        EXPECT_TRUE((co_await children_of(*t.admin, t.path)).empty()) << "a node of the failed acquire is left";
-        // the renewed session acquires normally: one node, ours
-        zklock::mutex m(*t.a, t.path);
-        auto g2 = co_await m.async_acquire_for(10s, use_awaitable);
-        EXPECT_EQ((co_await children_of(*t.admin, t.path)).size(), 1u);
-        co_await g2.async_release(use_awaitable);
-        co_await expect_no_leftovers(*t.admin, t.path);
-        EXPECT_EQ(t.raw->remove(t.path), ZOK);
-    }, 90s);
+    run_test(
+        [&]() -> awaitable<void> {
+            auto t = co_await start_create_whose_reply_is_lost(2000ms, 30s);
+            auto& w = *t.acquire;
+            auto old_id = t.a->session_id();
+            t.proxy->blackhole(true);                        // now nothing at all: the session expires
+            co_await wait_for_children(*t.admin, t.path, 0); // the server deleted it with the session
+            EXPECT_FALSE(w.done);
+            t.proxy->mute_replies(false);
+            t.proxy->blackhole(false); // reconnect: expired; the waiting acquire fails (as documented)
+            co_await eventually([&] { return w.done; }, 15000ms);
+            CO_REQUIRE(w.done);
+            EXPECT_EQ(w.ec, errc::session_expired) << w.ec.message();
+            EXPECT_FALSE(w.guard.owns_lock());
+            co_await eventually([&] { return t.a->state() == session_state::connected; }, 5000ms);
+            EXPECT_NE(t.a->session_id(), old_id);
+            EXPECT_TRUE((co_await children_of(*t.admin, t.path)).empty())
+                << "a node of the failed acquire is left";
+            // the renewed session acquires normally: one node, ours
+            zklock::mutex m(*t.a, t.path);
+            auto g2 = co_await m.async_acquire_for(10s, use_awaitable);
+            EXPECT_EQ((co_await children_of(*t.admin, t.path)).size(), 1u);
+            co_await g2.async_release(use_awaitable);
+            co_await expect_no_leftovers(*t.admin, t.path);
+            EXPECT_EQ(t.raw->remove(t.path), ZOK);
+        },
+        90s);
 }

@@ -39,7 +39,7 @@ TEST_F(Session, ARenewedSessionHasAConnectTimeout) {
         proxy.blackhole(true);
         auto gb = co_await mb.async_acquire_for(10s, use_awaitable); // the server expired A's session
         EXPECT_TRUE(gb.owns_lock());
-        proxy.refuse_after(1);  // one reconnect (to learn of the expiry), then the server is gone
+        proxy.refuse_after(1); // one reconnect (to learn of the expiry), then the server is gone
         proxy.blackhole(false);
         co_await eventually([&] { return g.is_lost(); }, 5000ms);
         EXPECT_EQ(g.loss_reason(), errc::session_expired) << g.loss_reason().message();

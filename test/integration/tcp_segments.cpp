@@ -22,14 +22,16 @@ std::uint64_t data_segments_sent_to(unsigned short port) {
         } catch (...) {
             continue;
         }
-        struct stat st{};
+        struct stat st {};
         if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || !seen.insert(st.st_ino).second) continue;
         sockaddr_storage a{};
         socklen_t n = sizeof a;
         if (::getpeername(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0) continue;
         unsigned short p = 0;
-        if (a.ss_family == AF_INET) p = ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
-        else if (a.ss_family == AF_INET6) p = ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
+        if (a.ss_family == AF_INET)
+            p = ntohs(reinterpret_cast<sockaddr_in*>(&a)->sin_port);
+        else if (a.ss_family == AF_INET6)
+            p = ntohs(reinterpret_cast<sockaddr_in6*>(&a)->sin6_port);
         if (p != port) continue;
         tcp_info ti{};
         socklen_t tl = sizeof ti;

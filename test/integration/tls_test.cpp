@@ -97,8 +97,9 @@ awaitable<connect_outcome> try_connect(zklock::session_options o) {
     auto s = std::make_unique<zklock::session>(co_await asio::this_coro::executor, std::move(o));
     const auto t0 = std::chrono::steady_clock::now();
     auto [ec] = co_await s->async_connect(asio::as_tuple(use_awaitable));
-    connect_outcome r{ec, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0),
-                      s->last_connect_attempts()};
+    connect_outcome r{
+        ec, std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0),
+        s->last_connect_attempts()};
     co_await s->async_close(asio::as_tuple(use_awaitable));
     co_return r;
 }
@@ -143,7 +144,7 @@ TEST_F(Tls, HostNamesAreVerifiedAgainstTheCertificate) {
         auto wrong = co_await try_connect(o);
         EXPECT_EQ(wrong.ec, errc::tls_server_name_mismatch) << wrong.ec.message();
         EXPECT_NE(wrong.attempts.find("does not name zk.wrong.example"), std::string::npos) << wrong.attempts;
-        EXPECT_LT(wrong.took, 3000ms); // every server refused: no wait for the connect timeout
+        EXPECT_LT(wrong.took, 3000ms);     // every server refused: no wait for the connect timeout
         o.tls->verify_server_name = false; // (then any certificate the CA signed will do)
         auto unchecked = co_await try_connect(o);
         EXPECT_FALSE(unchecked.ec) << unchecked.ec.message();
@@ -170,13 +171,15 @@ TEST_F(Tls, EachHandshakeFailureHasItsOwnError) {
             EXPECT_EQ(r.ec, errc::tls_client_certificate_rejected) << r.ec.message() << " / " << r.attempts;
             EXPECT_LT(r.took, 3000ms);
         }
-        { // TLS to the plain client port: the server closes the connection in the handshake,
-          // as a TLS server not serving yet would; so it is no verdict: named at the connect timeout
+        {
+            // TLS to the plain client port: the server closes the connection in the handshake,
+            // as a TLS server not serving yet would; so it is no verdict: named at the connect timeout
             auto o = tls(zk_connect());
             o.connect_timeout = 1500ms;
             auto r = co_await try_connect(o);
             EXPECT_EQ(r.ec, errc::tls_not_tls_server) << r.ec.message() << " / " << r.attempts;
-            EXPECT_NE(r.attempts.find("closed the connection during the TLS handshake"), std::string::npos) << r.attempts;
+            EXPECT_NE(r.attempts.find("closed the connection during the TLS handshake"), std::string::npos)
+                << r.attempts;
             EXPECT_LT(r.took, 3000ms);
         }
     });
@@ -202,7 +205,8 @@ TEST_F(Tls, BadOptionsAreNamedBeforeAnythingIsSent) {
         auto expect_invalid = [&](zklock::session_options o, const std::string& words) -> awaitable<void> {
             auto r = co_await try_connect(std::move(o));
             EXPECT_EQ(r.ec, errc::tls_config_invalid) << r.ec.message();
-            EXPECT_NE(r.attempts.find(words), std::string::npos) << "'" << r.attempts << "' lacks '" << words << "'";
+            EXPECT_NE(r.attempts.find(words), std::string::npos)
+                << "'" << r.attempts << "' lacks '" << words << "'";
         };
         auto o = tls();
         o.tls->ca_file = "/nonexistent/ca.pem";
@@ -249,7 +253,8 @@ TEST_F(Tls, OnlyTheCertificatesIdentityCanTouchAnX509ProtectedLock) {
         zklock::mutex m(*owner, path, mo);
         auto g = co_await m.async_acquire(use_awaitable);
         // the other identity can list the contenders...
-        auto [lec, cs] = co_await zklock::async_list_contenders(*other, path, {}, asio::as_tuple(use_awaitable));
+        auto [lec, cs] =
+            co_await zklock::async_list_contenders(*other, path, {}, asio::as_tuple(use_awaitable));
         EXPECT_FALSE(lec) << lec.message();
         EXPECT_EQ(cs.size(), 1u);
         // ...but not break the lock, nor contend
@@ -286,7 +291,8 @@ TEST_F(Tls, TheRelayResetsAnyConnectionButTheClients) {
         asio::ip::tcp::socket stranger(co_await asio::this_coro::executor);
         co_await stranger.async_connect({asio::ip::address_v4::loopback(), port}, use_awaitable);
         char c;
-        auto [rec, n] = co_await asio::async_read(stranger, asio::buffer(&c, 1), asio::as_tuple(use_awaitable));
+        auto [rec, n] =
+            co_await asio::async_read(stranger, asio::buffer(&c, 1), asio::as_tuple(use_awaitable));
         EXPECT_EQ(rec, asio::error::connection_reset) << rec.message();
         co_await eventually([&] { return s->impl()->relay()->refused() == 1u; });
         EXPECT_EQ(s->impl()->relay()->relayed(), 1u);
@@ -340,15 +346,18 @@ TEST_F(Tls, ASilentTlsServerCostsAFailoverNoMoreThanASilentPlainOne) {
             auto r = co_await try_connect(o);
             EXPECT_FALSE(r.ec) << r.ec.message() << " / " << r.attempts;
             EXPECT_LT(r.took, 3000ms) << r.attempts; // (deadline 1 s, then a handshake and a session)
-            std::printf("  silent + live TLS server: connected in %lld ms\n", static_cast<long long>(r.took.count()));
+            std::printf("  silent + live TLS server: connected in %lld ms\n",
+                        static_cast<long long>(r.took.count()));
         }
     });
     run_test([&]() -> awaitable<void> {
         // The same silence, plain and TLS, counted in attempts: a black-holing proxy in front of
         // the suite's plain port and one in front of its TLS port, each alone in its connect
         // string, for the same 6 s. Each TLS attempt costs no more than a plain one.
-        const auto plain_port = static_cast<unsigned short>(std::stoi(zk_connect().substr(zk_connect().rfind(':') + 1)));
-        const auto tls_port = static_cast<unsigned short>(std::stoi(tls_connect().substr(tls_connect().rfind(':') + 1)));
+        const auto plain_port =
+            static_cast<unsigned short>(std::stoi(zk_connect().substr(zk_connect().rfind(':') + 1)));
+        const auto tls_port =
+            static_cast<unsigned short>(std::stoi(tls_connect().substr(tls_connect().rfind(':') + 1)));
         tcp_proxy plain_hole(plain_port), tls_hole(tls_port);
         plain_hole.blackhole(true);
         tls_hole.blackhole(true);
@@ -363,10 +372,11 @@ TEST_F(Tls, ASilentTlsServerCostsAFailoverNoMoreThanASilentPlainOne) {
         auto tr = co_await try_connect(t);
         EXPECT_EQ(tr.ec, errc::connect_timeout) << tr.ec.message();
         EXPECT_NE(tr.attempts.find("no TLS connection within 1000 ms"), std::string::npos) << tr.attempts;
-        std::printf("  6 s against a silent server: %d plain attempts, %d TLS attempts\n", plain_hole.accepted(),
-                    tls_hole.accepted());
+        std::printf("  6 s against a silent server: %d plain attempts, %d TLS attempts\n",
+                    plain_hole.accepted(), tls_hole.accepted());
         EXPECT_GE(tls_hole.accepted(), plain_hole.accepted());
-        EXPECT_GE(tls_hole.accepted(), 3); // (one per deadline of 1 s, and the C client's pause between rounds)
+        EXPECT_GE(tls_hole.accepted(),
+                  3); // (one per deadline of 1 s, and the C client's pause between rounds)
     });
 }
 
@@ -382,7 +392,8 @@ TEST_F(Tls, LogLinesNameTheRealServerNotTheRelay) {
     run_test([&]() -> awaitable<void> {
         // A connection that fails makes the C client log it (it is silent when all goes well):
         // a silent server, whose connections the relay resets at the handshake deadline.
-        tcp_proxy hole(static_cast<unsigned short>(std::stoi(tls_connect().substr(tls_connect().rfind(':') + 1))));
+        tcp_proxy hole(
+            static_cast<unsigned short>(std::stoi(tls_connect().substr(tls_connect().rfind(':') + 1))));
         hole.blackhole(true);
         const auto port = std::to_string(hole.port());
         auto o = tls("localhost:" + port);
@@ -402,7 +413,8 @@ TEST_F(Tls, LogLinesNameTheRealServerNotTheRelay) {
             // (a line of the C client's own, not one of zklock's: those name the server anyway)
             named = named || (l.find("localhost:" + port) != std::string::npos && l.rfind("zklock:", 0) != 0);
         }
-        EXPECT_TRUE(named) << "no line of the C client names localhost:" << port << " (" << lines->size() << " lines)";
+        EXPECT_TRUE(named) << "no line of the C client names localhost:" << port << " (" << lines->size()
+                           << " lines)";
     });
     zklock::set_log_handler(nullptr);
 }
@@ -427,8 +439,9 @@ TEST_F(Tls, TheServersEndReachesTheClientAtOnceAndTheListenerOutlivesIt) {
         const auto noticed = std::chrono::steady_clock::now() - t0;
         EXPECT_EQ(s->state(), zklock::session_state::suspended);
         EXPECT_LT(noticed, 1500ms) << "the end of the server's connection was not passed on at once";
-        std::printf("  the server was killed: the session suspended after %lld ms\n",
-                    static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(noticed).count()));
+        std::printf(
+            "  the server was killed: the session suspended after %lld ms\n",
+            static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(noticed).count()));
         CO_REQUIRE(server.restart());
         co_await eventually([&] { return s->state() == zklock::session_state::connected; }, 8000ms);
         EXPECT_EQ(s->state(), zklock::session_state::connected);
@@ -463,7 +476,8 @@ TEST_F(Tls, AsyncCloseCompletesOnceTheCloseRequestHasGoneThroughTheRelay) {
     run_test([&]() -> awaitable<void> { // (own is not run again)
         auto watcher = co_await connect();
         co_await wait_for_children(*watcher, path, 0);
-        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms) << "the server ended the session at its timeout";
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 2000ms)
+            << "the server ended the session at its timeout";
         co_await watcher->async_close(use_awaitable);
     });
     g = {};

@@ -28,7 +28,9 @@ namespace asio = boost::asio;
 using asio::use_awaitable;
 
 static long long micros() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
 }
 
 /// The session's options: TLS with $ZKLOCK_TLS_DIR's CA and client certificate if it is set
@@ -51,28 +53,36 @@ int main(int argc, char** argv) {
     int rc = 0;
     if (argc == 4 && std::string(argv[1]).starts_with("--")) {
         const std::string mode = argv[1];
-        asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-            auto ex = co_await asio::this_coro::executor;
-            zklock::session zk{ex, {.connect = argv[2]}};
-            co_await zk.async_connect(use_awaitable);
-            zklock::error_code ec;
-            if (mode == "--check-empty") {
-                std::vector<std::string> kids;
-                std::tie(ec, kids) = co_await zklock::async_get_children(zk, argv[3], asio::as_tuple(use_awaitable));
-                for (auto& k : kids) std::printf("leftover: %s\n", k.c_str());
-                if (ec == zklock::zk_errc::no_node) ec = {}; // reaped: nothing left either
-                rc = !ec && kids.empty() ? 0 : 1;
-            } else if (mode == "--create-path") {
-                std::tie(ec) = co_await zklock::async_create_node(zk, argv[3], "", asio::as_tuple(use_awaitable));
-                rc = ec ? 1 : 0;
-            } else if (mode == "--remove-path") {
-                std::tie(ec) = co_await zklock::async_delete_node(zk, argv[3], -1, asio::as_tuple(use_awaitable));
-                rc = ec ? 1 : 0;
-            } else {
-                rc = 2;
-            }
-            if (ec) std::printf("%s %s: %s\n", mode.c_str(), argv[3], ec.message().c_str());
-        }, [&](std::exception_ptr e) { if (e) rc = 2; });
+        asio::co_spawn(
+            io,
+            [&]() -> asio::awaitable<void> {
+                auto ex = co_await asio::this_coro::executor;
+                zklock::session zk{ex, {.connect = argv[2]}};
+                co_await zk.async_connect(use_awaitable);
+                zklock::error_code ec;
+                if (mode == "--check-empty") {
+                    std::vector<std::string> kids;
+                    std::tie(ec, kids) =
+                        co_await zklock::async_get_children(zk, argv[3], asio::as_tuple(use_awaitable));
+                    for (auto& k : kids) std::printf("leftover: %s\n", k.c_str());
+                    if (ec == zklock::zk_errc::no_node) ec = {}; // reaped: nothing left either
+                    rc = !ec && kids.empty() ? 0 : 1;
+                } else if (mode == "--create-path") {
+                    std::tie(ec) =
+                        co_await zklock::async_create_node(zk, argv[3], "", asio::as_tuple(use_awaitable));
+                    rc = ec ? 1 : 0;
+                } else if (mode == "--remove-path") {
+                    std::tie(ec) =
+                        co_await zklock::async_delete_node(zk, argv[3], -1, asio::as_tuple(use_awaitable));
+                    rc = ec ? 1 : 0;
+                } else {
+                    rc = 2;
+                }
+                if (ec) std::printf("%s %s: %s\n", mode.c_str(), argv[3], ec.message().c_str());
+            },
+            [&](std::exception_ptr e) {
+                if (e) rc = 2;
+            });
         io.run();
         return rc;
     }
@@ -85,49 +95,60 @@ int main(int argc, char** argv) {
     const bool rw = argc > 9 && std::string(argv[9]) == "rw";
     std::ofstream log(argv[6]);
     int overlaps = 0, finished = 0;
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        auto ex = co_await asio::this_coro::executor;
-        zklock::session zk{ex, session_options_for(connect)};
-        co_await zk.async_connect(use_awaitable);
-        for (int c = 0; c < coroutines; ++c)
-            asio::co_spawn(ex, [&, c]() -> asio::awaitable<void> {
-                zklock::mutex m{zk, path, mo};
-                zklock::shared_mutex sm{zk, path, mo};
-                asio::steady_timer t(co_await asio::this_coro::executor);
-                for (int i = 0; i < iterations; ++i) {
-                    const bool writer = !rw || (i + c) % 3 == 0;
-                    zklock::guard g;
-                    if (!rw)
-                        g = co_await m.async_acquire(use_awaitable);
-                    else if (writer)
-                        g = co_await sm.async_acquire(use_awaitable);
-                    else
-                        g = co_await sm.async_acquire_shared(use_awaitable);
-                    auto start = micros();
-                    if (writer) {
-                        int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
-                        if (fd < 0) ++overlaps; else ::close(fd);
-                    } else if (::access(marker.c_str(), F_OK) == 0) {
-                        ++overlaps;
-                    }
-                    t.expires_after(std::chrono::milliseconds(hold_ms));
-                    co_await t.async_wait(use_awaitable);
-                    if (writer) {
-                        if (::unlink(marker.c_str()) != 0) ++overlaps;
-                    } else if (::access(marker.c_str(), F_OK) == 0) {
-                        ++overlaps;
-                    }
-                    log << "zklock " << (writer ? "w " : "r ") << start << " " << micros() << "\n";
-                    co_await g.async_release(use_awaitable);
-                }
-                ++finished;
-            }, asio::detached);
-        asio::steady_timer t(ex);
-        while (finished < coroutines) {
-            t.expires_after(std::chrono::milliseconds(20));
-            co_await t.async_wait(use_awaitable);
-        }
-    }, [&](std::exception_ptr e) { if (e) rc = 2; });
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            auto ex = co_await asio::this_coro::executor;
+            zklock::session zk{ex, session_options_for(connect)};
+            co_await zk.async_connect(use_awaitable);
+            for (int c = 0; c < coroutines; ++c)
+                asio::co_spawn(
+                    ex,
+                    [&, c]() -> asio::awaitable<void> {
+                        zklock::mutex m{zk, path, mo};
+                        zklock::shared_mutex sm{zk, path, mo};
+                        asio::steady_timer t(co_await asio::this_coro::executor);
+                        for (int i = 0; i < iterations; ++i) {
+                            const bool writer = !rw || (i + c) % 3 == 0;
+                            zklock::guard g;
+                            if (!rw)
+                                g = co_await m.async_acquire(use_awaitable);
+                            else if (writer)
+                                g = co_await sm.async_acquire(use_awaitable);
+                            else
+                                g = co_await sm.async_acquire_shared(use_awaitable);
+                            auto start = micros();
+                            if (writer) {
+                                int fd = ::open(marker.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+                                if (fd < 0)
+                                    ++overlaps;
+                                else
+                                    ::close(fd);
+                            } else if (::access(marker.c_str(), F_OK) == 0) {
+                                ++overlaps;
+                            }
+                            t.expires_after(std::chrono::milliseconds(hold_ms));
+                            co_await t.async_wait(use_awaitable);
+                            if (writer) {
+                                if (::unlink(marker.c_str()) != 0) ++overlaps;
+                            } else if (::access(marker.c_str(), F_OK) == 0) {
+                                ++overlaps;
+                            }
+                            log << "zklock " << (writer ? "w " : "r ") << start << " " << micros() << "\n";
+                            co_await g.async_release(use_awaitable);
+                        }
+                        ++finished;
+                    },
+                    asio::detached);
+            asio::steady_timer t(ex);
+            while (finished < coroutines) {
+                t.expires_after(std::chrono::milliseconds(20));
+                co_await t.async_wait(use_awaitable);
+            }
+        },
+        [&](std::exception_ptr e) {
+            if (e) rc = 2;
+        });
     io.run();
     std::printf("zklock overlaps %d\n", overlaps);
     return rc ? rc : (overlaps == 0 ? 0 : 3);

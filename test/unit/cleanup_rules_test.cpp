@@ -10,8 +10,8 @@ using namespace std::chrono_literals;
 
 namespace {
 // Replies that say nothing about the node: it may still be there.
-constexpr int unexplained[] = {ZCONNECTIONLOSS, ZOPERATIONTIMEOUT, ZMARSHALLINGERROR, ZNOAUTH,
-                               ZSYSTEMERROR, ZRUNTIMEINCONSISTENCY, ZNOTREADONLY, ZAPIERROR};
+constexpr int unexplained[] = {ZCONNECTIONLOSS, ZOPERATIONTIMEOUT,     ZMARSHALLINGERROR, ZNOAUTH,
+                               ZSYSTEMERROR,    ZRUNTIMEINCONSISTENCY, ZNOTREADONLY,      ZAPIERROR};
 constexpr int dead_handle[] = {ZCLOSING, ZINVALIDSTATE, ZSESSIONEXPIRED, ZAUTHFAILED};
 } // namespace
 
@@ -48,12 +48,11 @@ TEST(CleanupRules, DeletesOnlyTheNodeItCreated) {
     EXPECT_EQ(after_check(ZOK, 8, 7), verdict::finished);
     // The version moved between the check and the delete: check again (never delete blind).
     EXPECT_EQ(after_versioned_delete(ZBADVERSION), verdict::look_again);
-    EXPECT_NE(after_delete(ZBADVERSION), verdict::finished) << "an unconditional delete has no version to miss";
+    EXPECT_NE(after_delete(ZBADVERSION), verdict::finished)
+        << "an unconditional delete has no version to miss";
 }
 
-TEST(CleanupRules, ALostCreateIsLookedForByItsGuid) {
-    EXPECT_EQ(after_listing(ZOK), verdict::search);
-}
+TEST(CleanupRules, ALostCreateIsLookedForByItsGuid) { EXPECT_EQ(after_listing(ZOK), verdict::search); }
 
 TEST(CleanupRules, RetriesOnTheReconnectOrAfterABoundedBackoff) {
     // Disconnected, and the connection explains the failure: the reconnect retries it.
@@ -65,7 +64,8 @@ TEST(CleanupRules, RetriesOnTheReconnectOrAfterABoundedBackoff) {
     EXPECT_FALSE(plan_retry(1, ZMARSHALLINGERROR, false).on_reconnect);
     EXPECT_FALSE(plan_retry(1, ZNOAUTH, false).on_reconnect);
     // 50 ms doubling, capped at 5 s.
-    const std::chrono::milliseconds want[] = {50ms, 100ms, 200ms, 400ms, 800ms, 1600ms, 3200ms, 5000ms, 5000ms};
+    const std::chrono::milliseconds want[] = {50ms,   100ms,  200ms,  400ms, 800ms,
+                                              1600ms, 3200ms, 5000ms, 5000ms};
     for (int f = 1; f <= 9; ++f) EXPECT_EQ(plan_retry(f, ZNOAUTH, true).backoff, want[f - 1]) << f;
     EXPECT_EQ(plan_retry(1000, ZNOAUTH, true).backoff, 5000ms);
     EXPECT_EQ(plan_retry(0, ZNOAUTH, true).backoff, 50ms) << "a count below one is the first failure";

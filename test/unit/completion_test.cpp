@@ -21,8 +21,8 @@
 #include <thread>
 
 namespace asio = boost::asio;
-using zklock::detail::pending;
 using boost::system::error_code;
+using zklock::detail::pending;
 
 TEST(Completion, PostsExactlyOnceNeverInline) {
     asio::io_context io;
@@ -47,10 +47,12 @@ TEST(Completion, RunsOnTheAssociatedExecutor) {
     bool on_strand = false;
     int calls = 0;
     pending<void(error_code)> p(
-        asio::any_completion_handler<void(error_code)>(asio::bind_executor(strand, [&](error_code) {
-            on_strand = strand.running_in_this_thread();
-            ++calls;
-        })),
+        asio::any_completion_handler<void(error_code)>(
+            asio::bind_executor(strand,
+                                [&](error_code) {
+                                    on_strand = strand.running_in_this_thread();
+                                    ++calls;
+                                })),
         other.get_executor()); // the completion hops through the fallback, then the handler's executor
     p.complete({});
     EXPECT_EQ(calls, 0);
@@ -65,7 +67,8 @@ TEST(Completion, KeepsOutstandingWorkWhilePending) {
     asio::io_context io;
     int calls = 0;
     std::optional<pending<void(error_code)>> p;
-    p.emplace(asio::any_completion_handler<void(error_code)>([&](error_code) { ++calls; }), io.get_executor());
+    p.emplace(asio::any_completion_handler<void(error_code)>([&](error_code) { ++calls; }),
+              io.get_executor());
     // io.run() would block while p is pending: complete it from another thread after a while
     std::thread t([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -80,9 +83,9 @@ TEST(Completion, ClearsTheCancellationSlotBeforeTheUpcall) {
     asio::io_context io;
     asio::cancellation_signal sig;
     int cancels = 0, calls = 0;
-    pending<void(error_code)> p(
-        asio::any_completion_handler<void(error_code)>(asio::bind_cancellation_slot(sig.slot(), [&](error_code) { ++calls; })),
-        io.get_executor());
+    pending<void(error_code)> p(asio::any_completion_handler<void(error_code)>(
+                                    asio::bind_cancellation_slot(sig.slot(), [&](error_code) { ++calls; })),
+                                io.get_executor());
     p.on_cancel([&](asio::cancellation_type) { ++cancels; });
     EXPECT_TRUE(sig.slot().has_handler());
     p.complete({});
@@ -121,20 +124,25 @@ TEST(Completion, OperationsWithoutASessionCompleteOnTheCallersExecutorAndStartNo
         ++done;
     };
     zklock::guard g;
-    g.async_wait_lost(asio::bind_executor(io, [&](error_code ec) { expect_here(ec, zklock::errc::not_held); }));
-    g.async_wait_revoked(asio::bind_executor(io, [&](error_code ec) { expect_here(ec, zklock::errc::not_held); }));
+    g.async_wait_lost(
+        asio::bind_executor(io, [&](error_code ec) { expect_here(ec, zklock::errc::not_held); }));
+    g.async_wait_revoked(
+        asio::bind_executor(io, [&](error_code ec) { expect_here(ec, zklock::errc::not_held); }));
     zklock::async_acquire_all(std::vector<zklock::mutex>{},
                               asio::bind_executor(io, [&](error_code ec, std::vector<zklock::guard> v) {
                                   EXPECT_TRUE(v.empty());
                                   expect_here(ec, zklock::errc::multi_lock_empty);
                               }));
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        zklock::guard empty;
-        auto [ec] = co_await empty.async_wait_lost(asio::as_tuple(asio::use_awaitable));
-        expect_here(ec, zklock::errc::not_held);
-        co_await empty.async_release(asio::use_awaitable);
-        expect_here({}, {});
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            zklock::guard empty;
+            auto [ec] = co_await empty.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+            expect_here(ec, zklock::errc::not_held);
+            co_await empty.async_release(asio::use_awaitable);
+            expect_here({}, {});
+        },
+        asio::detached);
     g.async_release(asio::bind_executor(io, [&](error_code ec) { expect_here(ec, {}); }));
     EXPECT_EQ(done, 0) << "completed inside the initiating call";
     io.run();
@@ -145,14 +153,19 @@ TEST(Completion, OperationsWithoutASessionCompleteOnTheCallersExecutorAndStartNo
 // A token that cannot take an operation's completion signature is refused at the call (the
 // tokens are constrained); one that can is accepted.
 template <class Token>
-concept acquire_token = requires(zklock::mutex& m, Token t) { m.async_acquire(std::move(t)); };
+concept acquire_token = requires(zklock::mutex& m, Token t) {
+    m.async_acquire(std::move(t));
+};
 template <class Token>
-concept release_token = requires(zklock::guard& g, Token t) { g.async_release(std::move(t)); };
+concept release_token = requires(zklock::guard& g, Token t) {
+    g.async_release(std::move(t));
+};
 static_assert(acquire_token<void (*)(error_code, zklock::guard)>);
 static_assert(!acquire_token<void (*)(error_code, int)>, "a handler of the wrong signature was accepted");
 static_assert(!acquire_token<void (*)(error_code)>, "a handler of the wrong signature was accepted");
 static_assert(release_token<void (*)(error_code)>);
-static_assert(!release_token<void (*)(error_code, zklock::guard)>, "a handler of the wrong signature was accepted");
+static_assert(!release_token<void (*)(error_code, zklock::guard)>,
+              "a handler of the wrong signature was accepted");
 
 // Without a token an operation is asio::deferred: nothing starts until it is awaited or given a
 // token, and `co_await op()` works in an asio::awaitable coroutine.
@@ -169,13 +182,17 @@ TEST(Completion, WithoutATokenAnOperationIsDeferredAndAwaitable) {
         EXPECT_EQ(ec, zklock::errc::not_held);
         ++done;
     }));
-    asio::co_spawn(io, [&]() -> asio::awaitable<void> {
-        zklock::guard g;
-        co_await g.async_release(); // deferred, awaited
-        auto [ec, guards] = co_await zklock::async_acquire_all(std::vector<zklock::mutex>{}, asio::as_tuple(asio::deferred));
-        EXPECT_EQ(ec, zklock::errc::multi_lock_empty);
-        ++done;
-    }, asio::detached);
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+            zklock::guard g;
+            co_await g.async_release(); // deferred, awaited
+            auto [ec, guards] = co_await zklock::async_acquire_all(std::vector<zklock::mutex>{},
+                                                                   asio::as_tuple(asio::deferred));
+            EXPECT_EQ(ec, zklock::errc::multi_lock_empty);
+            ++done;
+        },
+        asio::detached);
     io.run();
     EXPECT_EQ(done, 2);
 }

@@ -39,14 +39,18 @@ TEST(Error, EveryCodeHasItsOwnMessage) {
         ++assigned;
         EXPECT_GT(m.size(), 15u) << v;
         auto [it, fresh] = seen.emplace(m, v);
-        EXPECT_TRUE(fresh) << "errc " << v << " and errc " << it->second << " share the message \"" << m << "\"";
+        EXPECT_TRUE(fresh) << "errc " << v << " and errc " << it->second << " share the message \"" << m
+                           << "\"";
     }
     EXPECT_GE(assigned, 45); // (the walk reaches every block of values)
 }
 
 // Each mistake has its code, and its message names the option and its range.
 TEST(Error, EachMistakeNamesItsOptionAndRange) {
-    struct want { errc e; std::vector<std::string> words; };
+    struct want {
+        errc e;
+        std::vector<std::string> words;
+    };
     for (const auto& w : std::vector<want>{
              {errc::invalid_session_timeout, {"session_timeout", "100 ms", "2147483647 ms"}},
              {errc::invalid_connect_timeout, {"connect_timeout", "positive"}},
@@ -67,6 +71,7 @@ TEST(Error, EachMistakeNamesItsOptionAndRange) {
              {errc::strategy_conflict, {"unique_node"}},
          }) {
         auto m = make_error_code(w.e).message();
-        for (const auto& word : w.words) EXPECT_NE(m.find(word), std::string::npos) << m << " lacks \"" << word << "\"";
+        for (const auto& word : w.words)
+            EXPECT_NE(m.find(word), std::string::npos) << m << " lacks \"" << word << "\"";
     }
 }

@@ -143,7 +143,8 @@ TEST(Lease, ARequestQueuedBeforeTheConnectionCountsAsSentAtIt) {
     EXPECT_TRUE(l->too_short_to_grant(930 * ms, 0.3))
         << "the deadline (10 + 1300 ms) comes before renewable_from (1400 ms) plus the liveness bound";
     l->on_reply(1000 * ms, true, 1010 * ms);
-    EXPECT_EQ(l->vouched(), 10 * ms) << "a commit sent 100 ms after the queued request went out vouches for nothing new";
+    EXPECT_EQ(l->vouched(), 10 * ms)
+        << "a commit sent 100 ms after the queued request went out vouches for nothing new";
     l->on_reply(1420 * ms, true, 1430 * ms);
     EXPECT_EQ(l->vouched(), 920 * ms) << "a commit T/4 after the create vouches for it";
     // The same replies on a lease told no connection time (the unit model's): as sent.
@@ -172,7 +173,8 @@ TEST(Lease, TheSteadyStateOfHeartbeatsKeepsALockAtTheStatedMargin) {
         const lease_ns d = session_lease::deadline(l.vouched(), T, f);
         EXPECT_GE(d - t, static_cast<lease_ns>(f * T)) << i;
         EXPECT_GE(d - t, static_cast<lease_ns>(T / 10) + 100 * ms) << "the next heartbeat comes in time";
-        EXPECT_NEAR(static_cast<double>(l.earliest_expiry() - d), (0.65 - f) * static_cast<double>(T), 1000.0);
+        EXPECT_NEAR(static_cast<double>(l.earliest_expiry() - d), (0.65 - f) * static_cast<double>(T),
+                    1000.0);
     }
 }
 
@@ -206,7 +208,8 @@ TEST(Lease, TouchesAPeriodAfterTheLastSendLetAGrantBeVouchedForAtOnce) {
 TEST(Lease, TheTouchScheduleKeepsSendsAPeriodApartAndNeverSpins) {
     const lease_ns p = session_lease::heartbeat_interval(T);
     EXPECT_EQ(session_lease::next_touch_at(1000 * ms, 1000 * ms, T), 1000 * ms + p) << "a touch just went";
-    EXPECT_EQ(session_lease::next_touch_at(1000 * ms, 1100 * ms, T), 1000 * ms + p) << "a period after the last send";
+    EXPECT_EQ(session_lease::next_touch_at(1000 * ms, 1100 * ms, T), 1000 * ms + p)
+        << "a period after the last send";
     EXPECT_EQ(session_lease::next_touch_at(1000 * ms, 1000 * ms + p, T), 1000 * ms + 2 * p)
         << "due now but nothing went (requests in flight): a period from now, not a busy loop";
     EXPECT_FALSE(session_lease::touch_due(1000 * ms, 1000 * ms + p - 1, T));
@@ -216,19 +219,19 @@ TEST(Lease, TheTouchScheduleKeepsSendsAPeriodApartAndNeverSpins) {
 namespace {
 /// How a session schedules its touches and heartbeats around a grant (the model below).
 enum class schedule {
-    fixed_tick, ///< a fixed T/10 tick: a heartbeat while a lock is held, else a touch unless
-                ///< anything was sent since the last tick (so sends T/10 to T/5 apart around
-                ///< other sends); a grant needs a lease that has not lapsed; the first heartbeat
-                ///< a period after the grant
-    fixed_tick_headroom,        ///< the same ticks; a grant needs two periods of lease, at most f/2 (three
-                ///< renewals at most), and a grant on a lease shorter than two periods sends its
-                ///< first heartbeat at once
-    current,    ///< a touch a period after the last send (next_touch_at); while a write is in
-                ///< flight, a heartbeat a period after the last write (next_heartbeat_at); the
-                ///< grant seeks the headroom above (two periods, at most f/2), counted from when
-                ///< heartbeats can first renew the lease (too_short_to_grant), for T/2
-                ///< (lease_grant_headroom_wait); the first heartbeat at first_heartbeat_at (the
-                ///< steady state's time, never before renewable_from)
+    fixed_tick,          ///< a fixed T/10 tick: a heartbeat while a lock is held, else a touch unless
+                         ///< anything was sent since the last tick (so sends T/10 to T/5 apart around
+                         ///< other sends); a grant needs a lease that has not lapsed; the first heartbeat
+                         ///< a period after the grant
+    fixed_tick_headroom, ///< the same ticks; a grant needs two periods of lease, at most f/2 (three
+                         ///< renewals at most), and a grant on a lease shorter than two periods sends its
+                         ///< first heartbeat at once
+    current,             ///< a touch a period after the last send (next_touch_at); while a write is in
+                         ///< flight, a heartbeat a period after the last write (next_heartbeat_at); the
+                         ///< grant seeks the headroom above (two periods, at most f/2), counted from when
+                         ///< heartbeats can first renew the lease (too_short_to_grant), for T/2
+                         ///< (lease_grant_headroom_wait); the first heartbeat at first_heartbeat_at (the
+                         ///< steady state's time, never before renewable_from)
 };
 
 /// A model of one free lock's acquire and hold, against the real session_lease and its schedule
@@ -242,7 +245,8 @@ enum class schedule {
 /// `connect_gap` > 0: the other scenario, an acquire right after the first connection: the
 /// handshake's bound is the session's start (0), the connection comes `connect_gap` later (a slow
 /// TLS handshake), its first touch at once, and the create `create_delay` after that.
-bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns create_delay, lease_ns connect_gap = 0) {
+bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns create_delay,
+                      lease_ns connect_gap = 0) {
     const double f = loss_policy::default_lease_fraction;
     const lease_ns p = session_lease::heartbeat_interval(T);
     // (a session started at 1 ms: the handshake's bound, which vouches once a commit follows)
@@ -278,10 +282,13 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
             timer = now + p;
             return;
         }
-        if (write_in_flight(now) && now - last_commit >= p) send(now, true, true); // a follow-up
-        else if (session_lease::touch_due(last_send, now, T)) send(now, false);
-        timer = std::min(session_lease::next_touch_at(last_send, now, T),
-                         write_in_flight(now) ? session_lease::next_heartbeat_at(last_commit, now, T) : now + p);
+        if (write_in_flight(now) && now - last_commit >= p)
+            send(now, true, true); // a follow-up
+        else if (session_lease::touch_due(last_send, now, T))
+            send(now, false);
+        timer =
+            std::min(session_lease::next_touch_at(last_send, now, T),
+                     write_in_flight(now) ? session_lease::next_heartbeat_at(last_commit, now, T) : now + p);
     };
     // Time passes to `until`: the timer's turns, and the replies (the lease moves only at one: a
     // lock lapsed after its grant iff it had lapsed at a reply after the grant, or by the end).
@@ -316,7 +323,9 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
     // (lease_for_grant: a renewal; if that left it short, a pause of T/20 and a new listing; the
     // older schedules try three times, the current one for half of T)
     const lease_ns seek_until = now + T / 2;
-    auto too_short = [&] { return sch == schedule::current ? l.too_short_to_grant(now, f) : l.lapsed(now, f - headroom); };
+    auto too_short = [&] {
+        return sch == schedule::current ? l.too_short_to_grant(now, f) : l.lapsed(now, f - headroom);
+    };
     for (int tries = 0; too_short() && (sch == schedule::current ? now < seek_until : tries < 3); ++tries) {
         if (tries > 0) {
             run_until(now + T / 20);
@@ -330,17 +339,23 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
     granted = now;
     held = true;
     switch (sch) {
-    case schedule::fixed_tick: timer = now + p; break;
+    case schedule::fixed_tick:
+        timer = now + p;
+        break;
     case schedule::fixed_tick_headroom:
-        if (l.lapsed(now, f - std::min(2 * session_lease::heartbeat, f))) fire(now);
-        else timer = now + p;
+        if (l.lapsed(now, f - std::min(2 * session_lease::heartbeat, f)))
+            fire(now);
+        else
+            timer = now + p;
         break;
     case schedule::current: {
         const lease_ns at = l.first_heartbeat_at(now, last_commit);
         EXPECT_GE(at, now);
         EXPECT_LE(at, std::max(now + p, l.renewable_from(now)));
-        if (at <= now) fire(now);
-        else timer = at;
+        if (at <= now)
+            fire(now);
+        else
+            timer = at;
         break;
     }
     }
@@ -369,7 +384,8 @@ TEST(Lease, AGrantAtAnyPhaseIsKeptByItsHeartbeatsWhileRoundTripsStayUnderTheBoun
     // lock that nothing threatens is never lost while round trips stay under (f - 0.1) T - T/64,
     // at any phase.
     const double f = loss_policy::default_lease_fraction;
-    const auto bound = static_cast<lease_ns>((f - session_lease::heartbeat) * static_cast<double>(T)) - T / 64;
+    const auto bound =
+        static_cast<lease_ns>((f - session_lease::heartbeat) * static_cast<double>(T)) - T / 64;
     for (lease_ns r : {2 * ms, T / 20, T / 10, 3 * T / 20, bound - 10 * ms})
         EXPECT_EQ(losses(schedule::current, r), 0) << "round trips " << r / ms << " ms";
 }
@@ -380,7 +396,8 @@ TEST(Lease, TheOlderSchedulesLostGrantsAtSlowRoundTrips) {
     // lock"); with the two-period headroom, a partial fix, slower ones under TSan. So the model
     // can fail, and the current schedule's passing above means something.
     const double f = loss_policy::default_lease_fraction;
-    const auto bound = static_cast<lease_ns>((f - session_lease::heartbeat) * static_cast<double>(T)) - T / 64;
+    const auto bound =
+        static_cast<lease_ns>((f - session_lease::heartbeat) * static_cast<double>(T)) - T / 64;
     const lease_ns rs[] = {T / 20, T / 10, 3 * T / 20, 17 * T / 100, bound - 10 * ms};
     std::printf("  losses in 96 cases, round trips (ms):");
     for (auto r : rs) std::printf(" %6lld", static_cast<long long>(r / ms));
@@ -465,7 +482,8 @@ TEST(Lease, TheDerivationsMarginIsTheSameInEveryCase) {
     EXPECT_DOUBLE_EQ(session_lease::reference_offset, 0.35);
     EXPECT_DOUBLE_EQ(session_lease::expiry_after_reference, 0.65);
     EXPECT_NEAR(session_lease::guaranteed_margin(loss_policy::default_lease_fraction), 0.35, 1e-12);
-    EXPECT_GE(session_lease::guaranteed_margin(loss_policy::default_lease_fraction), 0.3) << "the margin's required floor";
+    EXPECT_GE(session_lease::guaranteed_margin(loss_policy::default_lease_fraction), 0.3)
+        << "the margin's required floor";
     EXPECT_NEAR(session_lease::guaranteed_margin(loss_policy::max_lease_fraction), 0.15, 1e-12);
     EXPECT_EQ(session_lease::heartbeat_interval(T), 200 * ms);
 }
@@ -479,7 +497,8 @@ TEST(LossPolicy, IsATypeWithAValidatedFraction) {
     EXPECT_EQ(loss_policy::lease(0.1).validate(), errc::invalid_lease_fraction) << "not above the heartbeat";
     EXPECT_EQ(loss_policy::lease(0.51).validate(), errc::invalid_lease_fraction);
     EXPECT_EQ(loss_policy::lease(-1).validate(), errc::invalid_lease_fraction);
-    EXPECT_NE(zklock::make_error_code(errc::invalid_lease_fraction).message().find("(0.1, 0.5]"), std::string::npos);
+    EXPECT_NE(zklock::make_error_code(errc::invalid_lease_fraction).message().find("(0.1, 0.5]"),
+              std::string::npos);
     EXPECT_FALSE(loss_policy::on_disconnect().validate());
     EXPECT_FALSE(loss_policy::on_expiry().validate());
     EXPECT_NE(loss_policy::on_expiry(), loss_policy::on_disconnect());

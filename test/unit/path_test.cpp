@@ -83,7 +83,8 @@ TEST(ConnectString, OnlyNamesNeedAResolver) {
 
 TEST(ConnectString, TheCClientGetsAddressesWithoutBracketsAndTheChroot) {
     // (the C client splits host and port at the last ':')
-    auto s = zklock::detail::numeric_connect_string({{"10.0.0.1", 2181}, {"::1", 2181}, {"10.0.0.1", 2181}}, "/app");
+    auto s = zklock::detail::numeric_connect_string({{"10.0.0.1", 2181}, {"::1", 2181}, {"10.0.0.1", 2181}},
+                                                    "/app");
     EXPECT_EQ(s, "10.0.0.1:2181,::1:2181/app");
     EXPECT_EQ(zklock::detail::numeric_connect_string({{"127.0.0.1", 1}}, ""), "127.0.0.1:1");
 }

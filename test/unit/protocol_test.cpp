@@ -29,17 +29,18 @@ TEST(Protocol, ParsesOverflowedNegativeSequences) {
 }
 
 TEST(Protocol, RejectsForeignChildren) {
-    for (const char* bad : {"0", "lock", "-lock-", "x-lock-12345", "x-lock-00000000001", "x-lock-00000a0001",
-                            "x-lock-+000000001", "x-lock- 000000001", "x-lock-0000000001 ", "leader", "",
-                            "x-lock-9999999999" /* above INT32_MAX */, "x-lock---00000001",
-                            "abc__lock__000000001", "abc__lock_0000000001", "abc__rlock__000000001", "x-__READ_0000000001"}) {
+    for (const char* bad :
+         {"0", "lock", "-lock-", "x-lock-12345", "x-lock-00000000001", "x-lock-00000a0001",
+          "x-lock-+000000001", "x-lock- 000000001", "x-lock-0000000001 ", "leader", "",
+          "x-lock-9999999999" /* above INT32_MAX */, "x-lock---00000001", "abc__lock__000000001",
+          "abc__lock_0000000001", "abc__rlock__000000001", "x-__READ_0000000001"}) {
         EXPECT_FALSE(parse_contender(bad)) << bad;
     }
 }
 
 TEST(Protocol, SortsBySequenceTextNotFullName) {
-    std::vector<std::string> children{"_c_bbbb-lock-0000000003", "_c_aaaa-lock-0000000005", "_c_cccc-lock-0000000001",
-                                      "foreign", "0"};
+    std::vector<std::string> children{"_c_bbbb-lock-0000000003", "_c_aaaa-lock-0000000005",
+                                      "_c_cccc-lock-0000000001", "foreign", "0"};
     auto s = sorted_contenders(children);
     ASSERT_EQ(s.size(), 3u);
     EXPECT_EQ(s[0].name, "_c_cccc-lock-0000000001");
@@ -63,7 +64,9 @@ TEST(Protocol, NegativeSequencesSortFirstAsStringsLikePeers) {
 TEST(Protocol, OverflowedSequencesMakeTheOrderUnknown) {
     using zklock::lock_dialect;
     const auto mutex = zklock::detail::lock_family::mutex;
-    auto amb = [&](std::vector<std::string> c) { return sequence_ambiguous(c, mutex, lock_dialect::curator); };
+    auto amb = [&](std::vector<std::string> c) {
+        return sequence_ambiguous(c, mutex, lock_dialect::curator);
+    };
     EXPECT_FALSE(amb({"_c_a-lock-0000000001", "_c_b-lock-0000000002", "foreign", "x-lock-2147483646"}));
     EXPECT_TRUE(amb({"_c_a-lock-2147483647"}));                          // the stuck counter
     EXPECT_TRUE(amb({"_c_a-lock-0000000001", "_c_b-lock--000000007"}));  // wrapped
@@ -98,7 +101,8 @@ TEST(Protocol, AParentCversionBelowTheCapMakesOddSuffixesForeign) {
     EXPECT_TRUE(counter_may_have_wrapped(std::nullopt));
     EXPECT_TRUE(counter_may_have_wrapped(INT32_MAX));
     EXPECT_TRUE(counter_may_have_wrapped(-5));
-    EXPECT_EQ(classify_child("_c_a-lock-0000000019", mutex, lock_dialect::curator, cv), child_kind::contender);
+    EXPECT_EQ(classify_child("_c_a-lock-0000000019", mutex, lock_dialect::curator, cv),
+              child_kind::contender);
     EXPECT_EQ(classify_child("_c_a-lock-0000000020", mutex, lock_dialect::curator, cv), child_kind::foreign);
     EXPECT_EQ(classify_child("x-lock-2147483647", mutex, lock_dialect::curator, cv), child_kind::foreign);
     EXPECT_EQ(classify_child("x-lock--000000001", mutex, lock_dialect::curator, cv), child_kind::foreign);
@@ -108,13 +112,14 @@ TEST(Protocol, AParentCversionBelowTheCapMakesOddSuffixesForeign) {
     EXPECT_EQ(classify_child("leases", mutex, lock_dialect::curator, cv), child_kind::other);
     EXPECT_EQ(classify_child("x-lock-", mutex, lock_dialect::curator, cv), child_kind::other);
     // with the cap reached, only the ambiguity rules decide (the suffix may be a wrapped one)
-    EXPECT_EQ(classify_child("x-lock-2147483647", mutex, lock_dialect::curator, INT32_MAX), child_kind::contender);
+    EXPECT_EQ(classify_child("x-lock-2147483647", mutex, lock_dialect::curator, INT32_MAX),
+              child_kind::contender);
 
     // Every odd child at once: the well-formed contenders are still ordered and granted.
     std::vector<std::string> children{"_c_b-lock-0000000007", "x-lock-2147483647", "y-lock--000000001",
-                                      "z-lock--2147483648", "w-lock-0000000099", "v-lock-12345678zz",
+                                      "z-lock--2147483648",   "w-lock-0000000099", "v-lock-12345678zz",
                                       "_c_a-lock-0000000003", "u-lock-0000000003"};
-    EXPECT_TRUE(sequence_ambiguous(children, mutex, lock_dialect::curator));          // not knowing the cversion
+    EXPECT_TRUE(sequence_ambiguous(children, mutex, lock_dialect::curator)); // not knowing the cversion
     EXPECT_FALSE(sequence_ambiguous(children, mutex, lock_dialect::curator, cv));
     auto sorted = sorted_contenders(children, lock_dialect::curator, mutex, cv);
     ASSERT_EQ(sorted.size(), 3u);
@@ -133,9 +138,12 @@ TEST(Protocol, AParentCversionBelowTheCapMakesOddSuffixesForeign) {
               exclusive_decision::ambiguous);
     // read/write family
     const auto rw = zklock::detail::lock_family::rw;
-    std::vector<std::string> rwc{"_c_r-__READ__0000000004", "x-__WRIT__2147483647", "_c_w-__WRIT__0000000005"};
-    EXPECT_EQ(decide(rwc, "_c_r-__READ__0000000004", rw, lock_dialect::curator, {}, cv).what, exclusive_decision::acquired);
-    EXPECT_EQ(decide(rwc, "_c_w-__WRIT__0000000005", rw, lock_dialect::curator, {}, cv).predecessor, "_c_r-__READ__0000000004");
+    std::vector<std::string> rwc{"_c_r-__READ__0000000004", "x-__WRIT__2147483647",
+                                 "_c_w-__WRIT__0000000005"};
+    EXPECT_EQ(decide(rwc, "_c_r-__READ__0000000004", rw, lock_dialect::curator, {}, cv).what,
+              exclusive_decision::acquired);
+    EXPECT_EQ(decide(rwc, "_c_w-__WRIT__0000000005", rw, lock_dialect::curator, {}, cv).predecessor,
+              "_c_r-__READ__0000000004");
     EXPECT_EQ(classify_child("x-__WRIT__2147483647", rw, lock_dialect::curator, cv), child_kind::foreign);
 }
 
@@ -144,7 +152,8 @@ TEST(Protocol, APredecessorThatIsAllInTheWayGrantsOnItsDeletion) {
     const auto mutex = zklock::detail::lock_family::mutex;
     const auto rw = zklock::detail::lock_family::rw;
     const auto cur = lock_dialect::curator;
-    auto gone = [&](std::vector<std::string> c, std::string mine, std::string pred, lock_family f = lock_family::mutex) {
+    auto gone = [&](std::vector<std::string> c, std::string mine, std::string pred,
+                    lock_family f = lock_family::mutex) {
         const bool spec = granted_once_gone(c, mine, pred, f, cur);
         auto d = decide(c, mine, f, cur);
         if (d.what == exclusive_decision::wait && d.predecessor == pred)
@@ -152,10 +161,11 @@ TEST(Protocol, APredecessorThatIsAllInTheWayGrantsOnItsDeletion) {
         return spec;
     };
     // [holder, me]: the holder's deletion grants
-    EXPECT_TRUE(gone({"_c_a-lock-0000000001", "_c_b-lock-0000000002"}, "_c_b-lock-0000000002", "_c_a-lock-0000000001"));
+    EXPECT_TRUE(gone({"_c_a-lock-0000000001", "_c_b-lock-0000000002"}, "_c_b-lock-0000000002",
+                     "_c_a-lock-0000000001"));
     // [holder, w1, me]: w1's deletion does not (the holder may still hold)
-    EXPECT_FALSE(gone({"_c_a-lock-0000000001", "_c_w-lock-0000000002", "_c_b-lock-0000000003"}, "_c_b-lock-0000000003",
-                      "_c_w-lock-0000000002"));
+    EXPECT_FALSE(gone({"_c_a-lock-0000000001", "_c_w-lock-0000000002", "_c_b-lock-0000000003"},
+                      "_c_b-lock-0000000003", "_c_w-lock-0000000002"));
     // nodes after ours never matter; other children neither
     EXPECT_TRUE(gone({"_c_a-lock-0000000001", "_c_b-lock-0000000002", "_c_c-lock-0000000003", "leases"},
                      "_c_b-lock-0000000002", "_c_a-lock-0000000001"));
@@ -185,7 +195,8 @@ TEST(Protocol, APredecessorThatIsAllInTheWayGrantsOnItsDeletion) {
 }
 
 TEST(Protocol, DecideExclusive) {
-    std::vector<std::string> children{"_c_a-lock-0000000010", "_c_b-lock-0000000011", "_c_c-lock-0000000012", "junk"};
+    std::vector<std::string> children{"_c_a-lock-0000000010", "_c_b-lock-0000000011", "_c_c-lock-0000000012",
+                                      "junk"};
     auto d0 = decide_exclusive(children, "_c_a-lock-0000000010");
     EXPECT_EQ(d0.what, exclusive_decision::acquired);
     EXPECT_EQ(d0.position, 0u);
@@ -205,7 +216,8 @@ TEST(Protocol, ForeignChildNeverBlocksTheLock) {
 
 TEST(Protocol, FindsNodeByGuid) {
     std::string guid = make_guid();
-    std::vector<std::string> children{"_c_" + make_guid() + "-lock-0000000001", "_c_" + guid + "-lock-0000000002"};
+    std::vector<std::string> children{"_c_" + make_guid() + "-lock-0000000001",
+                                      "_c_" + guid + "-lock-0000000002"};
     auto f = find_by_guid(children, guid);
     ASSERT_TRUE(f);
     EXPECT_EQ(*f, children[1]);
@@ -243,7 +255,8 @@ TEST(Protocol, KazooDialect) {
     auto k = parse_contender(kazoo, lock_dialect::kazoo);
     ASSERT_TRUE(k);
     EXPECT_EQ(k->seq, 3);
-    EXPECT_TRUE(parse_contender("_c_x-lock-0000000001", lock_dialect::kazoo)); // kazoo with extra_lock_patterns
+    EXPECT_TRUE(
+        parse_contender("_c_x-lock-0000000001", lock_dialect::kazoo)); // kazoo with extra_lock_patterns
     std::vector<std::string> children{kazoo, "_c_x-lock-0000000004"};
     // Measured before: zklock's default dialect held "-lock-0000000004" while kazoo held
     // "__lock__0000000003" on the same path. Now it waits for kazoo's node.
@@ -264,25 +277,30 @@ TEST(Protocol, KazooDialect) {
 
 TEST(Protocol, ReadWriteRules) {
     using zklock::lock_dialect;
-    auto R = [](int n) { return "_c_r" + std::to_string(n) + "-__READ__" + std::string(9, '0') + std::to_string(n); };
-    auto W = [](int n) { return "_c_w" + std::to_string(n) + "-__WRIT__" + std::string(9, '0') + std::to_string(n); };
+    auto R = [](int n) {
+        return "_c_r" + std::to_string(n) + "-__READ__" + std::string(9, '0') + std::to_string(n);
+    };
+    auto W = [](int n) {
+        return "_c_w" + std::to_string(n) + "-__WRIT__" + std::string(9, '0') + std::to_string(n);
+    };
     std::vector<std::string> c{R(1), R(2), W(3), R(4), W(5), R(6), "junk", "_c_x-lock-0000000007"};
     auto d = [&](const std::string& mine, std::string_view own = {}) {
         return decide(c, mine, lock_family::rw, lock_dialect::curator, own);
     };
     EXPECT_EQ(d(R(1)).what, exclusive_decision::acquired);
     EXPECT_EQ(d(R(2)).what, exclusive_decision::acquired); // readers share
-    EXPECT_EQ(d(W(3)).predecessor, R(2));                   // a writer watches the next lower node
-    EXPECT_EQ(d(R(4)).predecessor, W(3));                   // a reader: the nearest lower writer
+    EXPECT_EQ(d(W(3)).predecessor, R(2));                  // a writer watches the next lower node
+    EXPECT_EQ(d(R(4)).predecessor, W(3));                  // a reader: the nearest lower writer
     EXPECT_EQ(d(W(5)).predecessor, R(4));
-    EXPECT_EQ(d(R(6)).predecessor, W(5));                   // not W(3): no herd when W(3) goes
+    EXPECT_EQ(d(R(6)).predecessor, W(5)); // not W(3): no herd when W(3) goes
     // a later writer never blocks an earlier reader (kazoo #649)
     std::vector<std::string> c2{R(1), W(2)};
     EXPECT_EQ(decide(c2, R(1), lock_family::rw, lock_dialect::curator).what, exclusive_decision::acquired);
     // downgrade: our own write node does not block our read node
     std::vector<std::string> c3{W(1), R(2)};
     EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator).what, exclusive_decision::wait);
-    EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator, W(1)).what, exclusive_decision::acquired);
+    EXPECT_EQ(decide(c3, R(2), lock_family::rw, lock_dialect::curator, W(1)).what,
+              exclusive_decision::acquired);
     // one path, one lock whatever the recipe: a mutex node is a writer to the read/write lock,
     // and read and write nodes are contenders to a mutex
     EXPECT_TRUE(parse_contender("_c_x-lock-0000000007", lock_family::rw, lock_dialect::curator)->writer);
@@ -292,8 +310,9 @@ TEST(Protocol, ReadWriteRules) {
 
 TEST(Protocol, EveryRecipeOnAPathExcludesEveryOther) {
     using zklock::lock_dialect;
-    const std::string M1 = "_c_m-lock-0000000001", R2 = "_c_r-__READ__0000000002", W3 = "_c_w-__WRIT__0000000003",
-                      K4 = "ab__lock__0000000004", KR5 = "cd__rlock__0000000005", M6 = "_c_n-lock-0000000006";
+    const std::string M1 = "_c_m-lock-0000000001", R2 = "_c_r-__READ__0000000002",
+                      W3 = "_c_w-__WRIT__0000000003", K4 = "ab__lock__0000000004",
+                      KR5 = "cd__rlock__0000000005", M6 = "_c_n-lock-0000000006";
     std::vector<std::string> c{M1, R2, W3, K4, KR5, M6};
     for (auto f : {lock_family::mutex, lock_family::rw})
         for (auto dl : {lock_dialect::curator, lock_dialect::kazoo}) {
@@ -321,14 +340,17 @@ TEST(Protocol, ReadWriteKazooNames) {
     EXPECT_FALSE(r->writer);
     EXPECT_TRUE(parse_contender(c[1], lock_family::rw, lock_dialect::kazoo)->writer);
     EXPECT_EQ(decide(c, c[2], lock_family::rw, lock_dialect::kazoo).predecessor, c[1]);
-    EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::kazoo, lock_family::rw, true), "/p/abcd__rlock__");
-    EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::curator, lock_family::rw, false), "/p/_c_ab-cd-__WRIT__");
+    EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::kazoo, lock_family::rw, true),
+              "/p/abcd__rlock__");
+    EXPECT_EQ(protected_node_prefix("/p", "ab-cd", lock_dialect::curator, lock_family::rw, false),
+              "/p/_c_ab-cd-__WRIT__");
 }
 
 TEST(Protocol, FencingTokensIncreaseAcrossNodesAndLocalGrants) {
     // zxids as ZooKeeper makes them: epoch in the high 32 bits, a counter in the low 32
     auto zxid = [](std::int64_t epoch, std::int64_t counter) { return (epoch << 32) | counter; };
-    std::vector<std::int64_t> czxids{zxid(1, 5), zxid(1, 6), zxid(1, 0xffffffff), zxid(2, 1), zxid((1 << 19) - 1, 1)};
+    std::vector<std::int64_t> czxids{zxid(1, 5), zxid(1, 6), zxid(1, 0xffffffff), zxid(2, 1),
+                                     zxid((1 << 19) - 1, 1)};
     std::int64_t last = 0;
     for (auto c : czxids) {
         for (std::uint32_t i = 0; i < max_local_grants; i += 1023) {
@@ -338,7 +360,8 @@ TEST(Protocol, FencingTokensIncreaseAcrossNodesAndLocalGrants) {
             last = t;
         }
         // the last grant a node may make stays below the next node's first
-        EXPECT_LT(zklock::detail::fencing_token(c, max_local_grants - 1), zklock::detail::fencing_token(c + 1, 0));
+        EXPECT_LT(zklock::detail::fencing_token(c, max_local_grants - 1),
+                  zklock::detail::fencing_token(c + 1, 0));
     }
     EXPECT_EQ(zklock::detail::fencing_token(7, 0), 7 * 4096);
 }

@@ -20,10 +20,11 @@ int pos(const transition& t, effect e) {
         if (t.list[i] == e) return static_cast<int>(i);
     return -1;
 }
-constexpr session_state all_states[] = {session_state::disconnected, session_state::connecting, session_state::connected,
-                                        session_state::suspended,    session_state::expired,    session_state::closed};
-constexpr event all_events[] = {event::connected,     event::connecting,      event::expired,
-                                event::auth_refused,  event::auth_accepted,   event::auth_no_verdict,
+constexpr session_state all_states[] = {session_state::disconnected, session_state::connecting,
+                                        session_state::connected,    session_state::suspended,
+                                        session_state::expired,      session_state::closed};
+constexpr event all_events[] = {event::connected,       event::connecting,    event::expired,
+                                event::auth_refused,    event::auth_accepted, event::auth_no_verdict,
                                 event::renewal_started, event::renewal_failed};
 } // namespace
 
@@ -39,9 +40,9 @@ TEST(SessionFsm, AConnectionCompletesTheConnectsOnlyOnceTheCredentialsAreAccepte
     auto t = step(at(session_state::connecting), event::connected);
     EXPECT_EQ(t.next.phase, session_state::connected);
     EXPECT_EQ(effects(t), (std::vector<effect>{effect::read_session_info, effect::enter_connected,
-                                                effect::cancel_connect_timer, effect::connect_waiters_succeed,
-                                                effect::notify_reconnected, effect::run_cleanups,
-                                                effect::renew_lease_now, effect::rearm_lease_timer}));
+                                               effect::cancel_connect_timer, effect::connect_waiters_succeed,
+                                               effect::notify_reconnected, effect::run_cleanups,
+                                               effect::renew_lease_now, effect::rearm_lease_timer}));
     // Credentials without a verdict yet: connected, but the connects wait, and so does the timer.
     auto u = step(at(session_state::connecting, false), event::connected);
     EXPECT_FALSE(u.has(effect::connect_waiters_succeed));
@@ -49,14 +50,16 @@ TEST(SessionFsm, AConnectionCompletesTheConnectsOnlyOnceTheCredentialsAreAccepte
     EXPECT_TRUE(attempt_in_progress(u.next)) << "the connect timeout must still be able to end it";
     auto v = step(u.next, event::auth_accepted);
     EXPECT_TRUE(v.next.auth_confirmed);
-    EXPECT_EQ(effects(v), (std::vector<effect>{effect::cancel_connect_timer, effect::connect_waiters_succeed}));
+    EXPECT_EQ(effects(v),
+              (std::vector<effect>{effect::cancel_connect_timer, effect::connect_waiters_succeed}));
     EXPECT_FALSE(attempt_in_progress(v.next));
 }
 
 TEST(SessionFsm, AReconnectIsCountedAndRenewsTheLeaseAfterTheStateChanges) {
     auto t = step(at(session_state::suspended), event::connected);
     EXPECT_TRUE(t.has(effect::count_reconnect));
-    EXPECT_LT(pos(t, effect::read_session_info), pos(t, effect::rearm_lease_timer)) << "the lease needs the new T";
+    EXPECT_LT(pos(t, effect::read_session_info), pos(t, effect::rearm_lease_timer))
+        << "the lease needs the new T";
     EXPECT_LT(pos(t, effect::enter_connected), pos(t, effect::notify_reconnected));
     EXPECT_LT(pos(t, effect::notify_reconnected), pos(t, effect::renew_lease_now));
     EXPECT_FALSE(step(at(session_state::connecting), event::connected).has(effect::count_reconnect));
@@ -66,17 +69,18 @@ TEST(SessionFsm, ADroppedConnectionSuspendsOnlyAConnectedSession) {
     auto t = step(at(session_state::connected), event::connecting);
     EXPECT_EQ(t.next.phase, session_state::suspended);
     EXPECT_EQ(effects(t), (std::vector<effect>{effect::enter_suspended, effect::notify_suspended}));
-    for (auto p : {session_state::disconnected, session_state::connecting, session_state::suspended, session_state::expired})
+    for (auto p : {session_state::disconnected, session_state::connecting, session_state::suspended,
+                   session_state::expired})
         EXPECT_EQ(step(at(p), event::connecting).size, 0u) << zklock::to_string(p);
 }
 
 TEST(SessionFsm, AnExpiryEndsEveryLockThenRenewsTheSession) {
     auto t = step(at(session_state::suspended), event::expired);
     EXPECT_EQ(t.failure, zklock::errc::session_expired);
-    EXPECT_EQ(effects(t), (std::vector<effect>{effect::count_expiry, effect::enter_expired, effect::record_end_reason,
-                                                effect::notify_ended, effect::fire_lapse_waiters, effect::clear_watches,
-                                                effect::finish_cleanups, effect::drop_handle,
-                                                effect::start_new_handle}));
+    EXPECT_EQ(effects(t),
+              (std::vector<effect>{effect::count_expiry, effect::enter_expired, effect::record_end_reason,
+                                   effect::notify_ended, effect::fire_lapse_waiters, effect::clear_watches,
+                                   effect::finish_cleanups, effect::drop_handle, effect::start_new_handle}));
     auto r = step(t.next, event::renewal_started);
     EXPECT_EQ(r.next.phase, session_state::connecting);
     EXPECT_EQ(effects(r), (std::vector<effect>{effect::enter_connecting, effect::arm_connect_timer}));
@@ -85,7 +89,7 @@ TEST(SessionFsm, AnExpiryEndsEveryLockThenRenewsTheSession) {
     EXPECT_EQ(f.next.phase, session_state::disconnected);
     EXPECT_EQ(f.failure, zklock::errc::session_expired);
     EXPECT_EQ(effects(f), (std::vector<effect>{effect::enter_disconnected, effect::connect_waiters_fail,
-                                                effect::notify_state_changed}));
+                                               effect::notify_state_changed}));
 }
 
 TEST(SessionFsm, AnExpiryWithoutRenewalEndsDisconnected) {
@@ -98,7 +102,8 @@ TEST(SessionFsm, AnExpiryWithoutRenewalEndsDisconnected) {
 }
 
 TEST(SessionFsm, RefusedCredentialsEndTheSessionForGoodWithNoDeletesLeft) {
-    for (auto p : {session_state::connecting, session_state::connected, session_state::suspended, session_state::expired}) {
+    for (auto p : {session_state::connecting, session_state::connected, session_state::suspended,
+                   session_state::expired}) {
         auto t = step(at(p, false), event::auth_refused);
         EXPECT_EQ(t.next.phase, session_state::disconnected) << zklock::to_string(p);
         EXPECT_EQ(t.failure, zklock::zk_errc::auth_failed);

@@ -24,29 +24,35 @@ TEST(TlsFailure, TheServersCertificateVerdictsAreNamed) {
     auto f = classify_tls_failure(verify_failed, X509_V_ERR_CERT_HAS_EXPIRED, true, "zk1");
     EXPECT_EQ(f.ec, errc::tls_certificate_expired);
     EXPECT_TRUE(f.definitive);
-    EXPECT_EQ(classify_tls_failure(verify_failed, X509_V_ERR_CERT_NOT_YET_VALID, true, "zk1").ec, errc::tls_certificate_expired);
+    EXPECT_EQ(classify_tls_failure(verify_failed, X509_V_ERR_CERT_NOT_YET_VALID, true, "zk1").ec,
+              errc::tls_certificate_expired);
     f = classify_tls_failure(verify_failed, X509_V_ERR_HOSTNAME_MISMATCH, true, "zk1.example");
     EXPECT_EQ(f.ec, errc::tls_server_name_mismatch);
     EXPECT_NE(f.detail.find("does not name zk1.example"), std::string::npos) << f.detail;
-    EXPECT_EQ(classify_tls_failure(verify_failed, X509_V_ERR_IP_ADDRESS_MISMATCH, true, "10.0.0.1").ec, errc::tls_server_name_mismatch);
+    EXPECT_EQ(classify_tls_failure(verify_failed, X509_V_ERR_IP_ADDRESS_MISMATCH, true, "10.0.0.1").ec,
+              errc::tls_server_name_mismatch);
     for (long v : {X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY, X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT,
                    X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN})
         EXPECT_EQ(classify_tls_failure(verify_failed, v, true, "zk1").ec, errc::tls_unknown_ca) << v;
-    EXPECT_EQ(classify_tls_failure(verify_failed, X509_V_ERR_CERT_REVOKED, true, "zk1").ec, errc::tls_handshake_failed);
+    EXPECT_EQ(classify_tls_failure(verify_failed, X509_V_ERR_CERT_REVOKED, true, "zk1").ec,
+              errc::tls_handshake_failed);
 }
 
 TEST(TlsFailure, TheServersRefusalOfTheClientCertificate) {
     // TLS 1.3: the alert comes after the client's side of the handshake, on the first read
-    EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED), X509_V_OK, false, "zk").ec,
-              errc::tls_client_certificate_required);
+    EXPECT_EQ(
+        classify_tls_failure(ssl_reason(SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED), X509_V_OK, false, "zk").ec,
+        errc::tls_client_certificate_required);
     EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_SSLV3_ALERT_BAD_CERTIFICATE), X509_V_OK, false, "zk").ec,
               errc::tls_client_certificate_required);
-    EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE), X509_V_OK, false, "zk").ec,
-              errc::tls_client_certificate_required);
+    EXPECT_EQ(
+        classify_tls_failure(ssl_reason(SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE), X509_V_OK, false, "zk").ec,
+        errc::tls_client_certificate_required);
     EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_TLSV1_ALERT_UNKNOWN_CA), X509_V_OK, true, "zk").ec,
               errc::tls_client_certificate_rejected);
-    EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN), X509_V_OK, true, "zk").ec,
-              errc::tls_client_certificate_rejected);
+    EXPECT_EQ(
+        classify_tls_failure(ssl_reason(SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN), X509_V_OK, true, "zk").ec,
+        errc::tls_client_certificate_rejected);
 }
 
 TEST(TlsFailure, APlainServerAndTheNetworkAreToldApart) {
@@ -56,7 +62,8 @@ TEST(TlsFailure, APlainServerAndTheNetworkAreToldApart) {
     EXPECT_EQ(eof.ec, errc::tls_not_tls_server);
     EXPECT_FALSE(eof.definitive);
     EXPECT_FALSE(classify_tls_failure(asio::error::eof, X509_V_OK, true, "zk").definitive);
-    EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_WRONG_VERSION_NUMBER), X509_V_OK, true, "zk").ec, errc::tls_not_tls_server);
+    EXPECT_EQ(classify_tls_failure(ssl_reason(SSL_R_WRONG_VERSION_NUMBER), X509_V_OK, true, "zk").ec,
+              errc::tls_not_tls_server);
     // network failures are not verdicts: the next attempt may succeed
     auto f = classify_tls_failure(asio::error::connection_refused, X509_V_OK, true, "zk");
     EXPECT_FALSE(f.definitive);

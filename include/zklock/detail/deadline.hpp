@@ -43,7 +43,8 @@ public:
             s.kind_ = kind::relative;
             return s;
         }
-        if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(clock::duration::max()) / 4) return s;
+        if (std::chrono::duration<double>(d) >= std::chrono::duration<double>(clock::duration::max()) / 4)
+            return s;
         s.kind_ = kind::relative;
         s.in_ = std::chrono::duration_cast<clock::duration>(d);
         return s;
@@ -51,9 +52,12 @@ public:
     /// The deadline, for an operation that starts now.
     std::optional<clock::time_point> resolve() const noexcept {
         switch (kind_) {
-        case kind::none: return std::nullopt;
-        case kind::absolute: return at_;
-        case kind::relative: return deadline_after(in_);
+        case kind::none:
+            return std::nullopt;
+        case kind::absolute:
+            return at_;
+        case kind::relative:
+            return deadline_after(in_);
         }
         return std::nullopt;
     }
