@@ -5,7 +5,8 @@
 // The parts, one file each:
 //   zk_handle.cpp          the bridge to the C client (class zk_handle below)
 //   c_callbacks.cpp        the C client's completions and watchers (detail/c_op.hpp: a request in flight)
-//   session_impl.cpp       connect, resolve, close; the driver of the state machine; listeners, watches
+//   session_connect.cpp    making the connection: checks, resolution, the TLS relay, the connect timeout
+//   session_impl.cpp       the driver of the state machine; authentication, close; listeners, watches
 //   session_fsm.hpp        the state machine's decisions, pure (events in, effects out)
 //   session_heartbeat.cpp  the lease: its timer, heartbeats and touches (detail/lease.hpp: its rules)
 //   session_requests.cpp   the requests
