@@ -235,7 +235,7 @@ private:
     }
 
     /// The node is lost while the session lives on. The local waiters must not wait for the
-    /// release of the grant that is out, which may never come (issue 24 item 2): once the old node
+    /// release of the grant that is out, which may never come: once the old node
     /// is gone they are served by a fresh one. It is gone now if someone deleted it; a node lost by
     /// the loss policy is deleted at the lent grant's release or at the session's handover time
     /// (held_lock::lose_by_policy), whichever comes first: the queue moves on at the same time.
@@ -356,8 +356,8 @@ void handoff_queue::forget_if_idle() {
 /// Which requests may share a queue (and so its node): the same node and the same guard. Every
 /// option that changes the node (path, dialect, strategy, data, ACL) or what a grant follows (the
 /// loss policy, revocability, the bound) is in the key; mutex objects that differ in any of them
-/// get queues of their own, whose nodes contend in ZooKeeper like any two processes' (issue 24,
-/// item 4: the second used to get a grant of the first one's node, with the first one's settings).
+/// get queues of their own, whose nodes contend in ZooKeeper like any two processes' (else the second
+/// would get a grant of the first one's node, with the first one's settings).
 std::string queue_key(const acquire_request& req) {
     std::string k;
     auto field = [&k](const std::string& v) {

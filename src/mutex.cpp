@@ -52,7 +52,7 @@ public:
             });
         auto& strand = op->s_->strand();
         // A deadline that has already passed when the operation starts (async_acquire_for(0)) is
-        // one try, as a try-acquire, whose "busy" is the deadline's acquire_timeout (issue 31).
+        // one try, as a try-acquire, whose "busy" is the deadline's acquire_timeout.
         if (op->req_.deadline && *op->req_.deadline <= clock::now()) {
             op->req_.deadline.reset();
             op->req_.try_only = true;
@@ -176,7 +176,7 @@ private:
                 session_ended_ = true;
                 co_return false;
             default: // connecting, suspended, expired (renewing)
-                // A try-acquire does not wait for a reconnect that may take any time (issue 31):
+                // A try-acquire does not wait for a reconnect that may take any time:
                 // it fails now, naming the connection.
                 if (req_.try_only) {
                     fatal_ = zk_error(ZCONNECTIONLOSS);

@@ -35,8 +35,8 @@ std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcep
 }
 
 std::optional<contender> parse_contender(std::string_view child, lock_family f, lock_dialect d) noexcept {
-    // Every recipe on a path sees every other's nodes, whatever its family and dialect (issue 31:
-    // a mutex and a read/write lock on one path must exclude each other). The family and the
+    // Every recipe on a path sees every other's nodes, whatever its family and dialect (a mutex
+    // and a read/write lock on one path must exclude each other). The family and the
     // dialect only decide the names zklock creates (node_marker).
     (void)f;
     (void)d;
