@@ -432,14 +432,15 @@ int main(int argc, char** argv) {
         "{\"impl\":\"%s\",\"processes\":%d,\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,"
         "\"cycles\":%ld,"
         "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
-        "\"requests_per_cycle\":%.2f,\"lease_requests_per_cycle\":%.3f,\"watch_events_per_cycle\":%.2f,\"cpu_us_per_cycle\":%.1f,\"peak_rss_"
+        "\"requests_per_cycle\":%.2f,\"lease_requests_per_cycle\":%.3f,\"watch_events_per_cycle\":%.2f,\"cpu_"
+        "us_per_cycle\":%.1f,\"peak_rss_"
         "kb\":%ld,\"overlaps\":%ld,"
         "\"handoff\":%u,\"max_grants_per_node\":%u,\"session_share_min\":%.3f,\"session_share_max\":%.3f}\n",
         cfg.label.c_str(), cfg.processes, cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall,
         cps, pct(0.5), pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
-        cycles ? double(res.lease_requests) / cycles : 0.0, cycles ? double(res.watch_events) / cycles : 0.0, cycles ? cpu0 * 1e6 / cycles : 0.0, res.maxrss_kb,
-        overlaps, cfg.handoff, max_node_grants, cycles ? double(*smin) / cycles : 0.0,
-        cycles ? double(*smax) / cycles : 0.0);
+        cycles ? double(res.lease_requests) / cycles : 0.0, cycles ? double(res.watch_events) / cycles : 0.0,
+        cycles ? cpu0 * 1e6 / cycles : 0.0, res.maxrss_kb, overlaps, cfg.handoff, max_node_grants,
+        cycles ? double(*smin) / cycles : 0.0, cycles ? double(*smax) / cycles : 0.0);
     std::fprintf(stderr,
                  "%s: %d workers/%d sessions/%d locks hold %d ms: %.0f cycles/s p50 %.0f us p99 %.0f us, "
                  "%.2f req/cycle, %.1f us CPU/cycle, overlaps %ld\n",

@@ -20,7 +20,7 @@ inline constexpr std::int32_t admin = 16; ///< setACL
 inline constexpr std::int32_t all = 31;   ///< every permission above (read to admin combined)
 } // namespace perm
 
-/// One ACL entry: permissions for an identity, e.g. {perm::all, "digest", "svc:<base64 sha1>"},
+/// One ACL entry: permissions for an identity, such as {perm::all, "digest", "svc:<base64 sha1>"},
 /// {perm::read, "world", "anyone"}, {perm::all, "auth", ""} (whoever created the node).
 struct acl_entry {
     std::int32_t perms = perm::all; ///< the permission bits granted (perm::*, combined with |)
@@ -56,7 +56,7 @@ public:
     static acl x509_all_world_read(std::string subject) {
         return acl({{perm::all, "x509", std::move(subject)}, {perm::read, "world", "anyone"}});
     }
-    /// Any list of entries, e.g. a digest identity made with `zkCli.sh`'s digest tool.
+    /// Any list of entries, such as a digest identity made with `zkCli.sh`'s digest tool.
     static acl custom(std::vector<acl_entry> entries) { return acl(std::move(entries)); }
 
     /// The entries, in order.

@@ -30,7 +30,7 @@ enum class errc {
     path_bad_character,     ///< a path contains NUL or a control/unassigned character
     path_reserved,          ///< a path is in ZooKeeper's reserved /zookeeper tree (or is "/" itself)
     invalid_connect_string, ///< the connect string is not host:port[,host:port...][/chroot]
-    /// Another argument is out of range (e.g. a session timeout <= 0). No longer returned by
+    /// Another argument is out of range (a session timeout <= 0, say). No longer returned by
     /// zklock: every such mistake has an errc of its own (e.g. errc::invalid_session_timeout).
     invalid_argument,
     path_too_long,          ///< a path is longer than max_path_length bytes

@@ -93,7 +93,7 @@ public:
     /// Why the lock was lost (empty while it is not).
     error_code loss_reason() const;
 
-    /// Full path of the lock node, e.g. "/locks/orders/_c_<uuid>-lock-0000000042".
+    /// Full path of the lock node, like "/locks/orders/_c_<uuid>-lock-0000000042".
     const std::string& node_path() const noexcept;
     /// The node's sequence number (the parent's cversion at creation; may be negative after overflow).
     std::int32_t sequence() const noexcept;

@@ -61,7 +61,7 @@ struct session_options {
     loss_policy loss = loss_policy::lease();
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;
-    /// Credentials presented on every connection (zoo_add_auth), e.g. {zklock::digest("svc", pw)}.
+    /// Credentials presented on every connection (zoo_add_auth), such as {zklock::digest("svc", pw)}.
     /// async_connect completes once the server accepted them, and fails with
     /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Refused on a
     /// later reconnect, they end the session too: its locks are lost and its waiting acquires
