@@ -15,9 +15,12 @@ facts at(session_state p, bool auth_confirmed = true, bool probe_needed = false,
 }
 std::vector<effect> effects(const transition& t) { return {t.begin(), t.end()}; }
 // The position of `e` in `t` (or -1): for effects whose order matters.
+// The position of `e` in `t`, for effects whose order matters; a missing effect fails the test
+// (so an order check cannot pass by the effect's absence).
 int pos(const transition& t, effect e) {
     for (std::size_t i = 0; i < t.size; ++i)
         if (t.list[i] == e) return static_cast<int>(i);
+    ADD_FAILURE() << "effect " << static_cast<int>(e) << " missing";
     return -1;
 }
 constexpr session_state all_states[] = {session_state::disconnected, session_state::connecting,
@@ -105,6 +108,13 @@ TEST(SessionFsm, RefusedCredentialsEndTheSessionForGoodWithNoDeletesLeft) {
     for (auto p : {session_state::connecting, session_state::connected, session_state::suspended,
                    session_state::expired}) {
         auto t = step(at(p, false), event::auth_refused);
+        EXPECT_EQ(effects(t), (std::vector<effect>{effect::cancel_connect_timer, effect::record_end_reason,
+                                                   effect::notify_ended, effect::fire_lapse_waiters,
+                                                   effect::clear_watches, effect::refuse_new_deletes,
+                                                   effect::finish_cleanups, effect::drop_handle,
+                                                   effect::enter_disconnected, effect::connect_waiters_fail,
+                                                   effect::notify_state_changed}))
+            << zklock::to_string(p);
         EXPECT_EQ(t.next.phase, session_state::disconnected) << zklock::to_string(p);
         EXPECT_EQ(t.failure, zklock::zk_errc::auth_failed);
         EXPECT_FALSE(t.has(effect::start_new_handle)) << "the same credentials would be refused again";
@@ -159,4 +169,34 @@ TEST(SessionFsm, EveryTransitionKeepsItsPhaseConsistentWithItsEffects) {
                     if (t.has(effect::connect_waiters_fail) || t.has(effect::record_end_reason))
                         EXPECT_TRUE(t.failure) << "a failure effect without its error";
                 }
+}
+
+TEST(SessionFsm, AcceptedCredentialsCompleteTheConnectsOnlyOnceConnected) {
+    for (auto p : {session_state::connecting, session_state::suspended, session_state::expired,
+                   session_state::disconnected}) {
+        auto t = step(at(p, false, true), event::auth_accepted);
+        EXPECT_EQ(t.size, 0u) << zklock::to_string(p) << ": no connection to complete them with";
+        EXPECT_TRUE(t.next.auth_confirmed);
+        EXPECT_FALSE(t.next.auth_probe_needed);
+        EXPECT_EQ(t.next.phase, p);
+    }
+}
+
+TEST(SessionFsm, AnAttemptIsInProgressUntilConnectedWithTheCredentialsAccepted) {
+    struct row {
+        session_state phase;
+        bool auth_confirmed;
+        bool in_progress;
+    };
+    const row rows[] = {
+        {session_state::disconnected, true, false}, {session_state::disconnected, false, false},
+        {session_state::connecting, true, true},    {session_state::connecting, false, true},
+        {session_state::connected, true, false},    {session_state::connected, false, true},
+        {session_state::suspended, true, false},    {session_state::suspended, false, true},
+        {session_state::expired, true, false},      {session_state::expired, false, false},
+        {session_state::closed, true, false},       {session_state::closed, false, false},
+    };
+    for (auto r : rows)
+        EXPECT_EQ(attempt_in_progress(at(r.phase, r.auth_confirmed)), r.in_progress)
+            << zklock::to_string(r.phase) << (r.auth_confirmed ? ", accepted" : ", no verdict");
 }
