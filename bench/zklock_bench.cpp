@@ -106,20 +106,20 @@ static run_result run_process(const config& cfg, const std::string& base, int in
     auto& wall = res.wall;
     std::uint64_t req0 = 0, req1 = 0, watch0 = 0, watch1 = 0, lease0 = 0, lease1 = 0;
     clk::time_point t_start;
-    auto total_requests = [&] {
+    // The sum over the sessions of one figure of their statistics.
+    auto total = [&](auto figure) {
         std::uint64_t n = 0;
-        for (auto& s : sessions) n += s->statistics().requests();
+        for (auto& s : sessions) n += figure(s->statistics());
         return n;
+    };
+    auto total_requests = [&] {
+        return total([](const zklock::session_statistics& st) { return st.requests(); });
     };
     auto total_lease_requests = [&] {
-        std::uint64_t n = 0;
-        for (auto& s : sessions) n += s->statistics().heartbeats + s->statistics().touches;
-        return n;
+        return total([](const zklock::session_statistics& st) { return st.heartbeats + st.touches; });
     };
     auto total_watch_events = [&] {
-        std::uint64_t n = 0;
-        for (auto& s : sessions) n += s->statistics().watch_events;
-        return n;
+        return total([](const zklock::session_statistics& st) { return st.watch_events; });
     };
 
     asio::co_spawn(

@@ -22,6 +22,22 @@ using zklock::session_state;
 
 using Session = zt::zk_test;
 
+namespace {
+/// An async_connect bound to `sig`: `done` and `ec` are set when it completes.
+struct connect_outcome {
+    bool done = false;
+    zklock::error_code ec;
+};
+std::shared_ptr<connect_outcome> connect_with(zklock::session& s, asio::cancellation_signal& sig) {
+    auto o = std::make_shared<connect_outcome>();
+    s.async_connect(asio::bind_cancellation_slot(sig.slot(), [o](zklock::error_code ec) {
+        o->ec = ec;
+        o->done = true;
+    }));
+    return o;
+}
+} // namespace
+
 TEST_F(Session, ARenewedSessionHasAConnectTimeout) {
     // After an expiry the new session has a connect timeout too. Without one, with no server
     // reachable it would stay "connecting" forever and acquires without a deadline would hang.
@@ -59,30 +75,21 @@ TEST_F(Session, ConnectIsCancellable) {
         o.connect_timeout = 30s;
         zklock::session s(co_await asio::this_coro::executor, o);
         asio::cancellation_signal sig;
-        bool done = false;
-        zklock::error_code got;
-        s.async_connect(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) {
-            got = ec;
-            done = true;
-        }));
+        auto c = connect_with(s, sig);
         co_await sleep_for(200ms);
         EXPECT_EQ(s.state(), session_state::connecting);
         sig.emit(asio::cancellation_type::terminal);
-        co_await eventually([&] { return done; }, 3000ms);
-        EXPECT_TRUE(done) << "the cancel did not reach the connect";
-        EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+        co_await eventually([&] { return c->done; }, 3000ms);
+        EXPECT_TRUE(c->done) << "the cancel did not reach the connect";
+        EXPECT_EQ(c->ec, asio::error::operation_aborted) << c->ec.message();
         EXPECT_EQ(s.state(), session_state::disconnected) << zklock::to_string(s.state());
         // and a cancel emitted at once, before the strand ran the connect
         asio::cancellation_signal sig2;
-        bool done2 = false;
-        s.async_connect(asio::bind_cancellation_slot(sig2.slot(), [&](zklock::error_code ec) {
-            got = ec;
-            done2 = true;
-        }));
+        auto c2 = connect_with(s, sig2);
         sig2.emit(asio::cancellation_type::terminal);
-        co_await eventually([&] { return done2; }, 3000ms);
-        EXPECT_TRUE(done2);
-        EXPECT_EQ(got, asio::error::operation_aborted) << got.message();
+        co_await eventually([&] { return c2->done; }, 3000ms);
+        EXPECT_TRUE(c2->done);
+        EXPECT_EQ(c2->ec, asio::error::operation_aborted) << c2->ec.message();
         co_await eventually([&] { return s.state() == session_state::disconnected; }, 1000ms);
         EXPECT_EQ(s.state(), session_state::disconnected) << zklock::to_string(s.state());
     });
@@ -94,16 +101,11 @@ TEST_F(Session, ATotalCancelLeavesTheConnectGoingOn) {
     run_test([&]() -> awaitable<void> {
         zklock::session s(co_await asio::this_coro::executor, options());
         asio::cancellation_signal sig;
-        bool done = false;
-        zklock::error_code got;
-        s.async_connect(asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec) {
-            got = ec;
-            done = true;
-        }));
+        auto c = connect_with(s, sig);
         sig.emit(asio::cancellation_type::total);
-        co_await eventually([&] { return done; }, 5000ms);
-        EXPECT_TRUE(done);
-        EXPECT_FALSE(got) << got.message();
+        co_await eventually([&] { return c->done; }, 5000ms);
+        EXPECT_TRUE(c->done);
+        EXPECT_FALSE(c->ec) << c->ec.message();
         EXPECT_EQ(s.state(), session_state::connected) << zklock::to_string(s.state());
         co_await s.async_close(use_awaitable);
     });
