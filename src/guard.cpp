@@ -221,7 +221,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
         return;
     }
     const std::int64_t owner = fixed_name ? czxid : 0;
-    if (!done) return session->delete_in_background(node, std::nullopt, owner);
+    if (!done) return session->delete_in_background(node, std::nullopt, owner, marks_release);
     // The release completes when the node is deleted, or once the lock's policy would no longer
     // vouch for it (the lease's deadline; one session timeout with on_expiry), whichever comes
     // first: a reconnect may never come (the connection can drop during the delete, too). The
@@ -248,7 +248,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
                            pending<void(error_code)>(asio::any_completion_handler<void(error_code)>(
                                                          asio::bind_executor(s.strand(), finish)),
                                                      s.executor()),
-                           owner);
+                           owner, marks_release);
 }
 
 void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {

@@ -329,6 +329,9 @@ private:
         h->revocable = req_.revocable;
         h->policy_override = req_.loss;
         h->fixed_name = req_.strategy == lock_strategy::unique_node;
+        // A write node granted here was the lowest contender (decide, or a predecessor's deletion
+        // or marker that left it so): its release may say so to the waiter behind it.
+        h->marks_release = !h->fixed_name && parsed && parsed->writer;
         h->start();
         if (h->revocable) h->arm_watch(); // watch our own node's data for revocation requests
         finish({}, guard(std::move(h)));
@@ -544,6 +547,7 @@ private:
 
             op.recheck_ = false;
             op.pred_deleted_ = false;
+            op.marked_ = false;
             auto wid = s.add_watch([w = op.weak_from_this()](int type) {
                 if (auto o = w.lock()) {
                     o->recheck_ = true;
@@ -551,6 +555,28 @@ private:
                     o->wake_.cancel();
                 }
             });
+            const auto pred_path = op.req_.path + "/" + d.predecessor;
+            // Behind a deeper queue, the predecessor's release marker too: created (in the
+            // transaction that deletes the predecessor) only if the predecessor was the lowest, so
+            // its creation grants us the lock as `alone` would, without listing again. Sent before
+            // the read of the predecessor: if that read finds the node, the marker's watch was in
+            // place before any release of it.
+            std::uint64_t mid = 0;
+            if (!alone && op.req_.strategy == lock_strategy::predecessor &&
+                may_mark_release(d.predecessor, op.family(), op.req_.dialect)) {
+                mid = s.add_watch([w = op.weak_from_this()](int type) {
+                    if (auto o = w.lock(); o && type == ZOO_CREATED_EVENT) {
+                        o->recheck_ = true;
+                        o->marked_ = true;
+                        o->wake_.cancel();
+                    }
+                });
+                s.exists_watch(release_marker(pred_path), mid, zk_handler([](zk_result) {}));
+                if (int ms = s.faults.pause_before_predecessor_ms.load(std::memory_order_relaxed); ms > 0) {
+                    asio::steady_timer pause(s.strand(), std::chrono::milliseconds(ms));
+                    co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                }
+            }
             zk_result g;
             if (op.req_.strategy == lock_strategy::watch_children) {
                 // The herd-prone variant: any change of the children wakes every waiter.
@@ -561,8 +587,21 @@ private:
                     co_await op.wait_event();
             } else {
                 // getData, not exists: exists on a vanished node would leave a creation watch behind.
-                g = co_await s.async_get_data(op.req_.path + "/" + d.predecessor, wid, use_awaitable);
-                if (g.rc == ZOK) co_await op.wait_event();
+                g = co_await s.async_get_data(pred_path, wid, use_awaitable);
+                if (g.rc == ZOK && !op.marked_) co_await op.wait_event();
+            }
+            if (mid) {
+                // Not fired: its node may never be created, so the server must forget it too.
+                s.drop_watch(mid, true, true);
+                if (op.marked_ && !op.should_stop()) {
+                    // The predecessor went in the marker's transaction: its deletion event is on
+                    // its way, so its watch is forgotten here, not removed.
+                    s.drop_watch(wid);
+                    s.n_marked_grants.fetch_add(1, std::memory_order_relaxed);
+                    if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
+                    if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                    co_return op.grant();
+                }
             }
             s.drop_watch(wid, g.rc == ZOK);
             if (is_connection_rc(g.rc)) {
@@ -596,6 +635,7 @@ private:
     bool cancelled_ = false;
     bool recheck_ = false;
     bool pred_deleted_ = false;      // the watch that woke us was the predecessor's deletion
+    bool marked_ = false;            // the predecessor's release marker was created
     bool semaphore_checked_ = false; // check_no_semaphore passed on a listing made after our create
     lease_ns headroom_until_ = 0; // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
     error_code fatal_;

@@ -236,6 +236,17 @@ std::string protected_node_prefix(std::string_view parent, std::string_view guid
     return s;
 }
 
+std::string release_marker(std::string_view node) {
+    std::string s(node);
+    s.append(".released");
+    return s;
+}
+
+bool may_mark_release(std::string_view predecessor, lock_family f, lock_dialect d) noexcept {
+    auto c = parse_contender(predecessor, f, d);
+    return c && c->writer;
+}
+
 std::string_view last_segment(std::string_view path) noexcept {
     auto at = path.rfind('/');
     return at == std::string_view::npos ? path : path.substr(at + 1);

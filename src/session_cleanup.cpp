@@ -5,10 +5,19 @@
 #include "detail/protocol.hpp"
 
 namespace zklock::detail {
+namespace {
+/// A handler that reports ZCONNECTIONLOSS whatever the server answered (faults.lose_release_replies).
+zk_handler lose_reply(zk_handler h) {
+    return zk_handler([h = std::move(h)](zk_result r) mutable {
+        r.rc = ZCONNECTIONLOSS;
+        std::move(h)(std::move(r));
+    });
+}
+} // namespace
 
 // ---------------------------------------------------------------- guaranteed deletes
 void session_impl::delete_in_background(std::string node, std::optional<pending<void(error_code)>> done,
-                                        std::int64_t owner_czxid) {
+                                        std::int64_t owner_czxid, bool marked) {
     if (state() == session_state::closed || state() == session_state::expired || refused_) {
         if (done) done->complete({}); // the server deletes the session's ephemeral nodes
         return;
@@ -16,6 +25,7 @@ void session_impl::delete_in_background(std::string node, std::optional<pending<
     cleanup_job job;
     job.node = std::move(node);
     job.owner_czxid = owner_czxid;
+    job.marked = marked && owner_czxid == 0;
     if (done) job.waiters.push_back(std::move(*done));
     cleanups_.push_back(std::move(job));
     cleanup_gauges();
@@ -121,6 +131,37 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
                                            return s->finish_cleanup(it, {});
                                        }
                                    }));
+            }));
+        return;
+    }
+    if (!it->node.empty() && it->marked) {
+        // The release of a write node that was the lowest: its marker tells the waiter behind it
+        // that it holds the lock now, without a listing (protocol.hpp, release_marker).
+        const auto marker = release_marker(it->node);
+        std::vector<transaction::op> ops;
+        ops.push_back({transaction::kind::create, marker, {}, -1, create_mode::ephemeral, acl::open()});
+        ops.push_back({transaction::kind::remove, marker, {}, -1, create_mode::persistent, acl::open()});
+        ops.push_back({transaction::kind::remove, it->node, {}, -1, create_mode::persistent, acl::open()});
+        cleanup_request(
+            [&](zk_handler h) {
+                multi(ops,
+                      fault_injection::take(faults.lose_release_replies) ? lose_reply(std::move(h))
+                                                                         : std::move(h),
+                      n_delete);
+            },
+            zk_handler([w, gen, ep, it](zk_result r) {
+                auto s = w.lock();
+                if (!s || !s->cleanup_alive(gen, ep)) return;
+                switch (cleanup_rules::after_marked_release(r.rc)) {
+                case cleanup_rules::verdict::finished:
+                    return s->finish_cleanup(it, {});
+                case cleanup_rules::verdict::unmarked:
+                    it->marked = false; // (sent again at once, plainly: a retry all the same)
+                    s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
+                    return s->run_cleanup(it);
+                default:
+                    return s->retry_cleanup(it, r.rc);
+                }
             }));
         return;
     }

@@ -110,6 +110,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.touches = n_touch.load();
     s.multis = n_multi.load();
     s.watch_removals = n_unwatch.load();
+    s.marked_grants = n_marked_grants.load();
     return s;
 }
 
@@ -147,13 +148,28 @@ std::uint64_t session_impl::add_watch(std::function<void(int)> fn) {
     return id;
 }
 
-void session_impl::drop_watch(std::uint64_t id, bool armed) {
+void session_impl::drop_watch(std::uint64_t id, bool armed, bool everywhere) {
     auto it = watches_.find(id);
     if (it == watches_.end()) return; // fired already: the C client forgot it too
     auto path = std::move(it->second.path);
     bool child = it->second.child;
     watches_.erase(it);
     if (!armed || path.empty()) return;
+    if (everywhere) {
+        // ZOO_REMOVE_WATCHES: the server drops this session's data and existence watches on the
+        // path (a release marker's path is watched by one waiter of this session at most, and
+        // is never created if its node goes without it: its watch would stay until the session
+        // ends); the C client drops its watchers of the path. Fire and forget, as below.
+        zk_handler done = [](zk_result) {};
+        submit(
+            done,
+            [&](zhandle_t* zh, c_op* op) -> int {
+                auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
+                return zoo_aremove_all_watches(zh, path.c_str(), ZWATCHTYPE_DATA, 0, completion, op);
+            },
+            n_unwatch);
+        return;
+    }
     // ZOO_CHECK_WATCHES for this one watcher (the server keeps its own watch, which fires once
     // at most); the C client drops its watcher when the reply arrives. Fire and forget: a
     // refusal (ZNOWATCHER: it fired meanwhile; connection loss) leaves at most that one watcher.

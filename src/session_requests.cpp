@@ -199,6 +199,17 @@ void session_impl::exists(const std::string& path, zk_handler h) {
         n_exists);
 }
 
+void session_impl::exists_watch(const std::string& path, std::uint64_t watch_id, zk_handler h) {
+    note_watch_path(watch_id, path, false);
+    submit(
+        h,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            return zoo_awexists(zh, path.c_str(), node_watcher,
+                                reinterpret_cast<void*>(static_cast<std::uintptr_t>(watch_id)), on_stat, op);
+        },
+        n_exists);
+}
+
 void session_impl::remove(const std::string& path, int version, zk_handler h) {
     submit(
         h,

@@ -119,6 +119,10 @@ struct session_statistics {
     /// watch fired, so that the C client does not keep one watcher per attempt.
     std::uint64_t watch_removals = 0;
     std::uint64_t multis = 0; ///< transactions committed under a lock (guard::async_commit)
+    /// Grants made on a predecessor's release marker: a waiter behind a deeper queue granted when
+    /// the node before it was released by its holder, without listing the children again
+    /// (docs/internals.md, "The hand-off").
+    std::uint64_t marked_grants = 0;
     /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {
         return creates + deletes + get_children + get_data + exists + set_data + watch_removals +

@@ -18,6 +18,7 @@ enum class verdict {
     look_again,     ///< the node changed between the check and the delete: check it again
     delete_version, ///< (after the check) the node is ours: delete exactly the version read
     search,         ///< (after the listing) look for the create's GUID among the children
+    unmarked,       ///< (after a marked release) delete the node without its marker
 };
 
 /// The handle is gone (closed, expired, refused): the session's ephemeral nodes go with it, so
@@ -47,6 +48,16 @@ constexpr verdict after_versioned_delete(int rc) noexcept {
 constexpr verdict after_delete(int rc) noexcept {
     if (rc == ZOK || rc == ZNONODE || handle_gone(rc)) return verdict::finished;
     return verdict::retry;
+}
+
+/// After a release sent as one transaction: create and delete the release marker, delete the
+/// node (protocol.hpp, release_marker). ZNONODE: the node is gone (or its parent, and the node with
+/// it); a transaction tried again after a lost reply fails so. A refusal for any other reason (a
+/// marker made by hand, an ACL, a server without multi) must not keep the node: delete it plainly.
+constexpr verdict after_marked_release(int rc) noexcept {
+    if (rc == ZOK || rc == ZNONODE || handle_gone(rc)) return verdict::finished;
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) return verdict::retry;
+    return verdict::unmarked;
 }
 
 /// After listing the parent of a create whose reply was lost (the node is named by its GUID).

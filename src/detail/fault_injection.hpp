@@ -48,6 +48,13 @@ struct fault_injection {
     /// expired), the session handles that news this many milliseconds late, as a busy strand
     /// may: requests the dead handle refuses meanwhile must still end for the right reason.
     std::atomic<int> delay_end_event_ms{0};
+    /// The next N releases sent with their marker (a transaction) report ZCONNECTIONLOSS although
+    /// the server applied them, as if the connection had dropped before the reply.
+    std::atomic<int> lose_release_replies{0};
+    /// A waiter that watches its predecessor's release marker sends the marker's watch, then
+    /// waits this many milliseconds before it reads (and watches) the predecessor: the
+    /// predecessor can go in between, the phase where the two requests are apart.
+    std::atomic<int> pause_before_predecessor_ms{0};
     /// When 0 or more: every listing of the children reports this as the parent's cversion, as
     /// on a parent whose sequence counter has wrapped (2147483647) after 2^31 creates.
     std::atomic<std::int64_t> cversion_override{-1};

@@ -126,6 +126,8 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::optional<boot_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
     bool delete_deferred = false;             // strand
     bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
+    /// A write node granted as the lowest: its release carries the release marker (protocol.hpp).
+    bool marks_release = false;
     std::shared_ptr<path_metrics> metrics; // strand: set at the grant by the acquire's meter
     std::chrono::steady_clock::time_point granted_at{};
     /// Records the hold's end once (strand); with a loss reason, the loss too.

@@ -118,6 +118,21 @@ bool granted_once_gone(std::span<const std::string> children, std::string_view m
                        std::string_view predecessor, lock_family f, lock_dialect d,
                        std::string_view own_writer = {}, parent_cversion cv = std::nullopt);
 
+/// The release marker of the lock node at path `node`: "<node>.released". A holder of a write
+/// node (a mutex's, or a read/write lock's writer) whose grant showed that no contender sorted
+/// below it deletes its node in one transaction that also creates and deletes this path
+/// (release_ops). A waiter that is not `alone` watches, with `exists`, the marker of the node it
+/// waits for: a creation event proves that the node went while it was the lowest, so the
+/// waiter's decision on its own listing without that node is `acquired` (as for `alone`), with
+/// no new listing. Nothing else creates this path; a deletion without it (a waiter that gave up,
+/// an expired session, another library's release, a reader) tells nothing, and the waiter lists
+/// again. The marker never appears in a listing: it exists only inside that transaction.
+std::string release_marker(std::string_view node);
+
+/// True when `predecessor`, a contender's name, may be released with its marker: a write node of
+/// any recipe (a reader's grant does not show that no writer is below it, so readers never mark).
+bool may_mark_release(std::string_view predecessor, lock_family f, lock_dialect d) noexcept;
+
 /// True when the sequence suffixes on a lock path cannot be trusted to order its contenders.
 /// ZooKeeper names sequential nodes "%010d" of the parent's cversion, an int32: after 2^31
 /// creates under one parent it wraps to negative values (up to 11 characters, "-2147483648")

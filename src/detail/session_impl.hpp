@@ -287,6 +287,8 @@ public:
     /// Records which path (and kind) a registered watch is armed on, for drop_watch.
     void note_watch_path(std::uint64_t watch_id, const std::string& path, bool child);
     void exists(const std::string& path, zk_handler h);
+    /// exists with a watch (`watch_id`): on a missing node it fires on the node's creation.
+    void exists_watch(const std::string& path, std::uint64_t watch_id, zk_handler h);
     void remove(const std::string& path, int version, zk_handler h);
     void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
     /// A multi holding one check of "/": committed by a quorum, so its success renews the lease
@@ -347,7 +349,9 @@ public:
     /// its watcher is also removed from the C client (zoo_aremove_watches), which otherwise
     /// keeps it until the node changes: a waiter that gives up behind a long hold would leave
     /// one watcher per attempt.
-    void drop_watch(std::uint64_t id, bool armed = false);
+    /// `everywhere`: remove the session's watches on the path from the server too
+    /// (zoo_aremove_all_watches), for a watch on a node that may never change: a release marker's.
+    void drop_watch(std::uint64_t id, bool armed = false, bool everywhere = false);
 
     /// Per-session state of a recipe (strand), created by the recipe on first use.
     std::shared_ptr<void>& extension(std::uint64_t key) { return extensions_[key]; }
@@ -361,8 +365,10 @@ public:
     /// session ends. `done` (optional) completes when that happens.
     /// With `owner_czxid` != 0 the node is deleted only while it is still the one created with
     /// that czxid (a fixed name that someone else may have recreated: the unique_node strategy).
+    /// With `marked`, the holder of a write node releases it with its release marker
+    /// (protocol.hpp, release_marker), and deletes it plainly if the server refuses that.
     void delete_in_background(std::string node, std::optional<pending<void(error_code)>> done = std::nullopt,
-                              std::int64_t owner_czxid = 0);
+                              std::int64_t owner_czxid = 0, bool marked = false);
     /// Same, for a node known only by the guid in its name (a create whose reply was lost).
     void delete_by_guid_in_background(std::string parent, std::string guid);
     std::size_t background_deletes() const noexcept { return cleanups_.size(); }
@@ -395,7 +401,7 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_renewal{0}, n_touch{0}, n_multi{0};
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_renewal{0}, n_touch{0}, n_multi{0}, n_marked_grants{0};
 
 private:
     struct cleanup_job {
@@ -403,6 +409,7 @@ private:
         std::string parent; // with guid
         std::string guid;
         std::int64_t owner_czxid = 0; // with a fixed name: delete only this incarnation
+        bool marked = false;          // a release with its marker (until the server refuses it)
         std::vector<pending<void(error_code)>> waiters;
         bool running = false;
         std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();

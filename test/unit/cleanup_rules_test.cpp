@@ -70,3 +70,15 @@ TEST(CleanupRules, RetriesOnTheReconnectOrAfterABoundedBackoff) {
     EXPECT_EQ(plan_retry(1000, ZNOAUTH, true).backoff, 5000ms);
     EXPECT_EQ(plan_retry(0, ZNOAUTH, true).backoff, 50ms) << "a count below one is the first failure";
 }
+
+TEST(CleanupRules, AMarkedReleaseFallsBackToAPlainDeleteButNeverGivesUp) {
+    // Done: applied, or the node is gone (a retry after a lost reply fails so), or the handle is.
+    for (int rc : {ZOK, ZNONODE, ZSESSIONEXPIRED, ZCLOSING, ZINVALIDSTATE, ZAUTHFAILED})
+        EXPECT_EQ(after_marked_release(rc), verdict::finished) << rc;
+    // The reply may have been lost: the same transaction again.
+    for (int rc : {ZCONNECTIONLOSS, ZOPERATIONTIMEOUT})
+        EXPECT_EQ(after_marked_release(rc), verdict::retry) << rc;
+    // Refused (a marker made by hand, an ACL, anything else): the node must still go, plainly.
+    for (int rc : {ZNODEEXISTS, ZNOAUTH, ZBADARGUMENTS, ZUNIMPLEMENTED, ZMARSHALLINGERROR, ZNOTEMPTY})
+        EXPECT_EQ(after_marked_release(rc), verdict::unmarked) << rc;
+}

@@ -381,3 +381,29 @@ TEST(Protocol, HandOffDecisionAfterARelease) {
     // bound 1: every grant has its own node, still queued locally
     EXPECT_EQ(decide_after_release(true, true, 3, 1, 1), A::release_requeue);
 }
+
+TEST(Protocol, OnlyWriteNodesMayMarkTheirRelease) {
+    EXPECT_EQ(release_marker("/locks/a/_c_x-lock-0000000007"), "/locks/a/_c_x-lock-0000000007.released");
+    // Writers of every recipe and dialect: a mutex's, Curator's write lock, kazoo's Lock.
+    EXPECT_TRUE(may_mark_release("_c_x-lock-0000000007", lock_family::mutex, zklock::lock_dialect::curator));
+    EXPECT_TRUE(may_mark_release("_c_x-__WRIT__0000000007", lock_family::rw, zklock::lock_dialect::curator));
+    EXPECT_TRUE(may_mark_release("abc__lock__0000000007", lock_family::rw, zklock::lock_dialect::kazoo));
+    // Readers never: their grant does not show that no writer is below them.
+    EXPECT_FALSE(may_mark_release("_c_x-__READ__0000000007", lock_family::rw, zklock::lock_dialect::curator));
+    EXPECT_FALSE(may_mark_release("abc__rlock__0000000007", lock_family::rw, zklock::lock_dialect::kazoo));
+    // Not a contender (a marker itself, a helper node).
+    EXPECT_FALSE(
+        may_mark_release("_c_x-lock-0000000007.released", lock_family::mutex, zklock::lock_dialect::curator));
+    EXPECT_FALSE(may_mark_release("leases", lock_family::mutex, zklock::lock_dialect::curator));
+}
+
+TEST(Protocol, AMarkerIsNoContenderOfAnyRecipe) {
+    // It never shows in a listing (it lives inside one transaction); one made by hand is not a
+    // contender anyone waits for.
+    std::vector<std::string> kids{"_c_x-lock-0000000001", "_c_x-lock-0000000001.released",
+                                  "_c_y-lock-0000000002"};
+    auto d = decide(kids, "_c_y-lock-0000000002", lock_family::mutex, zklock::lock_dialect::curator, {}, 3);
+    EXPECT_EQ(d.what, exclusive_decision::wait);
+    EXPECT_EQ(d.predecessor, "_c_x-lock-0000000001");
+    EXPECT_TRUE(d.alone);
+}

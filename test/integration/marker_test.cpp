@@ -1,0 +1,288 @@
+// The release marker (protocol.hpp, release_marker): a waiter behind a deeper queue is granted on
+// its predecessor's release, without listing the children again, only when that predecessor was
+// the lowest node. Every other way the predecessor can go (it gave up, its session ended, someone
+// deleted it) and every write on it must leave the waiter waiting while the holder holds.
+// Each test has three contenders on one path: [A holds, B waits for A, C waits for B].
+#include <zklock/mutex.hpp>
+#include <zklock/shared_mutex.hpp>
+
+#include "common.hpp"
+#include "raw_zk.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+
+using namespace zt;
+
+using Marker = zt::zk_test;
+
+namespace {
+/// Polls until `s` has sent `n` more exists requests than `since` (C's marker watch), and its
+/// read of the predecessor.
+awaitable<void> wait_armed(zklock::session& s, const zklock::session_statistics& since) {
+    co_await eventually(
+        [&] {
+            auto now = s.statistics();
+            return now.exists > since.exists && now.get_data > since.get_data;
+        },
+        5000ms);
+    CO_REQUIRE(s.statistics().exists > since.exists);
+}
+} // namespace
+
+TEST_F(Marker, ADeepWaiterIsGrantedOnItsPredecessorsReleaseWithoutListing) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        co_await sleep_for(100ms);
+        EXPECT_FALSE(wc->done) << "granted while B holds";
+        const auto listed = c->statistics().get_children;
+        co_await wb->guard.async_release(use_awaitable);
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().get_children, listed) << "listed again after the marked release";
+        EXPECT_EQ(c->statistics().marked_grants - c0.marked_grants, 1u);
+        EXPECT_EQ(c->statistics().get_children - c0.get_children, 1u) << "one listing: the create's";
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AWaiterAheadThatGivesUpDoesNotGrantTheOneBehind) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(400ms, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        co_await eventually([&] { return wb->done; }, 3000ms);
+        EXPECT_EQ(wb->ec, zklock::errc::acquire_timeout) << wb->ec.message();
+        co_await sleep_for(300ms);
+        EXPECT_FALSE(wc->done) << "granted while A holds";
+        // The marker's watch, never fired, was removed from the server.
+        EXPECT_GT(c->statistics().watch_removals, c0.watch_removals);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants, c0.marked_grants) << "A's release is C's alone grant";
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AWaiterAheadWhoseSessionEndsDoesNotGrantTheOneBehind) {
+    // The server deletes an ended session's nodes without a marker (as on an expiry).
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        co_await b->async_close(use_awaitable);
+        co_await wait_for_children(*a, path, 2);
+        co_await sleep_for(300ms);
+        EXPECT_FALSE(wc->done) << "granted while A holds";
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants, c0.marked_grants);
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AWriteOnThePredecessorIsNotARelease) {
+    // A revocation request written on B's node fires C's watch on B: C lists again and waits.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        std::string b_node;
+        for (auto& k : co_await children_of(*a, path))
+            if (path + "/" + k != ga.node_path()) b_node = path + "/" + k;
+        CO_REQUIRE(!b_node.empty());
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        raw_zk peer;
+        EXPECT_EQ(peer.set(b_node, "__REVOKE__"), ZOK);
+        co_await eventually([&] { return c->statistics().get_children > c0.get_children + 1; }, 5000ms);
+        EXPECT_GT(c->statistics().get_children, c0.get_children + 1) << "C did not list again";
+        co_await sleep_for(200ms);
+        EXPECT_FALSE(wc->done) << "granted while A holds";
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        co_await sleep_for(100ms);
+        EXPECT_FALSE(wc->done) << "granted while B holds";
+        co_await wb->guard.async_release(use_awaitable);
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AMarkerMadeBeforehandDoesNotKeepTheNode) {
+    // A node already at the marker's path makes the release's transaction fail: the release deletes
+    // the node plainly, and C, which cannot tell, lists again and is granted.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        std::string b_node;
+        for (auto& k : co_await children_of(*a, path))
+            if (path + "/" + k != ga.node_path()) b_node = path + "/" + k;
+        CO_REQUIRE(!b_node.empty());
+        raw_zk peer;
+        const auto marker = b_node + ".released";
+        CO_REQUIRE(peer.create(marker) == ZOK);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        const auto b0 = b->statistics();
+        co_await wb->guard.async_release(use_awaitable);
+        EXPECT_EQ(b->statistics().deletes - b0.deletes, 2u) << "the transaction, then the plain delete";
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants, c0.marked_grants);
+        co_await wc->guard.async_release(use_awaitable);
+        EXPECT_EQ(b->impl()->background_deletes(), 0u);
+        EXPECT_EQ(peer.remove(marker), ZOK);
+    });
+}
+
+TEST_F(Marker, AReleaseBetweenTheMarkersWatchAndThePredecessorsReadGrants) {
+    // C sends the marker's watch, then (the fault) waits before it reads B: A and B release in
+    // between. The marker fires before C's read finds B gone, and C is granted on it.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        c->impl()->faults.pause_before_predecessor_ms = 1500;
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await eventually([&] { return c->statistics().exists > c0.exists; }, 5000ms);
+        CO_REQUIRE(c->statistics().exists > c0.exists);
+        EXPECT_EQ(c->statistics().get_data, c0.get_data) << "C read B before the pause";
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        co_await wb->guard.async_release(use_awaitable);
+        EXPECT_FALSE(wc->done) << "C was not in its pause";
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().get_data - c0.get_data, 1u);
+        EXPECT_EQ(c->statistics().get_children - c0.get_children, 1u) << "listed again";
+        EXPECT_EQ(c->statistics().marked_grants - c0.marked_grants, 1u);
+        c->impl()->faults.pause_before_predecessor_ms = 0;
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AReleaseWhoseReplyIsLostGrantsOnceAndLeavesNothing) {
+    // B's release is applied, and its reply lost: B sends it again, which fails (its node is
+    // gone), and ends there. C was granted once, on the first.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        b->impl()->faults.lose_release_replies = 1;
+        const auto b0 = b->statistics();
+        co_await wb->guard.async_release(use_awaitable);
+        EXPECT_EQ(b->impl()->faults.lose_release_replies.load(), 0) << "the fault was not injected";
+        co_await eventually([&] { return b->impl()->background_deletes() == 0; }, 5000ms);
+        EXPECT_EQ(b->impl()->background_deletes(), 0u);
+        EXPECT_EQ(b->statistics().deletes - b0.deletes, 2u) << "the release and its retry";
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants - c0.marked_grants, 1u);
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AReaderBehindTwoWritersIsGrantedOnTheSecondsRelease) {
+    // [writer A, writer B, reader R]: R waits for the nearest lower writer, B, and B's deletion
+    // alone would not grant it (A is lower). B's marked release does.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::shared_mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_shared_for(10s, h); });
+        co_await wait_armed(*c, c0);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        co_await sleep_for(100ms);
+        EXPECT_FALSE(wc->done) << "a reader granted while a writer holds";
+        co_await wb->guard.async_release(use_awaitable);
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants - c0.marked_grants, 1u);
+        EXPECT_EQ(c->statistics().get_children - c0.get_children, 1u);
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Marker, AWriterBehindAReaderDoesNotWatchForAMarker) {
+    // Readers never mark their release (a reader's grant does not show that no writer is below
+    // it), so a writer waiting for a reader watches no marker.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect();
+        zklock::shared_mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable); // a writer
+        auto wb = in_background([&](auto h) { mb.async_acquire_shared_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); }); // a writer behind B
+        co_await eventually([&] { return c->statistics().get_data > c0.get_data; }, 5000ms);
+        EXPECT_EQ(c->statistics().exists, c0.exists) << "watched a reader's marker";
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        co_await wb->guard.async_release(use_awaitable);
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants, c0.marked_grants);
+        co_await wc->guard.async_release(use_awaitable);
+    });
+}
