@@ -224,6 +224,7 @@ private:
             if (&p == &chain.back()) node_acl = req_.node_acl;
             auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
+            if (r.rc == ZOK && &p == &chain.back()) made_path_ = true;
             if (&p == &chain.front() && chain.size() > 1 && fault_injection::take(s_->faults.reap_ancestor))
                 (void)co_await s_->async_remove(p, use_awaitable); // as the container reaper may
         }
@@ -313,6 +314,14 @@ private:
         wake_.cancel();
         deadline_timer_.cancel();
         grace_timer_.cancel();
+        if (made_path_ && !path_used_ && !session_gone() && s_->state() == session_state::connected) {
+            // We made the lock path and never created a node in it (we stopped in between, or
+            // the create was refused): the server never reaps a container that never had a
+            // child, so it goes now. Once: if someone's node is in it by now, the server refuses
+            // (ZNOTEMPTY); if someone is about to create one, that create finds no parent and
+            // makes it again.
+            s_->remove(req_.path, -1, zk_handler([](zk_result) {}));
+        }
         if (handler_) handler_.complete(ec, std::move(g)); // (else: completed after the grace)
     }
 
@@ -362,6 +371,7 @@ private:
         for (int parent_attempts = 0;;) {
             if (op.should_stop()) co_return co_await give_up(op.stop_reason());
             auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable, op.req_.node_acl);
+            if (r.rc == ZOK || r.rc == ZNODEEXISTS || is_connection_rc(r.rc)) op.path_used_ = true;
             if (r.rc == ZOK) {
                 op.my_node_ = node;
                 op.czxid_ = r.stat.czxid;
@@ -455,6 +465,10 @@ private:
                                               op.req_.node_acl);
             auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
                                                       use_awaitable, op.req_.node_acl);
+            if (r.rc == ZOK || is_connection_rc(r.rc))
+                op.path_used_ = true; // (a lost reply may have made it)
+            if (fault_injection::take(s.faults.stop_after_parents) && r.rc == ZNONODE)
+                op.cancel_after_parents_ = true;
             if (r.rc == ZOK) {
                 op.my_node_ = std::move(r.path);
                 op.czxid_ = r.stat.czxid;
@@ -469,6 +483,7 @@ private:
                 // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
                 if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc))
                     co_return op.finish(op.fail_code(rc));
+                if (op.cancel_after_parents_) op.cancel(); // (the fault: a cancel in between)
             } else if (is_connection_rc(r.rc)) {
                 // Bounded: a request the server refuses to answer (it drops the connection) would
                 // otherwise be sent again forever, suspending the whole session each time.
@@ -634,9 +649,12 @@ private:
     std::int64_t czxid_ = 0;
     bool cancelled_ = false;
     bool recheck_ = false;
-    bool pred_deleted_ = false;      // the watch that woke us was the predecessor's deletion
-    bool marked_ = false;            // the predecessor's release marker was created
-    bool semaphore_checked_ = false; // check_no_semaphore passed on a listing made after our create
+    bool pred_deleted_ = false;         // the watch that woke us was the predecessor's deletion
+    bool marked_ = false;               // the predecessor's release marker was created
+    bool made_path_ = false;            // ensure_parents created the lock path itself
+    bool path_used_ = false;            // a create of ours in it succeeded, or may have
+    bool cancel_after_parents_ = false; // (faults.stop_after_parents)
+    bool semaphore_checked_ = false;    // check_no_semaphore passed on a listing made after our create
     lease_ns headroom_until_ = 0; // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
     error_code fatal_;
     bool session_ended_ =

@@ -55,6 +55,9 @@ struct fault_injection {
     /// waits this many milliseconds before it reads (and watches) the predecessor: the
     /// predecessor can go in between, the phase where the two requests are apart.
     std::atomic<int> pause_before_predecessor_ms{0};
+    /// The next N acquires that find no lock path are cancelled right after they made it,
+    /// before their node's create: the lock path is then a container that never had a child.
+    std::atomic<int> stop_after_parents{0};
     /// When 0 or more: every listing of the children reports this as the parent's cversion, as
     /// on a parent whose sequence counter has wrapped (2147483647) after 2^31 creates.
     std::atomic<std::int64_t> cversion_override{-1};

@@ -354,3 +354,38 @@ TEST_F(Acquire, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRe
         }
     });
 }
+
+TEST_F(Acquire, AnAcquireThatStopsAfterMakingTheLockPathDeletesIt) {
+    // The server never reaps a container that never had a child: an acquire that made the lock
+    // path and stopped before its node's create (here: a cancel in between, the fault) deletes
+    // the path again. The same through a semaphore, whose internal lock path is "<path>/locks".
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        for (bool sem : {false, true}) {
+            SCOPED_TRACE(sem ? "semaphore" : "mutex");
+            const std::string path = sem ? semaphore_path() : lock_path();
+            const std::string made = sem ? path + "/locks" : path;
+            a->impl()->faults.stop_after_parents = 1;
+            zklock::error_code ec;
+            if (sem) {
+                zklock::semaphore m(*a, path, 2);
+                std::tie(ec, std::ignore) =
+                    co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+            } else {
+                zklock::mutex m(*a, path);
+                std::tie(ec, std::ignore) =
+                    co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+            }
+            EXPECT_EQ(a->impl()->faults.stop_after_parents.load(), 0) << "the fault was not injected";
+            EXPECT_EQ(ec, boost::asio::error::operation_aborted) << ec.message();
+            zklock::error_code gone;
+            for (int i = 0; i < 50; ++i) { // (the delete is sent, not awaited)
+                std::tie(gone, std::ignore) =
+                    co_await zklock::async_get_data(*a, made, boost::asio::as_tuple(use_awaitable));
+                if (gone) break;
+                co_await sleep_for(20ms);
+            }
+            EXPECT_EQ(gone, zklock::zk_errc::no_node) << made << " is still there: " << gone.message();
+        }
+    });
+}
