@@ -339,8 +339,10 @@ private:
         h->policy_override = req_.loss;
         h->fixed_name = req_.strategy == lock_strategy::unique_node;
         // A write node granted here was the lowest contender (decide, or a predecessor's deletion
-        // or marker that left it so): its release may say so to the waiter behind it.
-        h->marks_release = !h->fixed_name && parsed && parsed->writer;
+        // or marker that left it so): its release may say so to the waiter behind it. Only a node
+        // that waited can have such a waiter: one that lists while this node is the lowest is
+        // alone behind it, and needs no marker (so an uncontended cycle pays nothing for it).
+        h->marks_release = !h->fixed_name && parsed && parsed->writer && waited_;
         h->start();
         if (h->revocable) h->arm_watch(); // watch our own node's data for revocation requests
         finish({}, guard(std::move(h)));
@@ -559,6 +561,7 @@ private:
                 co_return op.grant();
             }
             if (op.req_.try_only) co_return co_await op.abandon(op.busy_code());
+            op.waited_ = true;
 
             op.recheck_ = false;
             op.pred_deleted_ = false;
@@ -651,6 +654,7 @@ private:
     bool recheck_ = false;
     bool pred_deleted_ = false;         // the watch that woke us was the predecessor's deletion
     bool marked_ = false;               // the predecessor's release marker was created
+    bool waited_ = false;               // some listing put another contender before our node
     bool made_path_ = false;            // ensure_parents created the lock path itself
     bool path_used_ = false;            // a create of ours in it succeeded, or may have
     bool cancel_after_parents_ = false; // (faults.stop_after_parents)

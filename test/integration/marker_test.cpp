@@ -286,3 +286,42 @@ TEST_F(Marker, AWriterBehindAReaderDoesNotWatchForAMarker) {
         co_await wc->guard.async_release(use_awaitable);
     });
 }
+
+TEST_F(Marker, OnlyANodeThatWaitedMarksItsRelease) {
+    // A node granted on its first listing is the lowest from then on: whoever lists behind it
+    // is alone behind it, so its release carries no marker (an uncontended cycle pays nothing).
+    // A node that waited marks it. An observer session watches each marker's path.
+    run_test([&]() -> awaitable<void> {
+        auto c = co_await two_contenders();
+        auto o = co_await connect();
+        auto& impl = *o->impl();
+        int created = 0;
+        int armed = 0;
+        auto watch_marker = [&](const std::string& node) { // (armed: its exists was answered)
+            asio::post(impl.strand(), [&impl, &created, &armed, marker = node + ".released"] {
+                auto id = impl.add_watch([&created](int type) {
+                    if (type == ZOO_CREATED_EVENT) ++created;
+                });
+                impl.exists_watch(
+                    marker, id, zklock::detail::zk_handler([&armed](zklock::detail::zk_result) { ++armed; }));
+            });
+        };
+        auto ga = co_await c.ma.async_acquire(use_awaitable); // free: granted on its first listing
+        auto wb = in_background([&](auto h) { c.mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*c.a, c.path, 2);
+        watch_marker(ga.node_path());
+        co_await eventually([&] { return armed == 1; }, 5000ms);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        watch_marker(wb->guard.node_path());
+        co_await eventually([&] { return armed == 2; }, 5000ms);
+        CO_REQUIRE(armed == 2);
+        co_await sleep_for(200ms);
+        EXPECT_EQ(created, 0) << "the release of a node that never waited carried a marker";
+        co_await wb->guard.async_release(use_awaitable);
+        co_await eventually([&] { return created == 1; }, 5000ms);
+        EXPECT_EQ(created, 1) << "the release of a node that waited carried no marker";
+        co_await o->async_close(use_awaitable);
+    });
+}
