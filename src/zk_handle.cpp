@@ -508,6 +508,25 @@ void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected
         sd_of_ = fd;
         checked_while_connected_ = connected && sd_.is_open();
     }
+    if (sd_.is_open() && connected && out_registered_ && !(interest & ZOOKEEPER_WRITE) && !write_waiting_) {
+        // Asio keeps EPOLLOUT in the descriptor's registration once a write wait was made on it
+        // (the connect's), and re-arms every read wait with that registration: each re-arm then
+        // reports the always-writable socket, a wake-up for nothing, once per reply. Connected
+        // with nothing to send, the descriptor is registered again, for reading only. (A new
+        // generation: the read wait cancelled here is stale.)
+        ++sock_gen_;
+        read_waiting_ = false;
+        out_registered_ = false;
+        error_code ec;
+        const int dup = sd_.release();
+        sd_.assign(dup, ec);
+        if (ec) {
+            ::close(dup);
+            ino_ = 0;
+            sd_of_ = -1;
+            checked_while_connected_ = false;
+        }
+    }
     if (sd_.is_open()) {
         if ((interest & ZOOKEEPER_READ) && !read_waiting_) {
             read_waiting_ = true;
@@ -521,6 +540,7 @@ void zk_handle::wait_for(int fd, int interest, const timeval& tv, bool connected
         }
         if ((interest & ZOOKEEPER_WRITE) && !write_waiting_) {
             write_waiting_ = true;
+            out_registered_ = true;
             sd_.async_wait(asio::posix::stream_descriptor::wait_write,
                            [self = shared_from_this(), g = sock_gen_](error_code ec) {
                                if (g != self->sock_gen_) return;
@@ -550,6 +570,7 @@ void zk_handle::drop_socket() {
     if (!sd_.is_open()) return;
     ++sock_gen_;
     read_waiting_ = write_waiting_ = false;
+    out_registered_ = false;
     error_code ec;
     sd_.close(ec); // our duplicate: the waits on it end with operation_aborted
     ino_ = 0;

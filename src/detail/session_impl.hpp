@@ -189,6 +189,7 @@ private:
     bool checked_while_connected_ = false; // the last check of that socket was in the connected state
     std::uint64_t sock_gen_ = 0;           // moves whenever the socket changes: stale readiness is ignored
     bool read_waiting_ = false, write_waiting_ = false, timer_waiting_ = false;
+    bool out_registered_ = false; // a write wait was made on sd_: the reactor watches EPOLLOUT too
     asio::steady_timer timer_;
     std::chrono::steady_clock::time_point timer_at_{};
     std::atomic<bool> drive_posted_{false};
