@@ -127,12 +127,13 @@ if tls:
 herd = [r for r in rows if r["workload"].startswith("herd-")]
 if herd:
     lines.append("\n### Herd effect (forceSync=no): the seeds' three algorithms, one lock, one session per waiter\n")
-    lines.append("| algorithm | waiters | cycles/s | watch notifications per release | p99 acquire us |")
-    lines.append("|---|---:|---:|---:|---:|")
+    lines.append("| algorithm | waiters | cycles/s | waiters woken per release | watch events per release | p99 acquire us |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
     names = {"zklock-predecessor": "predecessor watch (the recipe)", "zklock-children": "all watch the children",
              "zklock-unique": "unique node, all watch it"}
     for r in herd:
         lines.append(f"| {names.get(r['impl'], r['impl'])} | {r['workers']} | {f(r['cycles_per_s'])} | "
+                     f"{f(r.get('waiters_woken_per_cycle', r.get('watch_events_per_cycle')), 2)} | "
                      f"{f(r.get('watch_events_per_cycle'), 2)} | {f(r['p99_us'])} |")
 import os
 

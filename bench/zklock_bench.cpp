@@ -75,7 +75,7 @@ static double cpu_seconds() {
 struct run_result {
     long cycles = 0;
     double wall = 0, cpu = 0;
-    std::uint64_t requests = 0, watch_events = 0;
+    std::uint64_t requests = 0, watch_events = 0, marked_grants = 0;
     std::uint64_t lease_requests = 0; // the lease's heartbeats and touches
     std::uint32_t max_node_grants = 0;
     long maxrss_kb = 0;
@@ -104,7 +104,8 @@ static run_result run_process(const config& cfg, const std::string& base, int in
     int running = 0;
     double cpu0 = 0;
     auto& wall = res.wall;
-    std::uint64_t req0 = 0, req1 = 0, watch0 = 0, watch1 = 0, lease0 = 0, lease1 = 0;
+    std::uint64_t req0 = 0, req1 = 0, watch0 = 0, watch1 = 0, lease0 = 0, lease1 = 0, marked0 = 0,
+                  marked1 = 0;
     clk::time_point t_start;
     // The sum over the sessions of one figure of their statistics.
     auto total = [&](auto figure) {
@@ -117,6 +118,9 @@ static run_result run_process(const config& cfg, const std::string& base, int in
     };
     auto total_lease_requests = [&] {
         return total([](const zklock::session_statistics& st) { return st.heartbeats + st.touches; });
+    };
+    auto total_marked = [&] {
+        return total([](const zklock::session_statistics& st) { return st.marked_grants; });
     };
     auto total_watch_events = [&] {
         return total([](const zklock::session_statistics& st) { return st.watch_events; });
@@ -198,6 +202,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
             cpu0 = cpu_seconds();
             req0 = total_requests();
             watch0 = total_watch_events();
+            marked0 = total_marked();
             lease0 = total_lease_requests();
             t.expires_after(
                 std::chrono::duration_cast<clk::duration>(std::chrono::duration<double>(cfg.duration)));
@@ -206,6 +211,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
             wall = std::chrono::duration<double>(clk::now() - t_start).count();
             req1 = total_requests();
             watch1 = total_watch_events();
+            marked1 = total_marked();
             lease1 = total_lease_requests();
             cpu0 = cpu_seconds() - cpu0;
             stop = true;
@@ -244,6 +250,7 @@ static run_result run_process(const config& cfg, const std::string& base, int in
 
     res.requests = req1 - req0;
     res.watch_events = watch1 - watch0;
+    res.marked_grants = marked1 - marked0;
     res.lease_requests = lease1 - lease0;
     res.cpu = cpu0;
     rusage ru{};
@@ -256,9 +263,10 @@ static run_result run_process(const config& cfg, const std::string& base, int in
 static void write_result(const run_result& r, const std::string& file) {
     std::FILE* f = std::fopen(file.c_str(), "w");
     if (!f) std::exit(4);
-    std::fprintf(f, "S %ld %.9f %.9f %llu %llu %u %ld %llu\n", r.cycles, r.wall, r.cpu,
+    std::fprintf(f, "S %ld %.9f %.9f %llu %llu %u %ld %llu %llu\n", r.cycles, r.wall, r.cpu,
                  static_cast<unsigned long long>(r.requests), static_cast<unsigned long long>(r.watch_events),
-                 r.max_node_grants, r.maxrss_kb, static_cast<unsigned long long>(r.lease_requests));
+                 r.max_node_grants, r.maxrss_kb, static_cast<unsigned long long>(r.lease_requests),
+                 static_cast<unsigned long long>(r.marked_grants));
     for (auto c : r.session_cycles) std::fprintf(f, "C %ld\n", c);
     for (auto l : r.latencies_us) std::fprintf(f, "L %.3f\n", l);
     for (auto& [lock, hs] : r.holds)
@@ -279,10 +287,11 @@ static bool read_result(run_result& into, const std::string& file) {
         if (tag == "S") {
             long cycles;
             double wall, cpu;
-            unsigned long long req, watch, lease;
+            unsigned long long req, watch, lease, marked;
             unsigned mng;
             long rss;
-            in >> cycles >> wall >> cpu >> req >> watch >> mng >> rss >> lease;
+            in >> cycles >> wall >> cpu >> req >> watch >> mng >> rss >> lease >> marked;
+            into.marked_grants += marked;
             into.lease_requests += lease;
             into.cycles += cycles;
             into.wall = std::max(into.wall, wall);
@@ -432,13 +441,15 @@ int main(int argc, char** argv) {
         "{\"impl\":\"%s\",\"processes\":%d,\"workers\":%d,\"sessions\":%d,\"locks\":%d,\"hold_ms\":%d,"
         "\"cycles\":%ld,"
         "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,"
-        "\"requests_per_cycle\":%.2f,\"lease_requests_per_cycle\":%.3f,\"watch_events_per_cycle\":%.2f,\"cpu_"
+        "\"requests_per_cycle\":%.2f,\"lease_requests_per_cycle\":%.3f,\"watch_events_per_cycle\":%.2f,"
+        "\"waiters_woken_per_cycle\":%.2f,\"cpu_"
         "us_per_cycle\":%.1f,\"peak_rss_"
         "kb\":%ld,\"overlaps\":%ld,"
         "\"handoff\":%u,\"max_grants_per_node\":%u,\"session_share_min\":%.3f,\"session_share_max\":%.3f}\n",
         cfg.label.c_str(), cfg.processes, cfg.workers, cfg.sessions, cfg.locks, cfg.hold_ms, cycles, wall,
         cps, pct(0.5), pct(0.99), latencies_us.empty() ? 0.0 : latencies_us.back(), rpc,
         cycles ? double(res.lease_requests) / cycles : 0.0, cycles ? double(res.watch_events) / cycles : 0.0,
+        cycles ? double(res.watch_events - res.marked_grants) / cycles : 0.0,
         cycles ? cpu0 * 1e6 / cycles : 0.0, res.maxrss_kb, overlaps, cfg.handoff, max_node_grants,
         cycles ? double(*smin) / cycles : 0.0, cycles ? double(*smax) / cycles : 0.0);
     std::fprintf(stderr,
