@@ -7,6 +7,8 @@
 #include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
+#include "ensemble.hpp"
+#include "proxy.hpp"
 #include "raw_zk.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -64,15 +66,27 @@ TEST_F(Marker, AWaiterAheadThatGivesUpDoesNotGrantTheOneBehind) {
         auto ga = co_await ma.async_acquire(use_awaitable);
         auto wb = in_background([&](auto h) { mb.async_acquire_for(400ms, h); });
         co_await wait_for_children(*a, path, 2);
+        std::string b_node;
+        for (auto& k : co_await children_of(*a, path))
+            if (path + "/" + k != ga.node_path()) b_node = path + "/" + k;
+        CO_REQUIRE(!b_node.empty());
         const auto c0 = c->statistics();
         auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
         co_await wait_armed(*c, c0);
+        // The server's watches by path (4lw wchp): C's on B's marker is there...
+        const auto port = first_port(zk_connect());
+        EXPECT_NE(four_letter(port, "wchp").find(b_node + ".released"), std::string::npos);
         co_await eventually([&] { return wb->done; }, 3000ms);
         EXPECT_EQ(wb->ec, zklock::errc::acquire_timeout) << wb->ec.message();
         co_await sleep_for(300ms);
         EXPECT_FALSE(wc->done) << "granted while A holds";
-        // The marker's watch, never fired, was removed from the server.
+        // ... and, never fired, it was removed from the server when C listed again.
         EXPECT_GT(c->statistics().watch_removals, c0.watch_removals);
+        co_await eventually(
+            [&] { return four_letter(port, "wchp").find(b_node + ".released") == std::string::npos; },
+            3000ms);
+        EXPECT_EQ(four_letter(port, "wchp").find(b_node + ".released"), std::string::npos)
+            << "the marker's watch stayed on the server";
         co_await ga.async_release(use_awaitable);
         co_await eventually([&] { return wc->done; }, 5000ms);
         CO_REQUIRE(wc->granted());

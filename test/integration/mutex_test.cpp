@@ -422,7 +422,7 @@ TEST_F(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
                           zklock::lock_strategy::unique_node}) {
         asio::io_context io;
         constexpr int waiters = 4;
-        int inside = 0, violations = 0, grants = 0;
+        int inside = 0, violations = 0, grants = 0, released = 0;
         std::uint64_t wakeups = 0;
         run(io, [&]() -> awaitable<void> {
             auto path = lock_path();
@@ -445,6 +445,7 @@ TEST_F(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
                         co_await sleep_for(5ms);
                         --inside;
                         co_await gs[i].async_release(use_awaitable);
+                        ++released;
                     },
                     boost::asio::detached);
             co_await sleep_for(300ms); // every waiter is queued and watching
@@ -456,7 +457,8 @@ TEST_F(Mutex, SimplerStrategiesExcludeButWakeTheHerd) {
             auto before = watch_events();
             co_await holder.async_release(use_awaitable);
             co_await sleep_for(200ms);
-            co_await eventually([&] { return grants >= waiters; }, 3000ms);
+            // (until every waiter has released: their coroutines use `gs`, which goes with this one)
+            co_await eventually([&] { return released >= waiters; }, 5000ms);
             wakeups = watch_events() - before;
         }());
         EXPECT_EQ(violations, 0);
