@@ -114,6 +114,16 @@ private:
         return error_code(rc, zookeeper_category());
     }
 
+    /// A watch on the leases' listing: it wakes the waiter to count again.
+    std::uint64_t watch_leases() {
+        return s_->add_watch([w = weak_from_this()](int) {
+            if (auto o = w.lock()) {
+                o->recheck_ = true;
+                o->wake_.cancel();
+            }
+        });
+    }
+
     asio::awaitable<zk_result> create_leases_node() {
         auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER,
                                            use_awaitable, node_acl_);
@@ -169,32 +179,63 @@ private:
                     o->wake_.cancel();
                 }));
 
-            // 2. N, the path's source of truth, then our lease
+            // 2. N, the path's source of truth, and our lease, in one flight: the server runs a
+            // session's requests in order, so the read of N is answered first, and a lease made
+            // under another N is deleted (finish) before anyone can count it against theirs.
             const std::string leases = op.path_ + "/leases";
-            auto d = co_await s.async_get_data(leases, 0, use_awaitable);
+            const auto guid = make_guid();
+            if (fault_injection::take(s.faults.reap_leases_before_create))
+                (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
+            auto read = std::make_shared<std::optional<zk_result>>();
+            auto made = std::make_shared<std::optional<zk_result>>();
+            s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
+            auto create = [&](auto token) {
+                // The path's children ride in the same flight (one path, one lock: see below).
+                return s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
+                                               ZOO_EPHEMERAL_SEQUENTIAL, op.path_, std::move(token),
+                                               op.node_acl_);
+            };
+            create([made](zk_result r) { *made = std::move(r); });
+            // ... and step 3's first listing of the leases, with its watch: if all went well, it
+            // is the count our lease is in.
+            op.recheck_ = false;
+            std::uint64_t first_wid = op.watch_leases();
+            zk_result first = co_await s.async_get_children_watch(leases, first_wid, use_awaitable);
+            // (answered before the listing: their completions have run)
+            zk_result c = *made ? std::move(**made) : zk_result{};
+            zk_result d = *read ? std::move(**read) : zk_result{};
+            if (!*made) c.rc = ZSYSTEMERROR;
+            if (!*read) d.rc = ZSYSTEMERROR;
+            bool prefetched = c.rc == ZOK && c.list_rc == ZOK && d.rc == ZOK && first.rc == ZOK &&
+                              d.data == std::to_string(op.n_);
+            if (!prefetched) s.drop_watch(first_wid, first.rc == ZOK);
+            if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
+                s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
+                co_return co_await op.finish(op.fail_code(c.rc));
+            }
+            if (c.rc == ZOK) op.lease_node_ = c.path; // (from here on, finish deletes it)
+            bool made_leases = false;
             if (d.rc == ZNONODE) {
-                auto c = co_await op.create_leases_node();
-                if (c.rc != ZOK && c.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(c.rc));
+                // No "<path>/leases" at the read (the first lease, or reaped): make it. Our create
+                // failed too, unless someone made it between the two requests.
+                auto mk = co_await op.create_leases_node();
+                if (mk.rc != ZOK && mk.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(mk.rc));
+                made_leases = true;
                 d = co_await s.async_get_data(leases, 0, use_awaitable);
             }
             if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
             if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::semaphore_size_mismatch);
-            const auto guid = make_guid();
-            if (fault_injection::take(s.faults.reap_leases_before_create))
-                (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
-            zk_result c;
-            for (int attempt = 0;; ++attempt) {
-                // The path's children ride in the same flight (one path, one lock: see below).
-                c = co_await s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
-                                                     ZOO_EPHEMERAL_SEQUENTIAL, op.path_, use_awaitable,
-                                                     op.node_acl_);
-                if (c.rc != ZNONODE || attempt == 5) break;
-                // "<path>/leases" (a container) was reaped between our calls: make it again
-                auto made = co_await op.create_leases_node();
-                if (made.rc != ZOK && made.rc != ZNODEEXISTS) {
-                    c.rc = made.rc;
-                    break;
+            for (int attempt = 1; c.rc == ZNONODE && attempt <= 5; ++attempt) {
+                // "<path>/leases" (a container) was not there at our create (reaped, or not made
+                // yet): make it (unless just made above), and create again
+                if (attempt > 1 || !made_leases) {
+                    auto mk = co_await op.create_leases_node();
+                    if (mk.rc != ZOK && mk.rc != ZNODEEXISTS) {
+                        c.rc = mk.rc;
+                        break;
+                    }
                 }
+                c = co_await create(use_awaitable);
             }
             if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
                 s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
@@ -212,8 +253,10 @@ private:
                     bool conflict = false;
                     for (const auto& k : c.children)
                         conflict = conflict || k == "lock" || parse_contender(k).has_value();
-                    if (conflict)
+                    if (conflict) {
+                        if (prefetched) s.drop_watch(first_wid, true);
                         co_return co_await op.finish(errc::path_used_by_lock); // (deletes our lease)
+                    }
                     break;
                 }
                 if (c.list_rc != ZCONNECTIONLOSS && c.list_rc != ZOPERATIONTIMEOUT)
@@ -232,19 +275,22 @@ private:
             bool restart = false;
             lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
             while (!restart) {
-                if (op.stop()) co_return co_await op.finish(op.reason());
-                if (op.internal_lost_ || op.internal_.is_lost()) {
+                const bool pre = std::exchange(prefetched, false); // (the flight's listing: first round only)
+                if (op.stop() || op.internal_lost_ || op.internal_.is_lost()) {
+                    if (pre) s.drop_watch(first_wid, true);
+                    if (op.stop()) co_return co_await op.finish(op.reason());
                     restart = true;
                     break;
                 }
-                op.recheck_ = false;
-                auto wid = s.add_watch([w = op.weak_from_this()](int) {
-                    if (auto o = w.lock()) {
-                        o->recheck_ = true;
-                        o->wake_.cancel();
-                    }
-                });
-                auto l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
+                std::uint64_t wid = first_wid;
+                zk_result l;
+                if (pre) {
+                    l = std::move(first);
+                } else {
+                    op.recheck_ = false;
+                    wid = op.watch_leases();
+                    l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
+                }
                 if (l.rc != ZOK) {
                     s.drop_watch(wid);
                     if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) {

@@ -8,6 +8,7 @@
 #include "common.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
+#include "tcp_segments.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -113,5 +114,57 @@ TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
         EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
         EXPECT_TRUE(lease2.owns_lock());
         co_await lease2.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, AFreeSemaphoreReadsNAndCreatesAndCountsItsLeaseInOneFlight) {
+    // After its internal lock, a lease's acquire sends the read of N, the lease's create, the
+    // path's listing and the leases' listing in one strand turn: one segment, one round trip. A
+    // cycle is then 3 data segments (the internal lock's flight, the lease's, and the two
+    // releases), where reading N, creating and counting one after the other took 5.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        const auto port = first_port(zk_connect());
+        auto s = co_await connect_session();
+        zklock::semaphore sem(*s, path, 2);
+        {
+            auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        constexpr int cycles = 50;
+        const auto segments0 = data_segments_sent_to(port);
+        const auto requests0 = s->statistics().requests();
+        for (int i = 0; i < cycles; ++i) {
+            auto g = co_await sem.async_acquire(use_awaitable);
+            EXPECT_TRUE(g.owns_lock());
+            co_await g.async_release(use_awaitable);
+        }
+        const double segments = static_cast<double>(data_segments_sent_to(port) - segments0) / cycles;
+        const double requests = static_cast<double>(s->statistics().requests() - requests0) / cycles;
+        std::printf("  per cycle: %.2f requests, %.2f data segments to the server\n", requests, segments);
+        EXPECT_GE(requests, 8.0);
+        EXPECT_GT(segments, 0.0) << "no segment counted: the session's socket was not found";
+        // (3 per cycle, and now and then a ping or a lease heartbeat)
+        EXPECT_LT(segments, 4.0) << "N's read, the lease's create and the listings left in several flights";
+        co_await s->async_close(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, ALeaseMadeUnderAnotherNIsDeletedAndTheAcquireRefused) {
+    // The read of N and the lease's create ride in one flight, so a lease is made before N is
+    // known to differ: the acquire must delete it and fail with semaphore_size_mismatch.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto a = co_await connect(), b = co_await connect();
+        zklock::semaphore s2(*a, path, 2), s3(*b, path, 3);
+        auto held = co_await s2.async_acquire(use_awaitable);
+        const auto b0 = b->statistics();
+        auto [ec, lease] = co_await s3.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::semaphore_size_mismatch) << ec.message();
+        EXPECT_FALSE(lease.owns_lock());
+        EXPECT_GE(b->statistics().creates - b0.creates, 2u) << "the lease was not created in the flight";
+        auto leases = co_await children_of(*a, path + "/leases");
+        EXPECT_EQ(leases.size(), 1u) << "the mismatched lease was left behind";
+        co_await held.async_release(use_awaitable);
     });
 }
