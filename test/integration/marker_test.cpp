@@ -339,3 +339,63 @@ TEST_F(Marker, OnlyANodeThatWaitedMarksItsRelease) {
         co_await o->async_close(use_awaitable);
     });
 }
+
+TEST_F(Marker, AMarkerEventLostWithTheConnectionListsAgain) {
+    // The worst phase for the marker's proof: B's marked release is applied, and C's connection
+    // drops with both of its events (the marker's creation, B's deletion) still on the wire (the
+    // proxy swallows every reply from the release on, then cuts the connection). C's session
+    // lives on: at the reconnect the server fires B's data watch (B is gone) and re-arms the
+    // marker's existence watch (no marker exists now). So C must not take the marker for
+    // granted: it lists again and is granted by that listing, and the marker watch the
+    // reconnect re-armed leaves the server.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto oc = through(proxy);
+        oc.session_timeout = 10s; // the reconnect keeps the session
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect(oc);
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
+        co_await wait_for_children(*a, path, 2);
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(20s, h); });
+        co_await wait_armed(*c, c0);
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 5000ms);
+        CO_REQUIRE(wb->granted());
+        const std::string marker = wb->guard.node_path() + ".released";
+        const auto port = first_port(zk_connect());
+        CO_REQUIRE(four_letter(port, "wchp").find(marker) != std::string::npos);
+        // An observer, connected directly, sees the marker's creation: B's release is the marked one.
+        auto o = co_await connect();
+        auto& impl = *o->impl();
+        int created = 0, armed = 0;
+        asio::post(impl.strand(), [&] {
+            auto id = impl.add_watch([&created](int type) {
+                if (type == ZOO_CREATED_EVENT) ++created;
+            });
+            impl.exists_watch(marker, id,
+                              zklock::detail::zk_handler([&armed](zklock::detail::zk_result) { ++armed; }));
+        });
+        co_await eventually([&] { return armed == 1; }, 5000ms);
+        proxy.mute_replies(true);
+        co_await wb->guard.async_release(use_awaitable);
+        co_await eventually([&] { return created == 1; }, 5000ms);
+        CO_REQUIRE(created == 1);  // (B's release carried the marker)
+        co_await sleep_for(300ms); // (the server has sent C's events by now: swallowed)
+        EXPECT_FALSE(wc->done) << "C heard of the release through a muted connection";
+        const auto listed = c->statistics().get_children;
+        proxy.mute_replies(false); // (and the connection is cut)
+        co_await eventually([&] { return wc->done; }, 10000ms);
+        CO_REQUIRE(wc->granted());
+        EXPECT_EQ(c->statistics().marked_grants, c0.marked_grants) << "granted on a marker it never heard of";
+        EXPECT_GT(c->statistics().get_children, listed) << "granted without listing again";
+        co_await eventually([&] { return four_letter(port, "wchp").find(marker) == std::string::npos; },
+                            5000ms);
+        EXPECT_EQ(four_letter(port, "wchp").find(marker), std::string::npos)
+            << "the marker's watch, re-armed by the reconnect, stayed on the server";
+        co_await wc->guard.async_release(use_awaitable);
+        co_await o->async_close(use_awaitable);
+    });
+}
