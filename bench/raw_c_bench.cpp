@@ -3,6 +3,9 @@
 //                          create(ephemeral sequential) + getChildren + delete, synchronously
 //   zk_raw_bench pipelined CONNECT WINDOW SECONDS          one session, async create/delete pairs with
 //                          WINDOW pairs in flight: the server's write ceiling
+//   zk_raw_bench pipelined CONNECT WINDOW SECONDS lock     the same with a lock cycle's three requests:
+//                          create + getChildren of its parent (sent together), then delete; each
+//                          of the WINDOW slots in a parent of its own (as 32s-32l's locks)
 //   zk_raw_bench ring      CONNECT SESSIONS SECONDS        the hand-off ceiling of a contended lock: SESSIONS
 //                          sessions in one queue, each watching its predecessor's node; the one
 //                          notified holds, deletes its node (which notifies the next) and queues
@@ -197,6 +200,83 @@ int main(int argc, char** argv) {
             reads.size(), wall, reads.size() / wall, r + 2 * w, r, w);
         return 0;
     }
+    if (mode == "pipelined" && argc == 6 && std::string(argv[5]) == "lock") {
+        zhandle_t* zh = connect_zk(argv[2]);
+        int window = std::atoi(argv[3]);
+        double seconds = std::atof(argv[4]);
+        struct state_t {
+            zhandle_t* zh;
+            std::atomic<long> cycles{0};
+            std::atomic<bool> stop{false};
+            std::atomic<int> inflight{0};
+        } st;
+        st.zh = zh;
+        struct slot_t {
+            state_t* s;
+            std::string dir, prefix, created;
+        };
+        std::vector<slot_t> slots(window);
+        for (int i = 0; i < window; ++i) {
+            slots[i].s = &st;
+            slots[i].dir = base + "/pipe-" + std::to_string(i);
+            slots[i].prefix = slots[i].dir + "/n-";
+            ensure(zh, slots[i].dir);
+        }
+        struct op {
+            static void start(slot_t* sl) {
+                sl->s->inflight++;
+                // create, and the listing right behind it (answered after the create, in order)
+                zoo_acreate(
+                    sl->s->zh, sl->prefix.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE,
+                    ZOO_EPHEMERAL_SEQUENTIAL,
+                    [](int rc, const char* value, const void* d) {
+                        auto* sl = static_cast<slot_t*>(const_cast<void*>(d));
+                        sl->created = rc == ZOK && value ? value : "";
+                    },
+                    sl);
+                zoo_aget_children(
+                    sl->s->zh, sl->dir.c_str(), 0,
+                    [](int, const String_vector*, const void* d) {
+                        auto* sl = static_cast<slot_t*>(const_cast<void*>(d));
+                        if (sl->created.empty()) {
+                            sl->s->inflight--;
+                            return;
+                        }
+                        zoo_adelete(
+                            sl->s->zh, sl->created.c_str(), -1,
+                            [](int, const void* d) {
+                                auto* sl = static_cast<slot_t*>(const_cast<void*>(d));
+                                sl->s->cycles++;
+                                sl->s->inflight--;
+                                if (!sl->s->stop) start(sl);
+                            },
+                            sl);
+                    },
+                    sl);
+            }
+        };
+        for (auto& sl : slots) op::start(&sl);
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        long c0 = st.cycles;
+        double cpu0 = cpu_seconds();
+        auto t0 = clk::now();
+        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+        long n = st.cycles - c0;
+        double wall = std::chrono::duration<double>(clk::now() - t0).count();
+        double cpu = cpu_seconds() - cpu0;
+        st.stop = true;
+        while (st.inflight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        for (auto& sl : slots) zoo_delete(zh, sl.dir.c_str(), -1);
+        zookeeper_close(zh);
+        std::printf(
+            "{\"impl\":\"raw-c-pipelined-lock\",\"workers\":%d,\"sessions\":1,\"locks\":%d,\"hold_ms\":0,"
+            "\"cycles\":%ld,"
+            "\"seconds\":%.3f,\"cycles_per_s\":%.1f,\"p50_us\":0,\"p99_us\":0,\"max_us\":0,"
+            "\"requests_per_cycle\":3.00,"
+            "\"cpu_us_per_cycle\":%.1f,\"peak_rss_kb\":0,\"overlaps\":0}\n",
+            window, window, n, wall, n / wall, n ? cpu * 1e6 / n : 0.0);
+        return 0;
+    }
     if (mode == "pipelined" && argc == 5) {
         zhandle_t* zh = connect_zk(argv[2]);
         int window = std::atoi(argv[3]);
@@ -346,7 +426,8 @@ int main(int argc, char** argv) {
         return 0;
     }
     std::fprintf(
-        stderr, "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS | "
-                "ring CONNECT SESSIONS SECONDS\n");
+        stderr,
+        "usage: zk_raw_bench loop CONNECT WORKERS LOCKS SECONDS | pipelined CONNECT WINDOW SECONDS [lock] | "
+        "ring CONNECT SESSIONS SECONDS\n");
     return 2;
 }

@@ -71,7 +71,7 @@ for fs in ["no", "yes"]:
     order = [k for k in sorted(keys, key=lambda k: [w["workload"] for w in rows].index(k[1]))]
     for k in order:
         d = by[k]
-        if k[1] in ("pipelined-ceiling", "rtt") or k[1].startswith("herd-") or k[1].startswith("ring-"):
+        if k[1] in ("pipelined-ceiling", "pipelined-lock-ceiling", "rtt") or k[1].startswith("herd-") or k[1].startswith("ring-"):
             continue
         z = d.get("zklock")
         if not z:
@@ -96,6 +96,13 @@ for fs in ["no", "yes"]:
     ceil = by.get((fs, "pipelined-ceiling"), {}).get("raw-c-pipelined")
     if ceil:
         lines.append(f"\nRaw C client, pipelined create+delete pairs (64 in flight, one session): {f(ceil['cycles_per_s'])} pairs/s (the server's write ceiling).")
+    lceil = by.get((fs, "pipelined-lock-ceiling"), {}).get("raw-c-pipelined-lock")
+    if lceil:
+        zk = by.get((fs, "32s-32l"), {}).get("zklock")
+        share = f" ({100 * zk['cycles_per_s'] / lceil['cycles_per_s']:.0f}% of it)" if zk and lceil["cycles_per_s"] else ""
+        lines.append(f"\nRaw C client, pipelined lock cycles (create + the parent's listing sent together, then delete; "
+                     f"32 in flight, one parent each, one session): {f(lceil['cycles_per_s'])} cycles/s (the server's ceiling "
+                     f"for a lock cycle's three requests); zklock 32s-32l: {f(zk['cycles_per_s']) if zk else '-'}{share}.")
     for n in (8, 32):
         ring = by.get((fs, f"ring-{n}s"), {}).get("raw-c-ring")
         zk = by.get((fs, f"{n}s-1l"), {}).get("zklock")
@@ -104,6 +111,9 @@ for fs in ["no", "yes"]:
             lines.append(f"\nRaw C hand-off ring, {n} sessions in one queue: {f(ring['cycles_per_s'])} hand-offs/s (the contended "
                          f"ceiling: a delete's commit plus one watch delivery per hand-off); zklock {n}s-1l: "
                          f"{f(zk['cycles_per_s']) if zk else '-'}{share}.")
+            cur = by.get((fs, f"{n}s-1l"), {}).get("curator", {}).get("cycles_per_s")
+            if cur:
+                lines.append(f"The raw C ring itself is {ring['cycles_per_s'] / cur:.2f}x Curator's {n}s-1l in this run.")
 cost = [(fs, wl, on, off) for (fs, wl), d in by.items()
         for on, off in [("zklock", "zklock-metrics-off"), ("zklock-handoff64", "zklock-handoff64-metrics-off")]
         if on in d and off in d]
@@ -169,7 +179,8 @@ if waiters:
         lines.append(f"| {f(w['waiters'])} | {w.get('handoff', 0)} | {f(w['queued_nodes'])} | {f(w['client_bytes_per_waiter'])} | "
                      f"{w['watch_events_per_release']:.3f} | {w['drain_s']:.2f} | {f(w['grants_per_s'])} | {w['cancel_s']:.2f} | "
                      f"{f(w['aborted'])} | {w['nodes_left']} |")
-    lines.append("\nEvery release completes exactly one waiter. Plain mode: through one watch event (1.000 per release). "
+    lines.append("\nEvery release completes exactly one waiter. Plain mode: one waiter woken per release (two watch events when the "
+                 "release carries its marker: the marker's and the deletion's). "
                  "Hand-off: the next local waiter directly; ZooKeeper sees one node per `local_handoff` grants.")
 
 # The issue's targets, read from this run (forceSync=no)
@@ -198,6 +209,18 @@ if z("1w-1l"):
     if z("32s-32l-scope-exit"):
         r = ratio(z("32s-32l-scope-exit"), ceil)
         target("32s-32l vs raw pipelined ceiling, released at scope exit", f(100 * r if r else None, 0) + "%", ">= 90%", r and r >= 0.9)
+    lceil = by.get(("no", "pipelined-lock-ceiling"), {}).get("raw-c-pipelined-lock", {}).get("cycles_per_s")
+    if lceil:
+        r = ratio(z("32s-32l"), lceil)
+        target("32s-32l vs raw pipelined lock-cycle ceiling", f(100 * r if r else None, 0) + "%", ">= 90%", r and r >= 0.9)
+    raw1 = by.get(("no", "1w-1l"), {}).get("raw-c", {}).get("cycles_per_s")
+    r = ratio(z("1w-1l"), raw1); target("1w-1l cycles/s vs the raw C loop", f(r, 2) + "x", ">= 1.3x", r and r >= 1.3)
+    for n in (8, 32):
+        ring = by.get(("no", f"ring-{n}s"), {}).get("raw-c-ring", {}).get("cycles_per_s")
+        r = ratio(z(f"{n}s-1l"), ring)
+        target(f"{n}s-1l vs the raw C hand-off ring", f(100 * r if r else None, 0) + "%", ">= 95%", r and r >= 0.95)
+        r = ratio(z(f"{n}s-1l"), curator_cps("no", f"{n}s-1l"))
+        target(f"{n}s-1l cycles/s vs Curator", f(r, 2) + "x", ">= 2.5x", r and r >= 2.5)
     worst_cpu = max(ratio(z(w, "cpu_us_per_cycle"), z(w, "cpu_us_per_cycle", "curator")) or 0
                     for w in ["1w-1l", "8s-1l", "32s-1l", "32s-32l", "1w-1l-hold1ms", "8s-1l-hold1ms", "32s-1l-hold1ms", "32s-32l-hold1ms"])
     target("client CPU per cycle vs Curator (worst workload)", f(worst_cpu, 2) + "x", "<= 0.25x", worst_cpu <= 0.25)
@@ -226,7 +249,7 @@ open(md_path, "w").write("\n".join(lines) + "\n")
 # gnuplot: cycles/s and p99 per workload, forceSync=no
 fs = "no" if any(k[0] == "no" for k in by) else "yes"
 wls = [w for w in dict.fromkeys(r["workload"] for r in rows if r["fsync"] == fs)
-       if w != "pipelined-ceiling" and not w.startswith("herd-") and not w.startswith("handoff-") and not w.startswith("ring-")
+       if w not in ("pipelined-ceiling", "pipelined-lock-ceiling") and not w.startswith("herd-") and not w.startswith("handoff-") and not w.startswith("ring-")
        and not w.endswith("-scope-exit")]
 impls = ["zklock", "curator", "kazoo", "raw-c"]
 with open(f"{outdir}/compare.dat", "w") as dat:
