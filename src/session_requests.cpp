@@ -66,7 +66,9 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
         faults.lose_list_replies.load(std::memory_order_relaxed) > 0) {
         // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
         op->h.emplace([this, h = std::move(h)](zk_result r) mutable {
-            if (r.rc == ZOK && fault_injection::take(faults.lose_create_replies)) {
+            if (r.rc == ZOK && fault_injection::take(faults.create_and_list_faults_skip)) {
+                // left alone
+            } else if (r.rc == ZOK && fault_injection::take(faults.lose_create_replies)) {
                 r.rc = ZCONNECTIONLOSS;
                 r.list_rc = ZCONNECTIONLOSS;
             } else if (r.rc == ZOK && fault_injection::take(faults.lose_list_replies)) {

@@ -19,6 +19,10 @@ struct fault_injection {
     /// before the listing's: the two replies split across a connection loss. (The connection
     /// itself stays up: what the recipes see is the same.)
     std::atomic<int> lose_list_replies{0};
+    /// While one of the two faults above is set, the next N successful creates of
+    /// create_and_list are left alone by them (a semaphore's internal lock goes first: this
+    /// reaches its lease's flight).
+    std::atomic<int> create_and_list_faults_skip{0};
     /// The next N requests of the guaranteed deletes (delete_in_background) are not sent and
     /// complete with cleanup_error_rc instead (ZMARSHALLINGERROR, ZOPERATIONTIMEOUT, ...).
     std::atomic<int> cleanup_errors{0};

@@ -90,8 +90,9 @@ TEST_F(Semaphore, AWaiterStartsOverWhenItsInternalLockIsLost) {
 TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
     // The semaphore's lease create carries the path's listing (one path, one lock: no lock node
     // may be there). Its reply lost after the create's (faults.lose_list_replies, the two replies
-    // split across a connection loss): the check is made on a new listing, and still refuses a
-    // path a mutex holds, leaving no lease.
+    // split across a connection loss; the internal lock's flight, which goes first, is skipped):
+    // the check is made on a new listing, and still refuses a path a mutex holds, leaving no
+    // lease.
     run_test([&]() -> awaitable<void> {
         auto path = mixed_path();
         auto a = co_await connect();
@@ -100,20 +101,55 @@ TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
         auto g = co_await m.async_acquire(use_awaitable);
         zklock::semaphore sem(*b, path, 2);
         const auto before = b->statistics();
+        b->impl()->faults.create_and_list_faults_skip = 1;
         b->impl()->faults.lose_list_replies = 1;
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(b->impl()->faults.create_and_list_faults_skip.load(), 0);
         EXPECT_EQ(ec, zklock::errc::path_used_by_lock) << ec.message();
-        EXPECT_GE(b->statistics().get_children - before.get_children, 2u)
+        // (the internal lock's listing, the flight's two, and the path's again)
+        EXPECT_GE(b->statistics().get_children - before.get_children, 4u)
             << "the lost listing was not made again";
         co_await g.async_release(use_awaitable);
         // and on a free path, granted after the fresh listing
+        b->impl()->faults.create_and_list_faults_skip = 1;
         b->impl()->faults.lose_list_replies = 1;
         auto [ec2, lease2] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec2) << ec2.message();
         EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(b->impl()->faults.create_and_list_faults_skip.load(), 0);
         EXPECT_TRUE(lease2.owns_lock());
         co_await lease2.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostLeavesNoLease) {
+    // The lease's create is applied and its reply lost (faults.lose_create_replies, past the
+    // internal lock's flight), while N's read and the listings of the same flight are answered:
+    // the acquire cannot know its lease, fails as on a connection loss, and deletes the lease by
+    // its guid in the background. Nothing stays, and the next acquire is granted.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto a = co_await connect();
+        zklock::semaphore sem(*a, path, 1);
+        {
+            auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        a->impl()->faults.create_and_list_faults_skip = 1;
+        a->impl()->faults.lose_create_replies = 1;
+        auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(a->impl()->faults.lose_create_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(a->impl()->faults.create_and_list_faults_skip.load(), 0);
+        // (the internal lock's lost create would have been recovered by its guid: granted)
+        EXPECT_TRUE(zklock::is_connection_error(ec)) << ec.message();
+        EXPECT_FALSE(lease.owns_lock());
+        co_await eventually([&] { return a->impl()->background_deletes() == 0; }, 5000ms);
+        EXPECT_TRUE((co_await children_of(*a, path + "/leases")).empty()) << "the lease stayed";
+        // N = 1: a lease left behind would block this one
+        auto [ec2, again] = co_await sem.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec2) << ec2.message();
+        co_await again.async_release(use_awaitable);
     });
 }
 
@@ -166,5 +202,56 @@ TEST_F(Semaphore, ALeaseMadeUnderAnotherNIsDeletedAndTheAcquireRefused) {
         auto leases = co_await children_of(*a, path + "/leases");
         EXPECT_EQ(leases.size(), 1u) << "the mismatched lease was left behind";
         co_await held.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, CancelRacingTheFlightOrTheGrantLeavesNoLease) {
+    // Cancelled at various points: before anything is sent, during the internal lock's flight,
+    // during the lease's (N's read, the create, the listings), around the grant. Whatever the
+    // point, the acquire ends once, and once the background deletes are done no lease and no
+    // internal lock node is left.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto a = co_await connect();
+        zklock::semaphore sem(*a, path, 2);
+        int granted = 0, aborted = 0;
+        for (int i = 0; i < 40; ++i) {
+            asio::cancellation_signal sig;
+            int completions = 0;
+            zklock::guard kept;
+            sem.async_acquire(
+                asio::bind_cancellation_slot(sig.slot(), [&](zklock::error_code ec, zklock::guard g) {
+                    if (!ec) {
+                        ++granted;
+                        kept = std::move(g);
+                    } else {
+                        EXPECT_EQ(ec, asio::error::operation_aborted) << ec.message();
+                        ++aborted;
+                    }
+                    ++completions;
+                }));
+            if (i % 5 != 0) {
+                asio::steady_timer t(co_await asio::this_coro::executor,
+                                     std::chrono::microseconds(i % 5 == 1 ? 0 : 150 * (i % 11)));
+                co_await t.async_wait(use_awaitable);
+            }
+            sig.emit(asio::cancellation_type::terminal);
+            while (completions == 0) co_await sleep_for(1ms);
+            if (kept) co_await kept.async_release(use_awaitable);
+            // (the internal lock is let go in the background, the lease too after a late cancel)
+            std::vector<std::string> leases, locks;
+            for (int t = 0; t < 300; ++t) {
+                leases = co_await children_of(*a, path + "/leases");
+                locks = co_await children_of(*a, path + "/locks");
+                if (leases.empty() && locks.empty()) break;
+                co_await sleep_for(10ms);
+            }
+            EXPECT_EQ(completions, 1) << "iteration " << i;
+            EXPECT_TRUE(leases.empty()) << "a lease left, iteration " << i;
+            EXPECT_TRUE(locks.empty()) << "an internal lock node left, iteration " << i;
+        }
+        EXPECT_EQ(granted + aborted, 40);
+        EXPECT_GT(aborted, 0);
+        std::printf("  granted %d, aborted %d\n", granted, aborted);
     });
 }
