@@ -184,11 +184,12 @@ private:
             // under another N is deleted (finish) before anyone can count it against theirs.
             const std::string leases = op.path_ + "/leases";
             const auto guid = make_guid();
-            if (fault_injection::take(s.faults.reap_leases_before_create))
-                (void)co_await s.async_remove(leases, use_awaitable); // as the container reaper would
             auto read = std::make_shared<std::optional<zk_result>>();
             auto made = std::make_shared<std::optional<zk_result>>();
             s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
+            if (fault_injection::take(
+                    s.faults.reap_leases_before_create))            // (between N's read and the create,
+                s.remove(leases, -1, zk_handler([](zk_result) {})); // as the container reaper may)
             auto create = [&](auto token) {
                 // The path's children ride in the same flight (one path, one lock: see below).
                 return s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
@@ -201,11 +202,21 @@ private:
             op.recheck_ = false;
             std::uint64_t first_wid = op.watch_leases();
             zk_result first = co_await s.async_get_children_watch(leases, first_wid, use_awaitable);
-            // (answered before the listing: their completions have run)
+            // Answered before the listing, so their completions have run: unless a request was
+            // refused before it was sent, or the handle closed, whose completions may come in
+            // another order. A create with no result may have been applied: as on a connection
+            // loss, its lease is deleted by its guid.
             zk_result c = *made ? std::move(**made) : zk_result{};
             zk_result d = *read ? std::move(**read) : zk_result{};
-            if (!*made) c.rc = ZSYSTEMERROR;
-            if (!*read) d.rc = ZSYSTEMERROR;
+            if (!*made) c.rc = ZCONNECTIONLOSS;
+            if (!*read) {
+                s.drop_watch(first_wid, first.rc == ZOK);
+                if (c.rc == ZOK)
+                    op.lease_node_ = c.path; // (finish deletes it)
+                else if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT)
+                    s.delete_by_guid_in_background(leases, guid);
+                co_return co_await op.finish(errc::internal_error);
+            }
             bool prefetched = c.rc == ZOK && c.list_rc == ZOK && d.rc == ZOK && first.rc == ZOK &&
                               d.data == std::to_string(op.n_);
             if (!prefetched) s.drop_watch(first_wid, first.rc == ZOK);

@@ -42,8 +42,9 @@ struct fault_injection {
     /// The next N acquires first create a node of their own guid whose reply they ignore: what a
     /// create committed late, after its recovery had looked, leaves behind.
     std::atomic<int> orphan_creates{0};
-    /// The next N semaphore acquires delete "<path>/leases" just before creating their lease, as
-    /// the container reaper may.
+    /// The next N semaphore acquires delete "<path>/leases" between reading N and creating their
+    /// lease (a delete sent in the same flight, so the server runs it in between), as the
+    /// container reaper may.
     std::atomic<int> reap_leases_before_create{0};
     /// The next N times an acquire creates the parents of its lock path, the topmost one is
     /// deleted again right after its create, as the container reaper may.

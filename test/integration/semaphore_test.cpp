@@ -23,16 +23,25 @@ using zklock::session_state;
 using Semaphore = zt::zk_test;
 
 TEST_F(Semaphore, RecreatesItsReapedLeasesNode) {
-    // "<path>/leases" reaped between the get_data and the lease's create must not fail the
-    // acquire with ZNONODE.
+    // "<path>/leases" reaped between the read of N (which finds it) and the lease's create (which
+    // then fails with ZNONODE) must not fail the acquire: the node is made again, and the lease
+    // created again.
     run_test([&]() -> awaitable<void> {
         auto path = semaphore_path();
         auto a = co_await connect();
         zklock::semaphore sem(*a, path, 2);
+        {
+            auto g = co_await sem.async_acquire(use_awaitable); // ("<path>/leases" exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        const auto before = a->statistics();
         a->impl()->faults.reap_leases_before_create = 1;
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(a->impl()->faults.reap_leases_before_create.load(), 0) << "the fault was not injected";
         EXPECT_FALSE(ec) << ec.message();
         EXPECT_TRUE(lease.owns_lock());
+        // the internal lock's, the lease's (ZNONODE), "<path>/leases" again, the lease's again
+        EXPECT_EQ(a->statistics().creates - before.creates, 4u) << "the reaped node's path was not taken";
         co_await lease.async_release(use_awaitable);
     });
 }
@@ -90,9 +99,10 @@ TEST_F(Semaphore, AWaiterStartsOverWhenItsInternalLockIsLost) {
 TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
     // The semaphore's lease create carries the path's listing (one path, one lock: no lock node
     // may be there). Its reply lost after the create's (faults.lose_list_replies, the two replies
-    // split across a connection loss; the internal lock's flight, which goes first, is skipped):
-    // the check is made on a new listing, and still refuses a path a mutex holds, leaving no
-    // lease.
+    // split across a connection loss; the internal lock's successful create, which goes first,
+    // is skipped): the check is made on a new listing, and still refuses a path a mutex holds,
+    // leaving no lease. (On this fresh path the flight's create finds no "<path>/leases": the
+    // fault takes the listing of the create made after it; on the free path below, the flight's.)
     run_test([&]() -> awaitable<void> {
         auto path = mixed_path();
         auto a = co_await connect();
@@ -107,9 +117,9 @@ TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
         EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
         EXPECT_EQ(b->impl()->faults.create_and_list_faults_skip.load(), 0);
         EXPECT_EQ(ec, zklock::errc::path_used_by_lock) << ec.message();
-        // (the internal lock's listing, the flight's two, and the path's again)
-        EXPECT_GE(b->statistics().get_children - before.get_children, 4u)
-            << "the lost listing was not made again";
+        // (what guards the fresh listing is the refusal above: a lost listing read as empty
+        // would have granted the lease)
+        EXPECT_GE(b->statistics().get_children - before.get_children, 4u);
         co_await g.async_release(use_awaitable);
         // and on a free path, granted after the fresh listing
         b->impl()->faults.create_and_list_faults_skip = 1;
@@ -236,7 +246,7 @@ TEST_F(Semaphore, CancelRacingTheFlightOrTheGrantLeavesNoLease) {
                 co_await t.async_wait(use_awaitable);
             }
             sig.emit(asio::cancellation_type::terminal);
-            while (completions == 0) co_await sleep_for(1ms);
+            co_await eventually([&] { return completions > 0; }, 5000ms);
             if (kept) co_await kept.async_release(use_awaitable);
             // (the internal lock is let go in the background, the lease too after a late cancel)
             std::vector<std::string> leases, locks;
