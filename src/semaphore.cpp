@@ -187,9 +187,10 @@ private:
             auto read = std::make_shared<std::optional<zk_result>>();
             auto made = std::make_shared<std::optional<zk_result>>();
             s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
-            if (fault_injection::take(
-                    s.faults.reap_leases_before_create))            // (between N's read and the create,
-                s.remove(leases, -1, zk_handler([](zk_result) {})); // as the container reaper may)
+            // (the fault: "<path>/leases" goes between N's read and the create, as the container
+            // reaper may take it)
+            if (fault_injection::take(s.faults.reap_leases_before_create))
+                s.remove(leases, -1, zk_handler([](zk_result) {}));
             auto create = [&](auto token) {
                 // The path's children ride in the same flight (one path, one lock: see below).
                 return s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
