@@ -74,6 +74,27 @@ static double cpu_seconds() {
     return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/// What a pipelined run measured: the operations counted, over how long, at what CPU.
+struct measured {
+    long n;
+    double wall, cpu;
+};
+
+/// A pipelined run's measurement: after a second of warm-up, what `counter` counts for `seconds`;
+/// then the pipeline is stopped and what is in flight awaited.
+static measured measure_then_stop(const std::atomic<long>& counter, double seconds, std::atomic<bool>& stop,
+                                  const std::atomic<int>& inflight) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const long c0 = counter;
+    const double cpu0 = cpu_seconds();
+    const auto t0 = clk::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    measured m{counter - c0, std::chrono::duration<double>(clk::now() - t0).count(), cpu_seconds() - cpu0};
+    stop = true;
+    while (inflight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return m;
+}
+
 static void ensure(zhandle_t* zh, const std::string& path) {
     for (std::size_t at = path.find('/', 1);; at = path.find('/', at + 1)) {
         auto p = path.substr(0, at);
@@ -256,16 +277,7 @@ int main(int argc, char** argv) {
             }
         };
         for (auto& sl : slots) op::start(&sl);
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-        long c0 = st.cycles;
-        double cpu0 = cpu_seconds();
-        auto t0 = clk::now();
-        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        long n = st.cycles - c0;
-        double wall = std::chrono::duration<double>(clk::now() - t0).count();
-        double cpu = cpu_seconds() - cpu0;
-        st.stop = true;
-        while (st.inflight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const auto [n, wall, cpu] = measure_then_stop(st.cycles, seconds, st.stop, st.inflight);
         for (auto& sl : slots) zoo_delete(zh, sl.dir.c_str(), -1);
         zookeeper_close(zh);
         std::printf(
@@ -317,16 +329,7 @@ int main(int argc, char** argv) {
             }
         };
         for (int i = 0; i < window; ++i) op::start(&st);
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-        long p0 = st.pairs;
-        double cpu0 = cpu_seconds();
-        auto t0 = clk::now();
-        std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-        long n = st.pairs - p0;
-        double wall = std::chrono::duration<double>(clk::now() - t0).count();
-        double cpu = cpu_seconds() - cpu0;
-        st.stop = true;
-        while (st.inflight > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        const auto [n, wall, cpu] = measure_then_stop(st.pairs, seconds, st.stop, st.inflight);
         zookeeper_close(zh);
         std::printf("{\"impl\":\"raw-c-pipelined\",\"workers\":%d,\"sessions\":1,\"locks\":0,\"hold_ms\":0,"
                     "\"cycles\":%ld,"
