@@ -130,12 +130,26 @@ void session_impl::arm_heartbeat(bool now, bool restart) {
 }
 
 void session_impl::schedule_heartbeat(lease_ns at) {
+    heartbeat_due_ = at;
+    // A timer armed no later than `at` stays armed: when it fires before heartbeat_due_, it is
+    // armed again for it (below). Each grant moves the heartbeat later (first_heartbeat_at), and
+    // arming the timer again would cost a timerfd_settime, an epoll_ctl and a cancelled wait per
+    // lock cycle; this costs a wake-up per heartbeat period at most. The heartbeat goes at
+    // heartbeat_due_ either way.
+    if (heartbeat_armed_ && heartbeat_timer_.expiry() <= at) return;
+    arm_heartbeat_timer(at);
+}
+
+void session_impl::arm_heartbeat_timer(lease_ns at) {
     heartbeat_armed_ = true;
+    heartbeat_timer_arms_.fetch_add(1, std::memory_order_relaxed);
     heartbeat_timer_.expires_at(at);
     heartbeat_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
         auto s = w.lock();
         if (!s) return;
+        // (moved later since it was armed: wait on)
+        if (lease_clock::now() < s->heartbeat_due_) return s->arm_heartbeat_timer(s->heartbeat_due_);
         s->heartbeat_armed_ = false;
         // (not connected: the next connection's event re-arms it)
         if (s->state() == session_state::connected) s->arm_heartbeat(true);

@@ -240,6 +240,10 @@ public:
     /// (lease_clock) Until when a lock lost by its lease keeps its node: the last renewing send
     /// plus session_lease::handover_fraction() x T (0: never renewed).
     lease_ns lease_handover_at() const noexcept;
+    /// Tests: how often the heartbeat timer was armed (a timerfd_settime and a reactor wait each).
+    std::uint64_t heartbeat_timer_arms() const noexcept {
+        return heartbeat_timer_arms_.load(std::memory_order_relaxed);
+    }
     /// Strand: lease locks check their lease now (a renewal revealed a lapse).
     void check_lease();
     /// Strand only: why the session ended, for what it held or was waiting for when
@@ -471,8 +475,10 @@ private:
     /// armed already (`restart`: re-arm it anyway): T/10 later while a lock is held, else T/10
     /// after the last send.
     void arm_heartbeat(bool now, bool restart = false);
-    /// (strand) Arms the heartbeat timer for `at` (lease_clock).
+    /// (strand) The heartbeat (or touch) goes at `at` (lease_clock): the timer is armed for it,
+    /// unless it is armed already for no later (it then waits on when it fires: heartbeat_due_).
     void schedule_heartbeat(lease_ns at);
+    void arm_heartbeat_timer(lease_ns at);
     void send_heartbeat();
     void fire_lapse_waiters(bool all);
     void enter_closed();
@@ -527,6 +533,8 @@ private:
     std::map<std::uint64_t, std::pair<double, std::function<void()>>> lapse_waiters_;
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
+    lease_ns heartbeat_due_ = 0; // strand: when the heartbeat (or touch) scheduled last is due
+    std::atomic<std::uint64_t> heartbeat_timer_arms_{0}; // (tests: heartbeat_timer_arms())
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
     error_code end_reason_ = make_error_code(errc::session_expired); // strand: see end_reason()
     bool auth_probe_needed_ = false;                                 // strand: see probe_auth()

@@ -58,6 +58,42 @@ TEST_F(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
     });
 }
 
+/// Each grant moves the heartbeat later (session_lease::first_heartbeat_at). The timer armed for
+/// an earlier moment stays armed, and when it fires before the heartbeat is due it is armed again
+/// for it: a wake-up per heartbeat period at most. It was armed again at every grant before (a
+/// timerfd_settime, a reactor wait and a cancelled wait per lock cycle: 200 arms for 200 cycles).
+/// The heartbeats still go while the lock is held afterwards.
+TEST_F(Lease, RepeatedGrantsMoveTheHeartbeatWithoutArmingItsTimerEachTime) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto o = options();
+        o.session_timeout = 2000ms; // a heartbeat period of 200 ms
+        auto a = co_await connect(o);
+        CO_REQUIRE(a->negotiated_timeout() == 2000ms);
+        zklock::mutex m(*a, path);
+        const auto arms = a->impl()->heartbeat_timer_arms();
+        const auto start = std::chrono::steady_clock::now();
+        constexpr int cycles = 200;
+        for (int i = 0; i < cycles; ++i) {
+            auto g = co_await m.async_acquire(use_awaitable);
+            co_await g.async_release(use_awaitable);
+        }
+        const auto periods = (std::chrono::steady_clock::now() - start) / 200ms;
+        const auto armed = a->impl()->heartbeat_timer_arms() - arms;
+        EXPECT_LE(armed, static_cast<std::uint64_t>(periods) + 2)
+            << cycles << " lock cycles in " << periods << " heartbeat periods armed the heartbeat timer "
+            << armed << " times";
+        auto g = co_await m.async_acquire(use_awaitable);
+        const auto before = a->statistics().heartbeats;
+        co_await sleep_for(1000ms);
+        const auto during = a->statistics().heartbeats - before;
+        EXPECT_GE(during, 2u) << "heartbeats while held: "
+                              << during; // 5 expected (timers run late under load)
+        EXPECT_LE(during, 8u);
+        co_await g.async_release(use_awaitable);
+    });
+}
+
 TEST_F(Lease, ShortDisconnectsReportNoLoss) {
     run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));
