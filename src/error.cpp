@@ -25,7 +25,8 @@ public:
         case errc::path_relative_segment:
             return "invalid path: the path contains a \".\" or \"..\" segment";
         case errc::path_bad_character:
-            return "invalid path: the path contains NUL or a control character";
+            return "invalid path: a character ZooKeeper refuses (NUL, a control character, U+E000-U+F8FF, "
+                   "U+FFF0-U+FFFF, one past U+FFFF, or bytes that are not UTF-8)";
         case errc::path_reserved:
             return "invalid path: \"/\" and the /zookeeper tree are reserved";
         case errc::invalid_connect_string:

@@ -252,6 +252,41 @@ std::string_view last_segment(std::string_view path) noexcept {
     return at == std::string_view::npos ? path : path.substr(at + 1);
 }
 
+bool path_segment_chars_ok(std::string_view seg) noexcept {
+    // The server decodes a path as UTF-8 into Java chars (UTF-16 code units: a malformed sequence
+    // becomes U+FFFD, a code point past U+FFFF a surrogate pair) and refuses U+0000-U+001F,
+    // U+007F-U+009F, U+D800-U+F8FF and U+FFF0-U+FFFF (PathUtils.validatePath). The same rule
+    // on the bytes: strict UTF-8, and none of those code points nor any past U+FFFF.
+    for (std::size_t i = 0; i < seg.size();) {
+        const auto b0 = static_cast<unsigned char>(seg[i]);
+        std::uint32_t cp = 0;
+        std::size_t n = 0;
+        if (b0 < 0x80) {
+            cp = b0;
+            n = 1;
+        } else if (b0 >= 0xc2 && b0 <= 0xdf) { // (0xc0, 0xc1: overlong)
+            cp = b0 & 0x1fu;
+            n = 2;
+        } else if (b0 >= 0xe0 && b0 <= 0xef) {
+            cp = b0 & 0x0fu;
+            n = 3;
+        } else {
+            return false; // a continuation byte first, or a 4-byte sequence (past U+FFFF), or not UTF-8
+        }
+        if (seg.size() - i < n) return false; // truncated
+        for (std::size_t k = 1; k < n; ++k) {
+            const auto b = static_cast<unsigned char>(seg[i + k]);
+            if ((b & 0xc0u) != 0x80u) return false;
+            cp = (cp << 6) | (b & 0x3fu);
+        }
+        if (n == 3 && cp < 0x800) return false; // overlong
+        if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || (cp >= 0xd800 && cp <= 0xf8ff) || cp >= 0xfff0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
 std::vector<std::string> ancestors(std::string_view path) {
     std::vector<std::string> out;
     for (std::size_t at = path.find('/', 1); at != std::string_view::npos; at = path.find('/', at + 1))
@@ -276,10 +311,7 @@ error_code validate_lock_path(std::string_view p) noexcept {
         auto seg = p.substr(start, end - start);
         if (seg.empty()) return errc::path_empty_segment;
         if (seg == "." || seg == "..") return errc::path_relative_segment;
-        for (unsigned char c : seg) {
-            // ZooKeeper refuses \u0000-\u001f and \u007f-\u009f; reject control bytes here.
-            if (c < 0x20 || c == 0x7f) return errc::path_bad_character;
-        }
+        if (!detail::path_segment_chars_ok(seg)) return errc::path_bad_character;
         start = end + 1;
     }
     if (p == "/zookeeper" || p.starts_with("/zookeeper/")) return errc::path_reserved;

@@ -27,7 +27,7 @@ enum class errc {
     path_trailing_slash,    ///< a path ends with '/'
     path_empty_segment,     ///< a path contains "//"
     path_relative_segment,  ///< a path contains a "." or ".." segment
-    path_bad_character,     ///< a path contains NUL or a control/unassigned character
+    path_bad_character,     ///< a path contains a character ZooKeeper refuses, or bytes that are not UTF-8
     path_reserved,          ///< a path is in ZooKeeper's reserved /zookeeper tree (or is "/" itself)
     invalid_connect_string, ///< the connect string is not host:port[,host:port...][/chroot]
     /// Another argument is out of range (a session timeout <= 0, say). No longer returned by

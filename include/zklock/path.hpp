@@ -10,8 +10,9 @@
 namespace zklock {
 
 /// Checks a lock path: not empty, at most max_path_length bytes, absolute, no trailing '/', no
-/// empty, "." or ".." segment, no NUL or control character, not under the reserved "/zookeeper"
-/// tree, and not "/" itself.
+/// empty, "." or ".." segment, not under the reserved "/zookeeper" tree, and not "/" itself; and
+/// UTF-8 without a character the server refuses (NUL, U+0001-U+001F, U+007F-U+009F,
+/// U+E000-U+F8FF, U+FFF0-U+FFFF, anything past U+FFFF): errc::path_bad_character.
 /// Returns the errc naming the first problem found, or an empty error_code.
 ZKLOCK_DECL error_code validate_lock_path(std::string_view path) noexcept;
 

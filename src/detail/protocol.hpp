@@ -188,6 +188,10 @@ constexpr after_release decide_after_release(bool node_held, bool connected, std
 /// The last segment of a path ("/a/b/c" -> "c").
 std::string_view last_segment(std::string_view path) noexcept;
 
+/// Whether the server takes these bytes in a path: strict UTF-8 without U+0000-U+001F,
+/// U+007F-U+009F, U+E000-U+F8FF, U+FFF0-U+FFFF and anything past U+FFFF (which Java holds as
+/// surrogates, refused with them).
+bool path_segment_chars_ok(std::string_view seg) noexcept;
 /// The proper ancestors of an absolute path, shortest first ("/a/b/c" -> "/a", "/a/b").
 std::vector<std::string> ancestors(std::string_view path);
 

@@ -1,9 +1,11 @@
 // What a new user runs into: acquires while the ensemble cannot be reached complete within
 // their bound; a zero deadline is one try; a closed session says so.
 #include <zklock/mutex.hpp>
+#include <zklock/path.hpp>
 
 #include "common.hpp"
 #include "proxy.hpp"
+#include "raw_zk.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 
@@ -87,6 +89,78 @@ TEST_F(NewUser, AClosedSessionSaysItIsClosed) {
         auto [ec2, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec2, errc::session_closed) << ec2.message();
         EXPECT_NE(ec2.message().find("closed"), std::string::npos) << ec2.message();
+    });
+}
+
+/// The path check refuses what the server refuses, no more: each candidate name is created by the
+/// raw C client (which checks only ASCII control characters itself) and the server's answer is
+/// compared with validate_lock_path's. Guards against the check that took only ASCII controls: a
+/// path with U+0085, a private-use character or an emoji reached the server, which refused the
+/// create with a bare "bad arguments". A mutex on such a path fails at once, naming it.
+TEST_F(NewUser, ThePathCheckRefusesWhatTheServerRefuses) {
+    run_test([&]() -> awaitable<void> {
+        const auto parent = lock_path("utf8");
+        raw_zk raw;
+        raw.create_parents(parent + "/x"); // (the parent itself)
+        const std::vector<std::string> names = {
+            // accepted
+            "caf\xc3\xa9",
+            "\xe9\x94\x81",
+            "\xc2\xa0",
+            "\xef\xbf\xaf",
+            "~",
+            "\xed\x9f\xbf",
+            "\xef\xa4\x80",
+            "\xc2\xa1",
+            "\xdf\xbf",
+            "\xe0\xa0\x80",
+            // C1 controls (and DEL)
+            "a\x7f",
+            "a\xc2\x80",
+            "a\xc2\x85",
+            "a\xc2\x9f",
+            // private use
+            "a\xee\x80\x80",
+            "a\xef\xa3\xbf",
+            // U+FFF0-U+FFFF
+            "a\xef\xbf\xb0",
+            "a\xef\xbf\xbd",
+            "a\xef\xbf\xbf",
+            // past U+FFFF
+            "a\xf0\x9f\x94\x92",
+            "a\xf4\x8f\xbf\xbf",
+            // not UTF-8: an encoded surrogate, overlong, a stray continuation, truncated, never UTF-8
+            "a\xed\xa0\x80",
+            "a\xc0\xaf",
+            "a\xe0\x80\xaf",
+            "a\x80",
+            "a\xc3",
+            "a\xff",
+        };
+        int refused = 0;
+        for (const auto& name : names) {
+            std::string hex;
+            for (unsigned char c : name) {
+                char b[8];
+                std::snprintf(b, sizeof b, c < 0x80 ? "%c" : "\\x%02x", c);
+                hex += b;
+            }
+            const auto path = parent + "/" + name;
+            const int rc = raw.create(path);
+            const bool refused_here = zklock::validate_lock_path(path) == errc::path_bad_character;
+            EXPECT_EQ(rc != ZOK, refused_here) << hex << ": the server said " << zerror(rc);
+            if (rc == ZOK)
+                EXPECT_EQ(raw.remove(path), ZOK) << hex;
+            else
+                EXPECT_EQ(rc, ZBADARGUMENTS) << hex;
+            refused += refused_here;
+        }
+        EXPECT_EQ(refused, 17);
+        auto a = co_await connect();
+        zklock::mutex m(*a, parent + "/a\xc2\x85");
+        auto [ec, g] = co_await m.async_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::path_bad_character) << ec.message();
+        EXPECT_NE(ec.message().find("UTF-8"), std::string::npos) << ec.message();
     });
 }
 

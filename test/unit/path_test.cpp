@@ -30,6 +30,38 @@ TEST(Path, RejectsBadPathsWithNamedErrors) {
     EXPECT_EQ(validate_lock_path("/"), errc::path_reserved);
 }
 
+// The server decodes a path as UTF-8 into Java chars and refuses U+0000-U+001F, U+007F-U+009F,
+// U+D800-U+F8FF and U+FFF0-U+FFFF (a malformed sequence decodes to U+FFFD, a code point past
+// U+FFFF to two surrogates): each refused here before a request is sent
+// (NewUser.ThePathCheckRefusesWhatTheServerRefuses, in the integration suite, asks the server).
+TEST(Path, RefusesWhatTheServerRefusesInUtf8) {
+    EXPECT_FALSE(validate_lock_path("/caf\xc3\xa9/\xe9\x94\x81"));  // U+00E9, U+9501
+    EXPECT_FALSE(validate_lock_path("/\xc2\xa0/\xef\xbf\xaf/~"));   // U+00A0, U+FFEF, U+007E
+    EXPECT_FALSE(validate_lock_path("/\xed\x9f\xbf/\xef\xa4\x80")); // U+D7FF, U+F900
+    for (const char* bad : {
+             "/a\x7f",             // U+007F
+             "/a\xc2\x80",         // U+0080
+             "/a\xc2\x85",         // U+0085 (NEL)
+             "/a\xc2\x9f",         // U+009F
+             "/a\xee\x80\x80",     // U+E000 (private use)
+             "/a\xef\xa3\xbf",     // U+F8FF
+             "/a\xef\xbf\xb0",     // U+FFF0
+             "/a\xef\xbf\xbd",     // U+FFFD
+             "/a\xef\xbf\xbf",     // U+FFFF
+             "/a\xf0\x9f\x94\x92", // U+1F512: past U+FFFF
+             "/a\xed\xa0\x80",     // an encoded surrogate (U+D800)
+             "/a\xc0\xaf",         // an overlong '/'
+             "/a\xe0\x80\xaf",     // another
+             "/a\x80",             // a continuation byte first
+             "/a\xc3",             // truncated
+             "/a\xe9\x94/b",       // truncated before a '/'
+             "/a\xff",             // never UTF-8
+         })
+        EXPECT_EQ(validate_lock_path(bad), errc::path_bad_character) << bad;
+    auto m = zklock::make_error_code(errc::path_bad_character).message();
+    EXPECT_NE(m.find("UTF-8"), std::string::npos) << m;
+}
+
 TEST(Path, MessagesNameTheProblem) {
     auto m = zklock::make_error_code(errc::path_trailing_slash).message();
     EXPECT_NE(m.find("end with '/'"), std::string::npos) << m;
