@@ -107,8 +107,9 @@ public:
             return "invalid session_options::connect_timeout: it must be positive";
         case errc::invalid_chroot:
             return "invalid connect string: the chroot (the part after the first '/') must be an absolute "
-                   "path without empty segments, \".\" or \"..\" segments, control characters or a trailing "
-                   "'/'";
+                   "path without empty segments, \".\" or \"..\" segments, a trailing '/', or a character "
+                   "ZooKeeper refuses (control characters, U+E000-U+F8FF, U+FFF0-U+FFFF, one past U+FFFF, "
+                   "bytes that are not UTF-8)";
         case errc::chroot_missing:
             return "the connect string's chroot does not exist on the server: create it first (zklock "
                    "creates lock paths, never the chroot)";

@@ -60,7 +60,7 @@ TEST_F(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
 
 /// Each grant moves the heartbeat later (session_lease::first_heartbeat_at). The timer armed for
 /// an earlier moment stays armed, and when it fires before the heartbeat is due it is armed again
-/// for it: a wake-up per heartbeat period at most. It was armed again at every grant before (a
+/// for it: about a wake-up per heartbeat period. It was armed again at every grant before (a
 /// timerfd_settime, a reactor wait and a cancelled wait per lock cycle: 200 arms for 200 cycles).
 /// The heartbeats still go while the lock is held afterwards.
 TEST_F(Lease, RepeatedGrantsMoveTheHeartbeatWithoutArmingItsTimerEachTime) {
@@ -80,7 +80,9 @@ TEST_F(Lease, RepeatedGrantsMoveTheHeartbeatWithoutArmingItsTimerEachTime) {
         }
         const auto periods = (std::chrono::steady_clock::now() - start) / 200ms;
         const auto armed = a->impl()->heartbeat_timer_arms() - arms;
-        EXPECT_LE(armed, static_cast<std::uint64_t>(periods) + 2)
+        // (a wake-up comes a period after the last commit sent, a little less than a period after
+        // the previous wake-up: twice the periods is a loose bound, and far below one per cycle)
+        EXPECT_LE(armed, 2 * static_cast<std::uint64_t>(periods) + 4)
             << cycles << " lock cycles in " << periods << " heartbeat periods armed the heartbeat timer "
             << armed << " times";
         auto g = co_await m.async_acquire(use_awaitable);

@@ -163,6 +163,51 @@ TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostLeavesNoLease) {
     });
 }
 
+TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossLeavesNoLease) {
+    // The lease's flight (N's read, its create, the two listings) split by a real connection loss
+    // at two phases: before it reaches the server (nothing applied), and after the server applied
+    // it but before its replies are back (the lease exists; its acquire cannot know). The proxy
+    // holds each chunk back 300 ms each way, so the phases are 150 ms and 450 ms after the
+    // lease's create is sent. Either way the C client fails the flight's requests together: the
+    // acquire fails as on a connection loss, deletes the lease by its guid if it was made, and
+    // gives its internal lock up; the next acquire (N = 1) is granted.
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto a = co_await connect(through(proxy));
+        zklock::semaphore sem(*a, path, 1);
+        {
+            auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        for (auto cut_after : {150ms, 450ms}) {
+            proxy.delay(300ms);
+            const auto reads0 = a->statistics().get_data;
+            auto w = in_background([&](auto h) { sem.async_acquire_for(10s, h); });
+            // The flight goes when N's read does (its first request; the internal lock, free, reads
+            // nothing; its create may come after a create of its parents, the test server's reaper
+            // taking the empty containers between rounds)
+            co_await eventually([&] { return a->statistics().get_data > reads0; }, 5000ms);
+            CO_REQUIRE(a->statistics().get_data > reads0);
+            co_await sleep_for(cut_after);
+            EXPECT_FALSE(w->done) << cut_after.count() << " ms: the flight's replies came before the cut";
+            proxy.delay(0ms);
+            proxy.drop();
+            co_await eventually([&] { return w->done; }, 10000ms);
+            CO_REQUIRE(w->done);
+            EXPECT_TRUE(zklock::is_connection_error(w->ec))
+                << cut_after.count() << " ms: " << w->ec.message();
+            EXPECT_FALSE(w->granted());
+            co_await eventually([&] { return a->impl()->background_deletes() == 0; }, 5000ms);
+            EXPECT_TRUE((co_await children_of(*a, path + "/leases")).empty())
+                << cut_after.count() << " ms: the lease stayed";
+            auto [ec2, again] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(ec2) << cut_after.count() << " ms: " << ec2.message();
+            co_await again.async_release(use_awaitable);
+        }
+    });
+}
+
 TEST_F(Semaphore, AFreeSemaphoreReadsNAndCreatesAndCountsItsLeaseInOneFlight) {
     // After its internal lock, a lease's acquire sends the read of N, the lease's create, the
     // path's listing and the leases' listing in one strand turn: one segment, one round trip. A
