@@ -133,9 +133,10 @@ void session_impl::schedule_heartbeat(lease_ns at) {
     heartbeat_due_ = at;
     // A timer armed no later than `at` stays armed: when it fires before heartbeat_due_, it is
     // armed again for it (below). A session that takes and releases a lock in a loop moves the
-    // heartbeat later at each grant (first_heartbeat_at), and arming the timer again would cost a timerfd_settime, an epoll_ctl and a cancelled wait per
-    // lock cycle; this costs about a wake-up per heartbeat period (a period after the last
-    // commit sent). The heartbeat goes at heartbeat_due_ either way.
+    // heartbeat later at each grant (first_heartbeat_at), and arming the timer again would cost
+    // a timerfd_settime, an epoll_ctl and a cancelled wait per lock cycle; this costs about a
+    // wake-up per heartbeat period (a period after the last commit sent). The heartbeat goes at
+    // heartbeat_due_ either way.
     if (heartbeat_armed_ && heartbeat_timer_.expiry() <= at) return;
     arm_heartbeat_timer(at);
 }

@@ -58,8 +58,8 @@ TEST_F(Lease, HeartbeatsRunOnlyWhileALockIsHeld) {
     });
 }
 
-/// Each grant moves the heartbeat later (session_lease::first_heartbeat_at). The timer armed for
-/// an earlier moment stays armed, and when it fires before the heartbeat is due it is armed again
+/// A grant that starts the heartbeats moves them later (session_lease::first_heartbeat_at): in a
+/// loop of lock cycles, every grant does. The timer armed for an earlier moment stays armed, and when it fires before the heartbeat is due it is armed again
 /// for it: about a wake-up per heartbeat period. It was armed again at every grant before (a
 /// timerfd_settime, a reactor wait and a cancelled wait per lock cycle: 200 arms for 200 cycles).
 /// The heartbeats still go while the lock is held afterwards.
@@ -89,8 +89,8 @@ TEST_F(Lease, RepeatedGrantsMoveTheHeartbeatWithoutArmingItsTimerEachTime) {
         const auto before = a->statistics().heartbeats;
         co_await sleep_for(1000ms);
         const auto during = a->statistics().heartbeats - before;
-        EXPECT_GE(during, 2u) << "heartbeats while held: "
-                              << during; // 5 expected (timers run late under load)
+        // (5 expected; timers run late under load)
+        EXPECT_GE(during, 2u) << "heartbeats while held: " << during;
         EXPECT_LE(during, 8u);
         co_await g.async_release(use_awaitable);
     });

@@ -174,7 +174,12 @@ TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossLeavesNoLease) {
     run_test([&]() -> awaitable<void> {
         auto path = semaphore_path();
         tcp_proxy proxy(first_port(zk_connect()));
-        auto a = co_await connect(through(proxy));
+        auto o = through(proxy);
+        // (T = 10 s: the proxy's round trips, 600 ms and more under load, stay well inside the
+        // lease's premise of liveness, (f - 0.1) T = 1.8 s; at the suite's 4 s it is 720 ms:
+        // docs/lease.md, "Liveness")
+        o.session_timeout = 10000ms;
+        auto a = co_await connect(o);
         zklock::semaphore sem(*a, path, 1);
         {
             auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
@@ -188,6 +193,10 @@ TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossLeavesNoLease) {
             // nothing; its create may come after a create of its parents, the test server's reaper
             // taking the empty containers between rounds)
             co_await eventually([&] { return a->statistics().get_data > reads0; }, 5000ms);
+            EXPECT_GT(a->statistics().get_data, reads0)
+                << cut_after.count() << " ms: no flight within 5 s; lease renewals "
+                << a->statistics().lease_renewals << ", slowest write "
+                << a->statistics().slowest_write.count() / 1000 << " ms";
             CO_REQUIRE(a->statistics().get_data > reads0);
             co_await sleep_for(cut_after);
             EXPECT_FALSE(w->done) << cut_after.count() << " ms: the flight's replies came before the cut";
