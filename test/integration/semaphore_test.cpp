@@ -167,8 +167,8 @@ TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossLeavesNoLease) {
     // The lease's flight (N's read, its create, the two listings) split by a real connection loss
     // at two phases: before it reaches the server (nothing applied), and after the server applied
     // it but before its replies are back (the lease exists; its acquire cannot know). The proxy
-    // holds each chunk back 300 ms each way, so the phases are 150 ms and 450 ms after the
-    // lease's create is sent. Either way the C client fails the flight's requests together: the
+    // holds each chunk back 300 ms each way, so the phases are 150 ms and 450 ms after N's read
+    // (the flight's first request) is sent. Either way the C client fails the flight's requests together: the
     // acquire fails as on a connection loss, deletes the lease by its guid if it was made, and
     // gives its internal lock up; the next acquire (N = 1) is granted.
     run_test([&]() -> awaitable<void> {
