@@ -5,7 +5,11 @@
 # lock paths for leftover nodes. Bounded in time; stops by itself.
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
-#                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--slow-stop-ms N] [--out DIR]
+#                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--slow-stop-ms N]
+#                    [--tick MS] [--out DIR]
+#   --tick: the ensemble's tickTime (default 500 ms, a quarter of the workers' T = 2 s); 1000 runs at
+#            tickTime = T/2, the shortest T ZooKeeper allows for it, where the leader's pings are
+#            T/4 apart (docs/lease.md, premise 1). The checker's margin bound is the same.
 #   --faults: a comma-separated subset of leader,follower,kill,drop,partition,delay,quorum,isolate,depose
 #             (default: all)
 #   --slow-stop-ms: every other zklock worker (the even-numbered ones) goes on acting for a random
@@ -34,7 +38,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay,quorum,isolate,depose
-peers="" peer_workers=2 slow_stop_ms=""
+peers="" peer_workers=2 slow_stop_ms="" tick=500
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2;;
@@ -46,6 +50,7 @@ while [ $# -gt 0 ]; do
     --peers) peers=$2; shift 2;;
     --peer-workers) peer_workers=$2; shift 2;;
     --slow-stop-ms) slow_stop_ms=$2; shift 2;;
+    --tick) tick=$2; shift 2;;
     --out) out=$2; shift 2;;
     *) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d'; exit 2;;
   esac
@@ -58,7 +63,8 @@ total=$((workers + peer_workers))
 if [ -n "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "chaos: --out $out is not empty; give a new or empty directory" >&2; exit 2
 fi
-T=2000 # session timeout, ms (the ensemble's tickTime is 500 ms)
+T=2000 # session timeout, ms (the ensemble's tickTime: --tick, 500 ms unless given)
+if [ "$tick" -lt 50 ] || [ $((tick * 2)) -gt "$T" ]; then echo "chaos: --tick must be in [50, T/2 = $((T / 2))] ms" >&2; exit 2; fi
 # the slow stop of every other zklock worker: from the seed (the fault loop below seeds RANDOM again)
 if [ -z "$slow_stop_ms" ]; then RANDOM=$seed; slow_stop_ms=$(( RANDOM % (T * 3 / 10 + 1) )); fi
 "$root/scripts/setup.sh"
@@ -86,9 +92,9 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
-zkout=$("$root/scripts/zk.sh" start --servers 3 --relay)
+zkout=$("$root/scripts/zk.sh" start --servers 3 --relay --tick "$tick")
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
-echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
+echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; tickTime ${tick} ms; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
 
 start_worker() { # start_worker I
   local i=$1 s slow=0

@@ -44,26 +44,27 @@ import sys
 import tempfile
 
 
-# The lease margin bound per fault case, as a fraction of T: (0.65 - f) with f = 0.3, the default
-# lease fraction. The values come from the derivation in docs/lease.md,
+# The lease margin bound per fault case, as a fraction of T: (0.5875 - f) with f = 0.3, the default
+# lease fraction, at any tickTime up to T/2 (chaos.sh --tick). The values come from the
+# derivation in docs/lease.md,
 # which gives this same bound for every case: the holder's follower frozen or cut off from the
 # leader either way, the leader isolated from its quorum, the leader deposed with its followers
 # restarted (a new leader gives every session a full T from its own start), a grant after a long
 # wait (the lease is renewed before the grant), a delayed heartbeat. A case whose derivation
 # changes gets its own value here. Keys: the fault events of chaos.sh that start a fault.
 BOUND_BY_CASE = {
-    "follower_stop": 0.35,   # the holder's follower SIGSTOPped (frozen)
-    "quorum_cut": 0.35,      # a follower's links to the leader frozen (cut off)
-    "leader_isolate": 0.35,  # the leader cut off from both followers, its clients' links up
-    "leader_depose": 0.35,   # the same, and its followers restarted at once: a new leader at once
-    "leader_kill": 0.35,     # the leader SIGKILLed: a new leader
-    "partition": 0.35,       # the holder's own connections swallowed for 2 T (a grant after a long wait)
-    "delay": 0.35,           # the holder's traffic delayed 300 ms for 3 s (a delayed heartbeat)
-    "drop": 0.35,            # the holder's connections dropped
-    "worker_kill": 0.35,     # (aims at a worker; its own hold ends as "killed", not by a loss)
-    "none": 0.35,            # no fault before the loss
+    "follower_stop": 0.2875,   # the holder's follower SIGSTOPped (frozen)
+    "quorum_cut": 0.2875,      # a follower's links to the leader frozen (cut off)
+    "leader_isolate": 0.2875,  # the leader cut off from both followers, its clients' links up
+    "leader_depose": 0.2875,   # the same, and its followers restarted at once: a new leader at once
+    "leader_kill": 0.2875,     # the leader SIGKILLed: a new leader
+    "partition": 0.2875,       # the holder's own connections swallowed for 2 T (a grant after a long wait)
+    "delay": 0.2875,           # the holder's traffic delayed 300 ms for 3 s (a delayed heartbeat)
+    "drop": 0.2875,            # the holder's connections dropped
+    "worker_kill": 0.2875,     # (aims at a worker; its own hold ends as "killed", not by a loss)
+    "none": 0.2875,            # no fault before the loss
 }
-DEFAULT_BOUND = 0.35  # a fault name missing from the table (reported as such)
+DEFAULT_BOUND = 0.2875  # a fault name missing from the table (reported as such)
 # chaos.sh's events that end a fault, or frame the run: not a fault of their own
 NOT_A_FAULT = {"start", "stop", "leader_restart", "follower_resume", "quorum_heal", "leader_rejoin",
                "leader_depose_rejoin"}
@@ -225,7 +226,7 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None):
     to_expiry = []  # a lease loss whose session the server then expired: loss signal -> the server's expiry
     unlisted = set()  # fault cases missing from the bounds table
 
-    def bound_of(case):  # s, or None without T: (0.65 - f) T, f = 0.3 (docs/lease.md), per case
+    def bound_of(case):  # s, or None without T: (0.5875 - f) T, f = 0.3 (docs/lease.md), per case
         if case not in bounds:
             unlisted.add(case)
         return bounds.get(case, DEFAULT_BOUND) * timeout_ms / 1000 if timeout_ms else None
@@ -356,7 +357,7 @@ def self_test():
             return check(d, 2000, quiet=True, bounds=bounds, output=output)
 
     # a lease loss at 1.0 s whose session the server expired at 1.7 s, the next grant at 1.8 s: a
-    # margin of 0.8 s, above the default bound less its allowance (0.7 - 0.15 s), below 0.85 s
+    # margin of 0.8 s, above the default bound less its allowance (0.575 - 0.15 s), below 0.85 s
     def lost_at_1s(events):
         return ({"a.log": "G /p 100 4096 1a\nE /p 1000000000 lost lease_expired\n",
                  "b.log": "G /p 1800000000 8192 3c\nE /p 1900000000 released\n",
@@ -435,7 +436,7 @@ def self_test():
         # the margin bound per fault case (BOUND_BY_CASE), the loss classified by the events
         "per-case bound: the loss follows leader_depose, reported per fault": (
             *lost_at_1s("500000000 leader_depose server3 6000ms\n"), True, None,
-            "  leader_depose: 1 losses, smallest 0.800 s; session expired: 1, smallest 0.800 s; bound 0.700 s"),
+            "  leader_depose: 1 losses, smallest 0.800 s; session expired: 1, smallest 0.800 s; bound 0.575 s"),
         "per-case bound: below leader_depose's (stricter) bound": (
             *lost_at_1s("500000000 leader_depose server3 6000ms\n"), False, stricter, "fault: leader_depose"),
         "per-case bound: the same margin after leader_isolate, within its bound": (

@@ -28,7 +28,10 @@ DIR/frozen.applied (zk.sh freeze / thaw wait for it, so a fault is in place when
 
     quorum_relay.py DIR        serves the relays listed in DIR/relays ("i j listen_port target_port"
                                per line); the frozen pairs are the lines "i j" of DIR/frozen,
-                               re-read whenever that file changes (zk.sh freeze / thaw write it)
+                               re-read whenever that file changes (zk.sh freeze / thaw write it);
+                               a line "i j in" holds back only what j sends to i on the links i
+                               opened to j (zk.sh hold: a leader's pings and proposals to follower
+                               i), while what i sends to j passes
 """
 import asyncio
 import os
@@ -75,6 +78,8 @@ class Relays:
             parts = line.split()
             if len(parts) == 2:
                 frozen.add((int(parts[0]), int(parts[1])))
+            elif len(parts) == 3 and parts[2] == "in":
+                frozen.add((int(parts[0]), int(parts[1]), "in"))
         if frozen != self.frozen:
             log(f"frozen {sorted(frozen) or 'none'}")
         self.frozen = frozen
@@ -90,14 +95,15 @@ class Relays:
             self.reload()
             await asyncio.sleep(0.002)
 
-    async def gate(self, key):
-        while key in self.frozen:
+    async def gate(self, key, inbound=False):
+        while key in self.frozen or (inbound and (key[0], key[1], "in") in self.frozen):
             await asyncio.sleep(0.002)
 
-    async def pump(self, key, reader, writer):
+    async def pump(self, key, reader, writer, inbound=False):
+        """inbound: the direction from j back to i (held by a line "i j in" too)."""
         try:
             while True:
-                await self.gate(key)
+                await self.gate(key, inbound)
                 try:
                     data = await reader.read(65536)
                 except (ConnectionError, OSError):
@@ -106,7 +112,7 @@ class Relays:
                 # the stream. (A process killed during a freeze closes its sockets; its peer across
                 # the partition must not see that close until the link thaws: zk.sh depose kills the
                 # followers of a cut-off leader, which would otherwise lose them at once.)
-                await self.gate(key)
+                await self.gate(key, inbound)
                 if not data:
                     break
                 writer.write(data)
@@ -143,7 +149,7 @@ class Relays:
                 writer.close()
                 return
             up_reader, up_writer = up
-            await asyncio.gather(self.pump(key, reader, up_writer), self.pump(key, up_reader, writer))
+            await asyncio.gather(self.pump(key, reader, up_writer), self.pump(key, up_reader, writer, True))
         return on_connect
 
 

@@ -19,6 +19,9 @@
 #       connection from a lower id by connecting back to its advertised port, past the relay.)
 #   scripts/zk.sh freeze DIR I J [I J ...]  freezes the links of server I to server J
 #                                    (bytes stop both ways, sockets stay open; needs --relay)
+#   scripts/zk.sh hold DIR I J       holds back what server J sends to server I on the links I opened
+#                                    to J (a leader J's pings and proposals to its follower I), while
+#                                    what I sends to J passes (needs --relay; thaw ends it)
 #   scripts/zk.sh thaw DIR [I J]     thaws that link (all links without I J)
 #                                    (freeze and thaw return once the relay applied the change)
 #   scripts/zk.sh depose DIR L       the leader L is cut off from its quorum (every relay link
@@ -317,6 +320,12 @@ case "$cmd" in
     [ -f "$d/relays" ] || die "$d has no quorum relays (zk.sh start --relay)"
     [ $# -ge 2 ] && [ $(($# % 2)) -eq 0 ] || die "usage: zk.sh freeze DIR I J [I J ...]"
     freeze_pairs "$d" "$@"
+    ;;
+  hold)
+    d=${1:?dir}; shift
+    [ -f "$d/relays" ] || die "$d has no quorum relays (zk.sh start --relay)"
+    [ $# -eq 2 ] || die "usage: zk.sh hold DIR I J"
+    set_frozen "$d" "$(cat "$d/frozen" 2>/dev/null || true)"$'\n'"$1 $2 in"$'\n'
     ;;
   thaw)
     d=${1:?dir}; shift

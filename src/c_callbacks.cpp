@@ -29,7 +29,7 @@ void note_reply(c_op* op, int rc) {
     if (!is_server_reply(rc)) return;
     zk_handle* h = op->owner;
     const bool commit = proves_commit(op->renews, rc);
-    if (h->lease->on_reply(op->sent, commit, commit ? lease_clock::now() : 0))
+    if (h->lease->on_reply(op->sent, commit, lease_clock::now())) // (every reply's time: rule (b))
         h->to_strand([w = h->session] {
             if (auto s = w.lock()) s->check_lease();
         });

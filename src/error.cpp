@@ -35,9 +35,10 @@ public:
         case errc::invalid_argument:
             return "invalid argument (no longer returned by zklock: every mistake has an errc of its own)";
         case errc::invalid_lease_fraction:
-            return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.5] (above the "
-                   "heartbeat's period, T/10; at most 0.5, which leaves the holder (0.65 - f) T = 0.15 T to "
-                   "stop)";
+            return "invalid lease fraction: loss_policy::lease(f) needs f in (0.1, 0.45] (above the "
+                   "heartbeat's period, T/10; at most 0.45, which leaves the holder (0.5875 - f) T = 0.1375 "
+                   "T "
+                   "to stop)";
         case errc::not_a_lock_node:
             return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", "
                    "\"__READ__\", \"__WRIT__\", \"__rlock__\", a semaphore's \"-lease-\"), so break refuses "
@@ -88,6 +89,11 @@ public:
         case errc::internal_error:
             return "an unexpected exception inside zklock (e.g. out of memory): the operation was abandoned "
                    "and its node is deleted in the background";
+        case errc::lease_check_denied:
+            return "the lease's renewal was refused (ZNOAUTH): loss_policy::lease renews before a grant with "
+                   "a "
+                   "committed check of the acquire's own node, and that node's ACL (mutex_options::node_acl) "
+                   "gives this session no READ; give the creator READ, or use another loss policy";
         case errc::lease_expired:
             return "lock lost: no request sent within the lease (loss_policy::lease) got a reply that went "
                    "through the ZooKeeper leader, so the server may expire the session soon";

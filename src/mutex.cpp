@@ -192,7 +192,11 @@ private:
     /// Before a grant under the lease policy: detail::lease_for_grant (ZOK, ZOPERATIONTIMEOUT to
     /// ask again, or the renewal's error).
     asio::awaitable<int> lease_fresh() {
-        co_return co_await lease_for_grant(*s_, s_->policy_for(req_.loss), headroom_until_);
+        const int rc = co_await lease_for_grant(*s_, s_->policy_for(req_.loss), headroom_until_, my_node_);
+        // (should_stop: ends it) The renewal checks our node: ZNONODE says someone deleted it.
+        if (rc == lease_check_denied_rc) fatal_ = errc::lease_check_denied;
+        if (rc == ZNONODE) fatal_ = errc::lock_node_deleted;
+        co_return rc;
     }
     /// lease_fresh until it holds, waiting for the connection in between. False (my_node_
     /// abandoned, the acquire completed) if it must stop.

@@ -333,7 +333,10 @@ private:
                     if (op.stop()) co_return co_await op.finish(op.reason());
                     // The lease must vouch for the session at the grant, with room for the first
                     // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
-                    const int rc = co_await lease_for_grant(s, s.options().loss, headroom_until);
+                    const int rc =
+                        co_await lease_for_grant(s, s.options().loss, headroom_until, op.lease_node_);
+                    if (rc == lease_check_denied_rc) co_return co_await op.finish(errc::lease_check_denied);
+                    if (rc == ZNONODE) co_return co_await op.finish(errc::lock_node_deleted); // (our lease)
                     if (rc != ZOK) {
                         if (rc != ZOPERATIONTIMEOUT && rc != ZCONNECTIONLOSS)
                             co_return co_await op.finish(op.fail_code(rc));

@@ -49,10 +49,11 @@ void session_impl::lease_unregister(std::uint64_t id) {
     lease_->set_watch_fraction(lease_fractions_.empty() ? 0 : *lease_fractions_.begin());
 }
 
-void session_impl::renew_lease(zk_handler h) {
-    // A multi holding one check of "/": a write, so the leader proposes it and a quorum logs it
-    // before the reply (a sync would be answered by a leader cut off from its quorum).
-    multi(transaction{}.check("/", -1).ops(), std::move(h), n_renewal);
+void session_impl::renew_lease(zk_handler h, const std::string& node) {
+    // A multi holding one check: a write, so the leader proposes it and a quorum logs it before
+    // the reply (a sync would be answered by a leader cut off from its quorum). A check needs
+    // READ on its node: an acquire checks its own, which it created.
+    multi(transaction{}.check(node.empty() ? std::string("/") : node, -1).ops(), std::move(h), n_renewal);
 }
 
 std::uint64_t session_impl::on_lease_lapse(double fraction, std::function<void()> fn) {
@@ -107,7 +108,15 @@ void session_impl::check_lease() { on_lease_timer(); }
 
 void session_impl::on_lease_timer() {
     if (state() == session_state::closed) return;
-    notify(session_event::lease_check); // lease locks whose lease lapsed report their loss
+    // Lease locks whose lease lapsed report their loss. Only a lapse of the smallest fraction in
+    // use can end one: now, or revealed since the last look by a renewal that came after the
+    // deadline (a gap). The timer is armed for that deadline, and the heartbeats move it on: a
+    // turn that finds neither tells no listener, so holding costs no work per held lock.
+    const lease_ns now = lease_clock::now();
+    if (!lease_fractions_.empty() &&
+        (lease_->lapsed(now, *lease_fractions_.begin()) || lease_->lapse_since(lease_checked_at_) != 0))
+        notify(session_event::lease_check);
+    lease_checked_at_ = now;
     fire_lapse_waiters(false);
     arm_lease_timer();
 }
@@ -189,32 +198,45 @@ void session_impl::send_heartbeat() {
             h, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); }, n_touch);
         return;
     }
-    // A lock is held: a multi that checks every held node. It is a write: the leader proposes
-    // it and a quorum logs it before the reply, so only a leader that still leads with a quorum
-    // answers it (a deposed or isolated one cannot); and a check that fails names a node that
-    // is gone.
+    // A lock is held: a multi that checks a slice of at most heartbeat_checks held nodes, taken
+    // in turn from a cursor over held_, so that neither its size nor its cost grows with what the
+    // session holds (a multi that checked every held node passed the server's jute.maxbuffer,
+    // 1 MiB, at about 12,000 held locks, and the server dropped the connection every period).
+    // It is a write: the leader proposes it and a quorum logs it before the reply, so only a
+    // leader that still leads with a quorum answers it (a deposed or isolated one cannot); and a
+    // check that fails names a node that is gone: each held node is checked at least once every
+    // ceil(N / heartbeat_checks) periods (docs/lease.md, "A deleted node").
     transaction checks;
     std::vector<std::string> nodes;
-    for (auto& [id, n] : held_)
-        if (std::find(nodes.begin(), nodes.end(), n.node) == nodes.end()) nodes.push_back(n.node);
+    nodes.reserve(std::min(held_.size(), heartbeat_checks));
+    auto it = held_.upper_bound(heartbeat_cursor_);
+    for (std::size_t seen = 0; seen < held_.size() && nodes.size() < heartbeat_checks; ++seen, ++it) {
+        if (it == held_.end()) it = held_.begin();
+        heartbeat_cursor_ = it->first;
+        // (two holders of one node, an in-process hand-off's: one check)
+        if (std::find(nodes.begin(), nodes.end(), it->second.node) == nodes.end())
+            nodes.push_back(it->second.node);
+    }
     for (auto& n : nodes) checks.check(n, -1);
     ++heartbeats_in_flight_;
+    heartbeat_checks_sent_.fetch_add(nodes.size(), std::memory_order_relaxed);
     multi(checks.ops(), zk_handler([w, nodes = std::move(nodes)](zk_result r) {
               auto s = w.lock();
               if (!s) return;
               --s->heartbeats_in_flight_;
               if (r.rc != ZNONODE) return;
-              bool gone = false;
-              for (std::size_t i = 0; i < r.multi.size() && i < nodes.size(); ++i) {
-                  if (r.multi[i].rc != ZNONODE) continue;
-                  // (the holders' on_gone unregister them: collect first)
-                  std::vector<std::function<void()>> fns;
-                  for (auto& [id, n] : s->held_)
-                      if (n.node == nodes[i]) fns.push_back(n.on_gone);
-                  for (auto& fn : fns) fn();
-                  gone = true;
-              }
-              if (gone && !s->held_.empty()) s->send_heartbeat(); // the others' lease, at once
+              std::vector<const std::string*> gone;
+              for (std::size_t i = 0; i < r.multi.size() && i < nodes.size(); ++i)
+                  if (r.multi[i].rc == ZNONODE) gone.push_back(&nodes[i]);
+              if (gone.empty()) return;
+              // (the holders' on_gone unregister them: collect first; a pass over held_, only
+              // when a node was found deleted)
+              std::vector<std::function<void()>> fns;
+              for (auto& [id, n] : s->held_)
+                  for (const auto* g : gone)
+                      if (n.node == *g) fns.push_back(n.on_gone);
+              for (auto& fn : fns) fn();
+              if (!s->held_.empty()) s->send_heartbeat(); // the others' lease, at once
           }),
           n_heartbeat);
 }

@@ -35,7 +35,7 @@ enum class errc {
     invalid_argument,
     path_too_long,          ///< a path is longer than max_path_length bytes
     data_too_large,         ///< node data is larger than max_node_data bytes
-    invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.5]
+    invalid_lease_fraction, ///< loss_policy::lease(f) with f outside (0.1, 0.45]
     not_a_lock_node,        ///< async_break_lock: the path does not name a lock node (nothing was deleted)
     transaction_empty,      ///< async_commit: the transaction has no operation
     transaction_too_large,  ///< async_commit: the transaction is over max_transaction_bytes
@@ -60,6 +60,10 @@ enum class errc {
     create_retries_exhausted, ///< the lock node's create kept failing with connection loss
     internal_error, ///< an exception inside zklock (e.g. out of memory): the operation was abandoned
     lock_lost,      ///< async_commit: the lock was not held at the commit; nothing was applied
+    /// The lease's renewal before a grant (a committed check of the acquire's own node) was
+    /// refused with ZNOAUTH: the node's ACL gives the session no READ, so loss_policy::lease could
+    /// never vouch for the grant.
+    lease_check_denied,
     // -- one path, one lock: recipes that cannot share a path --
     path_used_by_semaphore = 70, ///< a mutex or read/write lock on a path whose semaphore has leases
     path_used_by_lock,           ///< a semaphore on a path that holds mutex or read/write lock nodes

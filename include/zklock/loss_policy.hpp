@@ -30,41 +30,46 @@ public:
 
     /// The default lease fraction f: see lease().
     static constexpr double default_lease_fraction = 0.3;
-    /// The largest lease fraction: it leaves a margin of 0.15 T.
-    static constexpr double max_lease_fraction = 0.5;
+    /// The largest lease fraction: it leaves a margin of 0.1375 T.
+    static constexpr double max_lease_fraction = 0.45;
     /// While the session holds a lock it sends a heartbeat every heartbeat_fraction x T, T the
     /// negotiated session timeout; the lease fraction must be larger.
     static constexpr double heartbeat_fraction = 0.1;
 
     /// The client-side lease (the default): a lock is reported lost (errc::lease_expired) at
-    /// least (0.65 - fraction) x T, less the network's one-way delays, before any leader can
-    /// expire the session and hand the lock on; 0.35 T with the default. That margin is the
-    /// holder's time to stop.
+    /// least (0.5875 - fraction) x T before any leader can expire the session and hand the lock
+    /// on; 0.2875 T with the default. That margin is the holder's time to stop. T is the
+    /// smallest session timeout negotiated in the session's life.
     ///
     /// How: the session keeps the latest moment v at which the ensemble is known to have heard
-    /// from it, from the send times of its requests on one connection and the replies to its
-    /// writes, which a quorum commits (docs/lease.md). While it holds a lock it sends a heartbeat
-    /// every T/10: a multi that checks every held node (a write: a leader cut off from its
-    /// quorum, or deposed, cannot answer it; a deleted node fails it, and its lock is reported
-    /// lost with errc::lock_node_deleted). While it holds none it sends a read of "/" whenever
+    /// from it, from the send and reply times of its requests on one connection and the replies
+    /// to its writes, which a quorum commits (docs/lease.md). While it holds a lock it sends a
+    /// heartbeat every T/10: a multi of a constant size (a write: a leader cut off from its
+    /// quorum, or deposed, cannot answer it). While it holds none it sends a read of "/" whenever
     /// it has sent nothing for T/10 (the C client then sends no pings of its own), so that a
-    /// grant is vouched for at once. A held lock is lost once now > v + (0.35 + fraction) x T on
-    /// CLOCK_BOOTTIME; in the steady state of heartbeats that is at most fraction x T after the
-    /// last heartbeat's send. A lapse is final: a renewal that arrives after it, or a lapse that
-    /// no timer saw in time, does not bring the lock back.
+    /// grant is vouched for at once. A held lock is lost once now > v + (0.4125 + fraction) x T
+    /// on CLOCK_BOOTTIME; in the steady state that is at most fraction x T after the last
+    /// heartbeat's send. A lapse is final: a renewal that arrives after it, or a lapse that no
+    /// timer saw in time, does not bring the lock back.
     ///
-    /// Premises (docs/lease.md): the negotiated T is at least 2 x tickTime (ZooKeeper's
-    /// minSessionTimeout, unless an operator lowers it); the leader pings every follower every
-    /// tickTime/2 and a follower's answer carries every session it heard from; a new leader gives
-    /// each session a full T from its own start; the client's clock runs no slower than the
-    /// servers' (a client clock slow by a factor e shrinks the margin by about e x T). Not a
-    /// premise: how soon the followers give up a leader, or syncLimit.
+    /// Premises (docs/lease.md, each with how to check it): every follower sends the leader a
+    /// ping answer at least every 5T/16 (tickTime/2 plus jitter: ZooKeeper's minSessionTimeout
+    /// keeps tickTime <= T/2 unless an operator lowers it, which leaves T/16 of jitter at
+    /// tickTime = T/2), and its answer carries every session it heard from; the client is
+    /// connected to a participant, not to an observer behind an ObserverMaster (two relays)
+    /// unless tickTime <= T/4; a new leader gives each session a full T from its own start; the
+    /// client's clock runs no slower than the servers' (slow by a factor e shrinks the margin by
+    /// about e (0.4125 + fraction) T). Not a premise: how soon the followers give up a leader,
+    /// syncLimit, or the client link's delays and stalls. The heartbeat and the renewal before a
+    /// grant check the session's own lock nodes, which need READ for their creator (a node ACL
+    /// without it fails such a grant with errc::lease_check_denied); nothing needs READ on "/".
     ///
-    /// Cost: one write every T/10 per session that holds a lock, whatever the number of locks
-    /// it holds; a read every T/10 to T/5 per connected session that holds none (instead of the
-    /// C client's pings every T/3). A connection that drops and comes back quickly (to any
-    /// server) reports no loss: its handshake vouches for the session once a heartbeat commits.
-    /// `fraction` must be in (0.1, 0.5]; anything else fails acquires (and async_connect, for
+    /// Cost: one write every T/10 per session that holds a lock, of the same size whatever the
+    /// number of locks it holds; a read every T/10 per connected session that holds none and
+    /// sends nothing else (instead of the C client's pings every T/3). A connection that drops
+    /// and comes back quickly (to any server) reports no loss: its handshake vouches for the
+    /// session once a heartbeat commits.
+    /// `fraction` must be in (0.1, 0.45]; anything else fails acquires (and async_connect, for
     /// the session's policy) with errc::invalid_lease_fraction.
     static constexpr loss_policy lease(double fraction = default_lease_fraction) noexcept {
         return loss_policy(kind::lease, fraction);

@@ -56,8 +56,8 @@ struct session_options {
     /// When held locks are reported lost while the session cannot vouch for them (see
     /// loss_policy; each lock may override it with mutex_options::loss). The default, a lease of
     /// 0.3 of the negotiated timeout renewed only by writes a quorum committed (a heartbeat every
-    /// T/10 while a lock is held), reports the loss at least 0.35 x T before any leader can expire
-    /// the session, in every fault case of docs/lease.md, under its premises (loss_policy::lease).
+    /// T/10 while a lock is held), reports the loss at least 0.2875 x T before the leader can
+    /// expire the session, at every phase of docs/lease.md, under its premises (loss_policy::lease).
     loss_policy loss = loss_policy::lease();
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;
@@ -101,7 +101,8 @@ struct session_statistics {
     /// setData requests sent.
     std::uint64_t set_data = 0;
     std::uint64_t watch_events = 0; ///< node (not session) watch events delivered
-    /// Lease heartbeats: while a lock is held, a multi that checks every held node, every T/10
+    /// Lease heartbeats: while a lock is held, a multi that checks up to 64 held nodes (a slice,
+    /// in turn), every T/10
     /// (see loss_policy::lease); while nothing is held, a multi checking "/" T/10 after a write
     /// that is still unanswered (a grant may come at its reply).
     std::uint64_t heartbeats = 0;

@@ -75,31 +75,52 @@ constexpr bool proves_commit(vouch v, int rc) noexcept { return v == vouch::comm
 ///      has been committed: the handshake touched the session at the leader itself (a follower
 ///      revalidates it there), that leader still led with a quorum when the commit came, and a
 ///      later leader starts after that commit;
-///  (b) a request sent at `j` that the server answered, once a request sent at k >= j + T/4 on
-///      the same connection has been committed: the commit passed through the follower's link
-///      to the leader after k, the leader pings the follower every tickTime/2 <= T/4 and the
-///      follower's answers carry the touches it saw, so the leader heard of j's touch.
-/// A lock is reported lost once now > v + (reference_offset + f) T: the same f as the old
-/// sync-renewed lease (`v + reference_offset T` is, in the steady state of heartbeats every
-/// T/10, at most the last heartbeat's send), and a margin of (1 - reference_offset - f) T, 0.35 T
-/// with the default f = 0.3, before the earliest expiry.
+///  (b) a request sent at `j` whose reply came at `j'`, once a request sent at k >= j' + G on
+///      the same connection has been committed: j touched the session at its server before j',
+///      and k reached that server after k, so at least G after the touch; the commit passed
+///      through the server's link to the leader after that, and a follower sends the leader a
+///      ping answer, carrying the sessions it heard from, at least every G (the premise, with
+///      G = ping_gap T): one of them carried j's touch. Measuring from j's reply takes the
+///      client link's delays and stalls out of the argument (j and k delivered in one burst
+///      still have G between the touch and k's arrival), and a send time taken when a request
+///      was only queued is safe here (k's real send is later still).
+/// A lock is reported lost once now > v + (reference_offset + f) T: in the steady state of
+/// heartbeats every T/10, `v + reference_offset T` is at most the last heartbeat's send less a
+/// round trip. The margin before the earliest expiry is (1 - reference_offset - f) T, 0.2875 T
+/// with the default f = 0.3, with no network delay to subtract: v is a send time, earlier than
+/// any touch it stands for.
+///
+/// T is the smallest timeout negotiated in the session's life (a new leader restores a session
+/// with its first T, and a late relay from an old follower carries the T it knew).
 ///
 /// The evidence methods run on the session's strand, inside the C client's calls; the reads
 /// (vouched, lapsed, ...) from any thread.
 class session_lease {
 public:
-    /// The leader's ping interval, tickTime/2, as a fraction of T: ZooKeeper negotiates
-    /// T >= 2 tickTime (minSessionTimeout), so at most T/4.
-    static constexpr double ping_bound = 0.25;
+    /// G, the longest time between two ping answers a follower sends the leader, as a fraction
+    /// of T (the premise): tickTime/2 plus the jitter of the leader's ping loop, the link and the
+    /// follower's queue. ZooKeeper negotiates T >= 2 tickTime (minSessionTimeout), so tickTime/2
+    /// <= T/4, and this leaves T/16 of jitter at tickTime = T/2 (125 ms at T = 2 s), 3T/16 at
+    /// tickTime = T/4.
+    static constexpr double ping_gap = 5.0 / 16;
     /// The heartbeat period while a lock is held (loss_policy::heartbeat_fraction).
     static constexpr double heartbeat = loss_policy::heartbeat_fraction;
     /// How long after the vouched time the lease's reference point lies, as a fraction of T.
-    static constexpr double reference_offset = ping_bound + heartbeat;
+    static constexpr double reference_offset = ping_gap + heartbeat;
     /// The earliest expiry after the reference point, as a fraction of T: the margin is this
     /// less the lease fraction, in every fault case of the derivation.
     static constexpr double expiry_after_reference = 1.0 - reference_offset;
 
+    /// How evidence (b) is counted. The defaults are the library's; the model of the servers
+    /// (test/unit/lease_model_test.cpp) also runs the earlier rule (G = T/4 between the
+    /// two sends) to show what it missed.
+    struct rules {
+        double gap = ping_gap;  ///< G, as a fraction of T
+        bool from_reply = true; ///< G counted from j's reply (false: from j's send)
+    };
+
     session_lease() { gaps_.reserve(max_gaps); }
+    explicit session_lease(rules r) : rules_(r) { gaps_.reserve(max_gaps); }
 
     // ---- evidence (the session's strand) ----
 
@@ -113,6 +134,7 @@ public:
         connection_ = false;
         first_answered_send_.store(0, std::memory_order_relaxed);
         ring_size_ = 0;
+        timeout_.store(0, std::memory_order_relaxed); // (a new session: its own T)
         std::lock_guard lk(gaps_mu_);
         gaps_.clear();
     }
@@ -130,18 +152,17 @@ public:
     }
     /// A connection was established with negotiated timeout `timeout` (ns); its handshake was
     /// sent no earlier than the bound saw_state kept. Replies that follow are this connection's.
-    /// `now`: when the C client reported it (inside zookeeper_process). A request queued before
-    /// it goes out no later than that, and on_reply's rule (b) counts it as sent then (0: every
-    /// `sent` is taken as it is, as the unit model does).
+    /// `now`: when the C client reported it (inside zookeeper_process; for diagnostics, and for
+    /// the older rule of the model: 0 there).
+    ///
+    /// The lease counts with the smallest T of the session's life: the server clamps the T the
+    /// C client asks for to its own bounds, so a reconnect can raise it, while a new leader
+    /// restores the session with the T of its createSession, and an old follower's late relay
+    /// carries the T it knew. Every one of those expiries comes no earlier than v + T_min.
     void on_connected(lease_ns timeout, lease_ns now = 0) noexcept {
         const lease_ns old = timeout_.load(std::memory_order_relaxed);
-        const lease_ns v = vouched_.load(std::memory_order_relaxed);
-        // A longer T than before: the old evidence was counted against the shorter one (the
-        // leader's expiry of those touches is v + T_old); keep v + T where it was. A shorter T
-        // needs nothing: this handshake, sent after v, touches the session with the new T.
-        if (old != 0 && timeout > old && v != 0)
-            vouched_.store(v - (timeout - old), std::memory_order_release);
-        timeout_.store(timeout, std::memory_order_relaxed);
+        timeout_.store(old != 0 && old < timeout ? old : timeout, std::memory_order_relaxed);
+        negotiated_.store(timeout, std::memory_order_relaxed);
         hs_ = seen_connected_ ? last_seen_connected_ : next_hs_;
         hs_seen_.store(hs_, std::memory_order_relaxed);
         connected_at_.store(now, std::memory_order_relaxed);
@@ -156,13 +177,13 @@ public:
     /// see lapse_since).
     bool on_reply(lease_ns sent, bool commit, lease_ns now) noexcept {
         if (!connection_) return false;
-        // A request handed to the C client before this connection was made (queued while it
-        // reconnected) went out on it only at the connection, later than its `sent`: crediting
-        // `sent` is safe (its touch came later still), but counting T/4 from it is not. For the
-        // rule of (b) and for renewable_from, it was sent at the connection.
-        const lease_ns at = connected_at_.load(std::memory_order_relaxed);
+        // Rule (b) counts G from the reply (`now`). The older rule, G between the sends, counted
+        // a request queued before this connection (handed to the C client while it reconnected)
+        // as sent at the connection; the model runs it with no connection time.
+        const lease_ns key =
+            rules_.from_reply ? now : std::max(sent, connected_at_.load(std::memory_order_relaxed));
         if (first_answered_send_.load(std::memory_order_relaxed) == 0)
-            first_answered_send_.store(std::max(sent, at), std::memory_order_relaxed);
+            first_answered_send_.store(key, std::memory_order_relaxed);
         bool gap = false;
         if (commit) {
             if (now - sent > slowest_commit_.load(std::memory_order_relaxed))
@@ -173,26 +194,24 @@ public:
                 cand = hs_; // (a)
             }
             const lease_ns t = timeout_.load(std::memory_order_relaxed);
-            const lease_ns limit = sent - static_cast<lease_ns>(ping_bound * static_cast<double>(t));
-            // (b): the latest answered send at or before `limit`; older entries are useless now
-            // (later commits are sent later). Sends queued before the connection count as sent
-            // at it (above): none qualifies while `limit` is before the connection.
+            const lease_ns limit = sent - static_cast<lease_ns>(rules_.gap * static_cast<double>(t));
+            // (b): the latest answered request whose reply came at or before `limit`; older
+            // entries are useless now (later commits are sent later).
             std::size_t found = ring_size_;
-            if (limit >= at)
-                for (std::size_t i = ring_size_; i-- > 0;)
-                    if (ring_[i] <= limit) {
-                        found = i;
-                        break;
-                    }
+            for (std::size_t i = ring_size_; i-- > 0;)
+                if (ring_[i].key <= limit) {
+                    found = i;
+                    break;
+                }
             if (found != ring_size_) {
-                cand = std::max(cand, ring_[found]);
+                cand = std::max(cand, ring_[found].sent);
                 std::copy(ring_.begin() + static_cast<std::ptrdiff_t>(found),
                           ring_.begin() + static_cast<std::ptrdiff_t>(ring_size_), ring_.begin());
                 ring_size_ -= found;
             }
             gap = credit(cand, now);
         }
-        remember(sent);
+        remember(sent, key);
         return gap;
     }
 
@@ -213,8 +232,11 @@ public:
 
     /// The vouched time v (0: nothing vouches for the session).
     lease_ns vouched() const noexcept { return vouched_.load(std::memory_order_acquire); }
-    /// The negotiated session timeout T (ns) of the current connection (0 before the first).
+    /// The session timeout T (ns) the lease counts with: the smallest negotiated in the session's
+    /// life (0 before its first connection).
     lease_ns timeout() const noexcept { return timeout_.load(std::memory_order_relaxed); }
+    /// The timeout negotiated on the current connection (0 before the first).
+    lease_ns negotiated() const noexcept { return negotiated_.load(std::memory_order_relaxed); }
     /// The smallest lease fraction held under: gaps longer than that are recorded.
     void set_watch_fraction(double f) noexcept { watch_fraction_.store(f, std::memory_order_relaxed); }
 
@@ -263,7 +285,8 @@ public:
     }
     /// When a session that holds nothing touches next: a period after its last send, so that its
     /// sends stay at most a period apart, as a holder's heartbeats are (docs/lease.md, "Liveness":
-    /// a commit at k then finds a send to credit in [k - reference_offset T, k - ping_bound T]).
+    /// a commit at k then finds a request to credit, sent a period or less before one answered
+    /// G before k).
     /// A period from `now` if that moment has passed (no send went out: nothing to space).
     static constexpr lease_ns next_touch_at(lease_ns last_send, lease_ns now, lease_ns timeout) noexcept {
         return period_after(last_send, now, timeout);
@@ -275,49 +298,52 @@ public:
                                                 lease_ns timeout) noexcept {
         return period_after(last_commit, now, timeout);
     }
-    /// The earliest moment a commit can vouch for anything sent on the current connection: T/4
-    /// after its first answered send (evidence (b); a send queued before the connection counts
-    /// as made at the connection); until then only the handshake's bound
-    /// vouches, which can lie far back (a slow TLS handshake, servers tried in turn). T/4 from
-    /// `now` if nothing on it was answered yet.
+    /// The earliest moment a commit can vouch for anything sent on the current connection: G
+    /// after its first reply (evidence (b)); until then only the handshake's bound vouches,
+    /// which can lie far back (a slow TLS handshake, servers tried in turn). G from `now` if
+    /// nothing on it was answered yet.
     lease_ns renewable_from(lease_ns now) const noexcept {
         const lease_ns s0 = first_answered_send_.load(std::memory_order_relaxed);
-        const auto q = static_cast<lease_ns>(ping_bound * static_cast<double>(timeout()));
+        const auto q = static_cast<lease_ns>(rules_.gap * static_cast<double>(timeout()));
         return s0 == 0 ? now + q : s0 + q;
     }
     /// The liveness premise as a fraction of T: round trips shorter than this keep a held lock
-    /// that nothing threatens (docs/lease.md, "Liveness"): a heartbeat a period after the last
-    /// one is answered before the deadline, f T - T/64 after the last one's send.
+    /// that nothing threatens (docs/lease.md, "Liveness"). A heartbeat sent at k vouches for one
+    /// sent at least a period and a round trip before k - G, so the deadline is at least
+    /// f T - T/64 - r after k; the next heartbeat, a period later, must be answered before it:
+    /// 2 r < (f - heartbeat - 1/64) T.
     static constexpr double liveness_bound(double fraction) noexcept {
-        return fraction - heartbeat - 1.0 / 64;
+        return (fraction - heartbeat - 1.0 / 64) / 2;
     }
     /// True if a lock granted now under `fraction` would likely be lost by the session's own
     /// slowness (docs/lease.md, "Liveness"). Once heartbeats can renew the lease (renewable_from
     /// has passed), it must not lapse within two heartbeat periods, at most fraction / 2: the
     /// first heartbeat then goes at the steady state's time. Before that (right after a
-    /// connection), the first heartbeat can only go at renewable_from, and its reply must come
-    /// before the deadline under the premise: the lease must run liveness_bound past it.
+    /// connection), only a heartbeat sent after renewable_from can renew it, the first one at
+    /// most a period after it: the lease must run a period and the liveness bound past it.
     bool too_short_to_grant(lease_ns now, double fraction) const noexcept {
         const lease_ns v = vouched(), t = timeout();
         if (v == 0 || t <= 0) return true;
         const lease_ns from = renewable_from(now);
-        const double room = from > now ? liveness_bound(fraction) : std::min(2 * heartbeat, fraction / 2);
+        const double room =
+            from > now ? heartbeat + liveness_bound(fraction) : std::min(2 * heartbeat, fraction / 2);
         return deadline(v, t, fraction) <
                std::max(now, from) + static_cast<lease_ns>(room * static_cast<double>(t));
     }
     /// When the first heartbeat after a grant is due: a period after the lease's reference
     /// point v + reference_offset T (which the steady state keeps at or after the last
-    /// heartbeat's send), or a period after the last write (`last_commit`, see
-    /// next_heartbeat_at) if sooner, between `now` and a period from now; but not before
-    /// renewable_from, as a heartbeat sent earlier could vouch for nothing newer than v. Its
-    /// reply then comes before the deadline whenever a steady heartbeat's would.
+    /// heartbeat's send, less a round trip), or a period after the last write (`last_commit`,
+    /// see next_heartbeat_at) if sooner, between `now` and a period from now. Right after a
+    /// connection a heartbeat before renewable_from renews nothing itself, but it goes anyway:
+    /// the heartbeats sent after renewable_from credit the ones answered G before them, so the
+    /// sends must stay a period apart from the grant on.
     lease_ns first_heartbeat_at(lease_ns now, lease_ns last_commit) const noexcept {
         const lease_ns v = vouched(), t = timeout();
         if (v == 0 || t <= 0) return now;
         const lease_ns p = heartbeat_interval(t);
         const lease_ns steady = std::clamp(
             v + static_cast<lease_ns>(reference_offset * static_cast<double>(t)) + p, now, now + p);
-        return std::max(std::min(steady, next_heartbeat_at(last_commit, now, t)), renewable_from(now));
+        return std::min(steady, next_heartbeat_at(last_commit, now, t));
     }
 
     /// The lease's inputs at a glance, for diagnostics (a test's failure message, a log line).
@@ -359,18 +385,25 @@ private:
         vouched_.store(cand, std::memory_order_release);
         return gap;
     }
-    /// Keeps answered send times at least T/64 apart (the older of two close ones: a query then
-    /// finds an entry at most T/64 older than the best, never a newer one).
-    void remember(lease_ns sent) noexcept {
+    /// Keeps answered requests at least T/64 apart by send time (the older of two close ones: a
+    /// query then finds an entry at most T/64 older than the best, never a newer one).
+    void remember(lease_ns sent, lease_ns key) noexcept {
         const lease_ns t = timeout_.load(std::memory_order_relaxed);
-        if (ring_size_ > 0 && sent - ring_[ring_size_ - 1] < t / 64) return;
-        if (ring_size_ > 0 && sent < ring_[ring_size_ - 1]) return; // (out of order: keep it sorted)
+        if (ring_size_ > 0) {
+            const answered& last = ring_[ring_size_ - 1];
+            if (sent - last.sent < t / 64) return;
+            if (sent < last.sent || key < last.key) return; // (out of order: keep it sorted)
+        }
         if (ring_size_ == ring_.size()) {
             std::copy(ring_.begin() + 1, ring_.end(), ring_.begin());
             --ring_size_;
         }
-        ring_[ring_size_++] = sent;
+        ring_[ring_size_++] = {sent, key};
     }
+    struct answered {
+        lease_ns sent; // credited as v
+        lease_ns key;  // G is counted from it: the reply (or the send, under the older rule)
+    };
     struct gap_entry {
         lease_ns end;
         lease_ns length;
@@ -391,7 +424,9 @@ private:
     static constexpr std::size_t max_gaps = 64;
 
     std::atomic<lease_ns> vouched_{0};
-    std::atomic<lease_ns> timeout_{0};
+    std::atomic<lease_ns> timeout_{0};    // the smallest T of the session's life
+    std::atomic<lease_ns> negotiated_{0}; // the current connection's T
+    rules rules_{};
     std::atomic<double> watch_fraction_{0};
     std::atomic<lease_ns> last_send_{0};
     std::atomic<lease_ns> last_commit_send_{0};
@@ -406,7 +441,7 @@ private:
     bool connection_ = false;          // a connection was established since start()
     lease_ns hs_ = 0;                  // the current connection's handshake bound
     bool committed_here_ = false;      // a commit on the current connection used (a)
-    std::array<lease_ns, 96> ring_{};  // answered sends on the current connection, ascending
+    std::array<answered, 96> ring_{};  // answered requests on the current connection, ascending
     std::size_t ring_size_ = 0;
     mutable std::mutex gaps_mu_;
     std::vector<gap_entry> gaps_;

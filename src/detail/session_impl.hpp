@@ -244,6 +244,12 @@ public:
     std::uint64_t heartbeat_timer_arms() const noexcept {
         return heartbeat_timer_arms_.load(std::memory_order_relaxed);
     }
+    /// Tests: how many node checks the heartbeats carried in all.
+    std::uint64_t heartbeat_checks_sent() const noexcept {
+        return heartbeat_checks_sent_.load(std::memory_order_relaxed);
+    }
+    /// The most held nodes one heartbeat checks (session_heartbeat.cpp: a slice taken in turn).
+    static constexpr std::size_t heartbeat_checks = 64;
     /// Strand: lease locks check their lease now (a renewal revealed a lapse).
     void check_lease();
     /// Strand only: why the session ended, for what it held or was waiting for when
@@ -296,13 +302,14 @@ public:
     void exists_watch(const std::string& path, std::uint64_t watch_id, zk_handler h);
     void remove(const std::string& path, int version, zk_handler h);
     void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
-    /// A multi holding one check of "/": committed by a quorum, so its success renews the lease
-    /// (session_lease); an acquire sends it before a grant when the lease has lapsed.
-    void renew_lease(zk_handler h);
+    /// A multi holding one check of `node` ("/" if empty): committed by a quorum, so its success
+    /// renews the lease (session_lease); an acquire sends it before a grant when the lease is
+    /// short, checking its own node (which it can read: "/" may not be readable).
+    void renew_lease(zk_handler h, const std::string& node = {});
     template <class Token>
-    auto async_renew_lease(Token&& t) {
+    auto async_renew_lease(const std::string& node, Token&& t) {
         return asio::async_initiate<Token, void(zk_result)>(
-            [this](auto h) { renew_lease(zk_handler(std::move(h))); }, t);
+            [this, node](auto h) { renew_lease(zk_handler(std::move(h)), node); }, t);
     }
 
     template <class Token>
@@ -530,11 +537,14 @@ private:
         std::function<void()> on_gone;
     };
     std::map<std::uint64_t, held_node> held_; // strand: lease_register
+    std::uint64_t heartbeat_cursor_ = 0;      // strand: the last held_ id a heartbeat checked
+    lease_ns lease_checked_at_ = 0;           // strand: the lease timer's last turn
     std::map<std::uint64_t, std::pair<double, std::function<void()>>> lapse_waiters_;
     int heartbeats_in_flight_ = 0;
     bool heartbeat_armed_ = false;
     lease_ns heartbeat_due_ = 0; // strand: when the heartbeat (or touch) scheduled last is due
-    std::atomic<std::uint64_t> heartbeat_timer_arms_{0}; // (tests: heartbeat_timer_arms())
+    std::atomic<std::uint64_t> heartbeat_timer_arms_{0};  // (tests: heartbeat_timer_arms())
+    std::atomic<std::uint64_t> heartbeat_checks_sent_{0}; // (tests: heartbeat_checks_sent())
     std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
     error_code end_reason_ = make_error_code(errc::session_expired); // strand: see end_reason()
     bool auth_probe_needed_ = false;                                 // strand: see probe_auth()

@@ -449,3 +449,44 @@ TEST_F(Acl, CredentialsNeverReachTheLogOrErrorMessages) {
     EXPECT_FALSE(logged.empty()) << "the C client logged nothing: the check would prove nothing";
     EXPECT_EQ(logged.find("must-not-leak"), std::string::npos) << logged;
 }
+
+TEST_F(Acl, AWaiterUnderAChrootItCannotReadIsGrantedAfterALongWait) {
+    // Before a grant whose lease is short (a waiter that sent only reads for longer than the
+    // lease), loss_policy::lease renews with a committed check. Before issue 45 it checked "/",
+    // which needs READ on "/" (on the chroot, under one): a session without it was never granted
+    // after a wait, every renewal refused with ZNOAUTH. It checks the acquire's own node now.
+    run_test([&]() -> awaitable<void> {
+        const auto chroot = unique_path("unreadable-root");
+        raw_zk raw;
+        raw.create_parents(chroot);
+        struct ACL no_read = {ZOO_PERM_ALL & ~ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
+        struct ACL_vector acl_v = {1, &no_read};
+        CO_REQUIRE(raw.create(chroot, 0, &acl_v) == ZOK);
+        auto o = options(zk_connect() + chroot);
+        o.session_timeout = 2000ms;
+        auto a = co_await connect(o);
+        auto c = co_await connect(o);
+        {
+            raw_zk probe; // (the premise: the chroot cannot be read)
+            std::vector<std::string> kids;
+            EXPECT_EQ(probe.children(chroot, kids), ZNOAUTH);
+        }
+        zklock::mutex ma(*a, "/lock"), mc(*c, "/lock");
+        auto first = co_await mc.async_acquire(use_awaitable);
+        auto wa = in_background([&](auto h) { ma.async_acquire_for(10s, h); });
+        co_await wait_for_children(*c, "/lock", 2);
+        const auto renewals = a->statistics().lease_renewals;
+        co_await sleep_for(2500ms); // longer than the lease: the grant needs a renewal
+        co_await first.async_release(use_awaitable);
+        co_await eventually([&] { return wa->done; }, 8000ms);
+        CO_REQUIRE(wa->done);
+        EXPECT_TRUE(wa->granted()) << wa->ec.message();
+        EXPECT_GT(a->statistics().lease_renewals, renewals) << "the grant renewed the lease";
+        if (wa->granted()) co_await wa->guard.async_release(use_awaitable);
+        co_await expect_no_leftovers(*c, "/lock");
+        a.reset();
+        c.reset();
+        raw.remove(chroot + "/lock");
+        EXPECT_EQ(raw.remove(chroot), ZOK);
+    });
+}

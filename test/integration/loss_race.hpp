@@ -9,9 +9,53 @@
 #include "detail/session_impl.hpp"
 
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <functional>
+#include <optional>
+#include <regex>
 
 namespace zt {
+
+/// When a server of the ensemble in `dir` logged "Expiring session 0x<id>" (the leader's own
+/// expiry of the session), as seconds after `t0` (steady clock): the moment against which a
+/// lease's margin is measured, not the next holder's grant (which adds the grant's latency).
+/// The servers log the wall clock's time of day to the millisecond (zk.sh); nullopt if no
+/// server logged it (yet).
+inline std::optional<double> logged_expiry(const std::string& dir, std::int64_t session_id,
+                                           std::chrono::steady_clock::time_point t0, int servers = 3) {
+    char hex[32];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(session_id));
+    const std::regex line("^(\\d\\d):(\\d\\d):(\\d\\d)\\.(\\d{3}) .*Expiring session 0x" + std::string(hex) +
+                          ",");
+    // t0 as a time of day (ms since local midnight), as the servers' JVMs print it
+    const auto wall =
+        std::chrono::system_clock::now() - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                               std::chrono::steady_clock::now() - t0);
+    const std::time_t tt = std::chrono::system_clock::to_time_t(wall);
+    std::tm tm{};
+    ::localtime_r(&tt, &tm);
+    const double t0_ms =
+        ((tm.tm_hour * 60.0 + tm.tm_min) * 60.0 + tm.tm_sec) * 1000.0 +
+        static_cast<double>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count() % 1000);
+    std::optional<double> first;
+    for (int i = 1; i <= servers; ++i) {
+        std::ifstream in(dir + "/server" + std::to_string(i) + ".log");
+        std::string l;
+        std::smatch m;
+        while (std::getline(in, l))
+            if (std::regex_search(l, m, line)) {
+                const double at =
+                    ((std::stoi(m[1]) * 60.0 + std::stoi(m[2])) * 60.0 + std::stoi(m[3])) * 1000.0 +
+                    std::stoi(m[4]);
+                double d = at - t0_ms;
+                if (d < -43'200'000) d += 86'400'000; // (past midnight)
+                if (!first || d / 1000 < *first) first = d / 1000;
+            }
+    }
+    return first;
+}
 
 /// The session's lease inputs, in ms relative to `at` (lease_clock), for a failure message.
 inline std::string describe_lease(const zklock::session& s, zklock::detail::lease_ns at) {
@@ -29,11 +73,12 @@ inline std::string describe_lease(const zklock::session& s, zklock::detail::leas
 
 struct loss_race {
     bool lost = false, granted = false;
-    zklock::error_code why; ///< the loss reason
-    double loss_s = 0;      ///< the loss signal, seconds after the fault
-    double grant_s = 0;     ///< b's grant, seconds after the fault
-    zklock::guard holder;   ///< a's guard (lost)
-    zklock::guard next;     ///< b's guard
+    zklock::error_code why;                         ///< the loss reason
+    double loss_s = 0;                              ///< the loss signal, seconds after the fault
+    double grant_s = 0;                             ///< b's grant, seconds after the fault
+    zklock::guard holder;                           ///< a's guard (lost)
+    zklock::guard next;                             ///< b's guard
+    std::chrono::steady_clock::time_point fault_at; ///< when fault() ran
     double margin() const { return grant_s - loss_s; }
 };
 
@@ -97,6 +142,7 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     co_await sleep_for(phase);
     fault();
     auto t0 = clk::now();
+    r.fault_at = t0;
     co_await eventually(
         [&] { return st->lost_at != clk::time_point{} && st->granted_at != clk::time_point{}; }, limit);
     if (after) after();

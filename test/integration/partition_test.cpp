@@ -56,7 +56,7 @@ void Partition::follower_cut_off(bool tls) {
     // answering the holder's reads until its own read from the leader times out (syncLimit x
     // tickTime = 5 s here); the leader expires the session about T = 2 s after the last touch
     // relayed to it and grants the lock. The lease, renewed only through the leader, must report
-    // the loss at least (0.65 - f) T before that grant, at every phase of the heartbeat.
+    // the loss at least (0.5875 - f) T before that grant, at every phase of the heartbeat.
     relayed_ensemble e;
     e.tls = tls;
     ASSERT_TRUE(e.find_roles());
@@ -246,8 +246,8 @@ TEST_F(Partition, IsolatedLeaderLeaseReportsTheLossBeforeAnotherHolderIsGranted)
 TEST_F(Partition, StallResumeStallOnTheHoldersFollower) {
     // Stall, resume, stall: the holder's follower is cut off from the leader, reconnected just
     // long enough for the holder's heartbeats to renew the lease, and cut off again. The lease
-    // must still report the loss before the grant: by (0.65 - 2f) T at worst (tickTime = T/2);
-    // a lease fraction for which that is not positive (f = 0.5) is refused (lease tests).
+    // must still report the loss before the grant, by the stated margin, (0.5875 - f) T: the
+    // renewals during the resume vouch only for sends answered G before them.
     relayed_ensemble e;
     ASSERT_TRUE(e.find_roles());
     const auto T = 2000ms;
@@ -270,7 +270,8 @@ TEST_F(Partition, StallResumeStallOnTheHoldersFollower) {
                 auto r = co_await race_loss_against_grant(*a, *b, path, 0ms, [&] {
                     sequence = std::thread([&e, fol, resume_ms] {
                         e.freeze(fol, e.leader);
-                        std::this_thread::sleep_for(400ms); // short of the lease (0.6 s)
+                        std::this_thread::sleep_for(
+                            400ms); // short of the lease (0.6 s after the last heartbeat)
                         e.thaw_all();
                         std::this_thread::sleep_for(std::chrono::milliseconds(resume_ms));
                         e.freeze(fol, e.leader);

@@ -128,7 +128,7 @@ TEST_F(Ensemble, LockSurvivesTheLossOfTheServerItsSessionUses) {
             auto o = options(connect);
             // What is tested is the session's failover: the lock lives as long as the session does
             // (on_expiry). The lease would report a loss for a failover longer than its deadline
-            // (about 0.35 T after the last heartbeat), and a leader's election can take that long.
+            // (about 0.3 T after the last heartbeat), and a leader's election can take that long.
             o.session_timeout = 10000ms;
             o.loss = zklock::loss_policy::on_expiry();
             auto a = co_await connect_session(o);
@@ -312,13 +312,13 @@ TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) 
     // The fault under test: the holder's session uses one follower only; that follower is SIGSTOPped
     // (it replied to the holder but never relays its last touches to the leader); a waiter on the
     // other servers. At 5 phases spread over the C client's ping interval (T/3), the lease must
-    // report the loss at least the stated margin ((0.65 - f) T, less an allowance) before the grant.
+    // report the loss at least the stated margin ((0.5875 - f) T, less an allowance) before the grant.
     const std::string connect = env_or_fail("ZK_ENSEMBLE_CONNECT");
     const std::string dir = env_or_fail("ZK_ENSEMBLE_DIR");
     const std::string scripts = env_or_fail("ZKLOCK_SCRIPTS");
     ASSERT_FALSE(connect.empty() || dir.empty() || scripts.empty());
     const auto T = 2000ms;
-    // (the follower case of the derivation, for any tickTime: (0.65 - f) T)
+    // (the follower case of the derivation, for any tickTime: (0.5875 - f) T)
     const double bound =
         zklock::detail::session_lease::guaranteed_margin(zklock::loss_policy::default_lease_fraction) *
         std::chrono::duration<double>(T).count();

@@ -57,6 +57,12 @@ public:
     void mute_after_handshake(bool on) { mute_after_handshake_ = on; }
     /// Holds every forwarded chunk back for `d` before passing it on (0: no delay).
     void delay(std::chrono::milliseconds d) { delay_ms_ = static_cast<int>(d.count()); }
+    /// Stalls both directions for `d` from now: what arrives meanwhile is passed on when the
+    /// stall ends, in one burst (a TCP stall on the client's link: retransmissions, a full
+    /// window, a paused middlebox).
+    void stall(std::chrono::milliseconds d) {
+        stall_until_ns_ = (std::chrono::steady_clock::now() + d).time_since_epoch().count();
+    }
     /// Lets `n` more connections through, then closes every new one at once (a server that went
     /// away). A negative n lets all through again.
     void refuse_after(int n) {
@@ -119,8 +125,12 @@ private:
                         pump(c, from, to, buf);
                     });
             };
-            if (int d = delay_ms_; d > 0) {
-                auto t = std::make_shared<boost::asio::steady_timer>(io_, std::chrono::milliseconds(d));
+            auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(delay_ms_.load());
+            const auto stalled = std::chrono::steady_clock::time_point(
+                std::chrono::steady_clock::duration(stall_until_ns_.load()));
+            if (stalled > until) until = stalled;
+            if (until > std::chrono::steady_clock::now()) {
+                auto t = std::make_shared<boost::asio::steady_timer>(io_, until);
                 return t->async_wait([t, forward](boost::system::error_code) { forward(); });
             }
             forward();
@@ -149,6 +159,7 @@ private:
     std::atomic<int> delay_ms_{0};
     std::atomic<bool> limited_{false};
     std::atomic<std::chrono::steady_clock::rep> last_reply_ns_{0};
+    std::atomic<std::chrono::steady_clock::rep> stall_until_ns_{0};
     std::thread thread_;
 };
 

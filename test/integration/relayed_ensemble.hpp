@@ -95,6 +95,9 @@ struct relayed_ensemble {
         EXPECT_EQ(std::system((cmd + " >/dev/null").c_str()), 0) << cmd;
     }
     void freeze(int i, int j) const { sh("freeze", i, j); }
+    /// zk.sh hold: what server j sends to server i is held back (leader j's pings and proposals to
+    /// its follower i), what i sends to j passes; thaw_all() ends it.
+    void hold(int i, int j) const { sh("hold", i, j); }
     /// zk.sh depose: leader `l` cut off from its quorum both ways, the other servers restarted at
     /// once; they elect a new leader among themselves while `l` still leads alone. Returns the
     /// new leader's id (0 on a failure, with the command's output on stderr). Blocks ~2-3 s.

@@ -61,7 +61,7 @@ TEST(Error, EachMistakeNamesItsOptionAndRange) {
              {errc::semaphore_size_mismatch, {"max_leases", "<path>/leases"}},
              {errc::invalid_local_handoff, {"local_handoff", "0 and 4096"}},
              {errc::local_handoff_unsupported, {"local_handoff", "read/write"}},
-             {errc::invalid_lease_fraction, {"lease", "(0.1, 0.5]"}},
+             {errc::invalid_lease_fraction, {"lease", "(0.1, 0.45]"}},
              {errc::multi_lock_empty, {"async_acquire_all", "empty"}},
              {errc::multi_lock_duplicate_path, {"async_acquire_all", "same path"}},
              {errc::not_a_write_guard, {"async_downgrade", "write"}},
