@@ -85,7 +85,7 @@ public:
                    "order of its contenders is unknown; let the path empty (its container is then recreated "
                    "with a fresh counter) or use a new path";
         case errc::create_retries_exhausted:
-            return "creating the lock node failed with connection loss 5 times in a row";
+            return "creating the lock node (or its parents) failed with connection loss 5 times in a row";
         case errc::internal_error:
             return "an unexpected exception inside zklock (e.g. out of memory): the operation was abandoned "
                    "and its node is deleted in the background";

@@ -229,6 +229,8 @@ private:
             auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
             if (r.rc == ZOK && &p == &chain.back()) made_path_ = true;
+            if (fault_injection::take(s_->faults.drop_parent_creates))
+                co_return ZCONNECTIONLOSS; // (not sent)
             if (&p == &chain.front() && chain.size() > 1 && fault_injection::take(s_->faults.reap_ancestor))
                 (void)co_await s_->async_remove(p, use_awaitable); // as the container reaper may
         }
@@ -374,6 +376,7 @@ private:
             }
             co_await op.abandon(ec);
         };
+        int lost_parent_creates = 0;
         for (int parent_attempts = 0;;) {
             if (op.should_stop()) co_return co_await give_up(op.stop_reason());
             auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable, op.req_.node_acl);
@@ -401,11 +404,16 @@ private:
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
-            if (r.rc == ZNONODE && ++parent_attempts <= 5) {
+            if (r.rc == ZNONODE && parent_attempts < 5) {
                 int rc = co_await op.ensure_parents();
+                if (is_connection_rc(rc)) { // (not made: no attempt; see the sequential loop below)
+                    if (++lost_parent_creates > 5) co_return co_await give_up(errc::create_retries_exhausted);
+                    if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
+                    continue;
+                }
+                ++parent_attempts;
                 // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
-                if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc))
-                    co_return op.finish(op.fail_code(rc));
+                if (rc != ZOK && rc != ZNONODE) co_return op.finish(op.fail_code(rc));
                 continue;
             }
             if (is_connection_rc(r.rc))
@@ -463,7 +471,7 @@ private:
         bool listed = false;
 
         // 1. Create our node; the listing rides in the same flight.
-        int lost_creates = 0;
+        int lost_creates = 0, lost_parent_creates = 0;
         for (int parent_attempts = 0; op.my_node_.empty();) {
             if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
             if (fault_injection::take(s.faults.orphan_creates))
@@ -483,12 +491,21 @@ private:
                     cv = s.listed_cversion(r);
                     listed = true;
                 }
-            } else if (r.rc == ZNONODE && ++parent_attempts <= 5) {
+            } else if (r.rc == ZNONODE && parent_attempts < 5) {
                 // No parent (or a container reaper removed it between our calls): make it, retry.
                 int rc = co_await op.ensure_parents();
+                if (is_connection_rc(rc)) {
+                    // The parents were not made (or not known to be): not one of the reaper's
+                    // races, which parent_attempts bounds. Counting these too ended acquires with
+                    // a bare "no node" while a server dropped the connection every heartbeat
+                    // (issue 46: 16 of 20,000). Bounded as the node's own lost creates are.
+                    if (++lost_parent_creates > 5) co_return op.finish(errc::create_retries_exhausted);
+                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                    continue;
+                }
+                ++parent_attempts;
                 // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
-                if (rc != ZOK && rc != ZNONODE && !is_connection_rc(rc))
-                    co_return op.finish(op.fail_code(rc));
+                if (rc != ZOK && rc != ZNONODE) co_return op.finish(op.fail_code(rc));
                 if (op.cancel_after_parents_) op.cancel(); // (the fault: a cancel in between)
             } else if (is_connection_rc(r.rc)) {
                 // Bounded: a request the server refuses to answer (it drops the connection) would

@@ -49,6 +49,9 @@ struct fault_injection {
     /// The next N times an acquire creates the parents of its lock path, the topmost one is
     /// deleted again right after its create, as the container reaper may.
     std::atomic<int> reap_ancestor{0};
+    /// The next N creates of a lock path's parents are not sent and report ZCONNECTIONLOSS (the
+    /// connection dropped while the parents were made).
+    std::atomic<int> drop_parent_creates{0};
     /// The next time the C client reports the handle dead (credentials refused, session
     /// expired), the session handles that news this many milliseconds late, as a busy strand
     /// may: requests the dead handle refuses meanwhile must still end for the right reason.
