@@ -121,12 +121,19 @@ int make_session_options(const connection_args& c, zklock::session_options& o,
     return 0;
 }
 
-/// Connects; 0 or an exit code (reported). Returns 0 early when `*stopped` turns non-zero.
+/// Connects; 0 or an exit code (reported). When `*stopped` turns non-zero, the connect is
+/// cancelled and 0 returned.
 int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullptr) {
     std::optional<error_code> result;
-    s.async_connect([&](error_code ec) { result = ec; });
-    while (!result && !(stopped && *stopped) && io.run_one()) {
-    }
+    asio::cancellation_signal cancel;
+    s.async_connect(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { result = ec; }));
+    // Until the handler has run: it writes to this frame. (Returning at the signal left it
+    // pending, and the session's close ran it later over a dead frame: SIGSEGV.)
+    for (bool cancelled = false; !result && io.run_one();)
+        if (stopped && *stopped && !cancelled) {
+            cancelled = true;
+            cancel.emit(asio::cancellation_type::terminal); // (completes with operation_aborted)
+        }
     io.restart(); // (an io_context that ran out of work stops itself)
     if (stopped && *stopped) return 0;
     if (!result) return fail(ex_software, "connect did not complete");

@@ -338,6 +338,20 @@ class CliTest(unittest.TestCase):
         holder.wait(timeout=15)
         self.assert_no_leftovers()
 
+    def test_a_signal_while_connecting_ends_the_run_with_its_code_and_no_crash(self):
+        # Port 1 refuses every attempt: the run is still connecting when the signal comes. (It
+        # died of SIGSEGV here, every time: the connect's handler wrote into a dead stack frame.)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            for delay in (0.3, 1.0):
+                p = self.spawn("run", "-c", "127.0.0.1:1", "--connect-timeout", "30s", self.path, "--", "true")
+                time.sleep(delay)
+                p.send_signal(sig)
+                rc = p.wait(timeout=15)
+                err = p.stderr.read()
+                self.assertEqual(rc, 128 + sig, "%s after %ss: %s" % (sig.name, delay, err))  # 130, 143, 129
+                self.assertIn("interrupted by %s while connecting" % sig.name, err)
+        self.assertIsNone(self.zk.exists(self.path), "a run that never connected created something")
+
     def test_a_lock_deleted_by_someone_else_stops_the_command(self):
         holder = self.spawn("run", "--kill-after", "1s", self.path, "--", "sleep", "60")
         self.wait_children(1)
