@@ -291,7 +291,10 @@ public:
     /// (an error_code cannot carry it; it is also logged). Empty when no attempt failed outright
     /// (servers that accept the connection but never answer the handshake). With TLS, also after
     /// a TLS error: "zk1:2281: TLS: the server's certificate is not valid now (certificate has
-    /// expired), ...", or what in the TLS options could not be read.
+    /// expired), ...", or what in the TLS options could not be read. After a connect that failed
+    /// because no host of the connect string resolved: each host and the resolver's answer,
+    /// "zk1.example:2181: cannot resolve (Host not found (authoritative))". While an attempt is in
+    /// progress: what each server got in the last round in which every server failed.
     std::string last_connect_attempts() const;
     /// A snapshot of the request and watch counters.
     session_statistics statistics() const noexcept;

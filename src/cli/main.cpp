@@ -24,6 +24,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -41,6 +43,31 @@ using namespace zklock::cli;
 int fail(int code, const std::string& message) {
     std::cerr << "zklock: " << message << "\n";
     return code;
+}
+
+/// The library's messages name its C++ options; a user of the program needs its flags.
+std::string in_cli_words(std::string m) {
+    static const std::pair<std::string_view, std::string_view> words[] = {
+        {"tls_options::ca_file", "--tls-ca"},
+        {"tls_options::certificate_file", "--tls-cert"},
+        {"tls_options::private_key_file", "--tls-key"},
+        {"tls_options::server_name", "--tls-server-name"},
+        {"session_options::session_timeout", "--session-timeout"},
+        {"session_options::connect_timeout", "--connect-timeout"},
+        {"zklock::max_node_data = ", ""},
+        {" (session::last_connect_attempts() says which)", ""}, // (the attempts follow)
+        {" (session::last_connect_attempts() says why)", ""},
+    };
+    for (const auto& [from, to] : words)
+        for (auto at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size()))
+            m.replace(at, from.size(), to);
+    return m;
+}
+
+/// Errors of a connect that mean "no server to talk to" (nothing refused us): 69.
+bool unavailable(const error_code& ec) {
+    return ec == errc::connect_timeout || ec.category() == asio::error::get_netdb_category() ||
+           ec.category() == asio::error::get_addrinfo_category();
 }
 
 struct connection_args {
@@ -139,10 +166,11 @@ int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullp
     if (!result) return fail(ex_software, "connect did not complete");
     if (*result) {
         auto tried = s.last_connect_attempts();
-        return fail(*result == errc::connect_timeout      ? ex_unavailable
+        return fail(unavailable(*result)                  ? ex_unavailable
                     : *result == errc::tls_config_invalid ? ex_usage
                                                           : ex_failure,
-                    "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message() +
+                    "cannot connect to ZooKeeper at " + s.options().connect + ": " +
+                        in_cli_words(result->message()) +
                         (tried.empty() ? "" : " (last attempts: " + tried + ")"));
     }
     return 0;
@@ -150,8 +178,8 @@ int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullp
 
 int server_error(const std::string& what, const error_code& ec) {
     if (ec == errc::not_connected || zklock::is_connection_error(ec) || ec == errc::connect_timeout)
-        return fail(ex_unavailable, what + ": " + ec.message());
-    return fail(ex_failure, what + ": " + ec.message());
+        return fail(ex_unavailable, what + ": " + in_cli_words(ec.message()));
+    return fail(ex_failure, what + ": " + in_cli_words(ec.message()));
 }
 
 // ------------------------------------------------------------------------------------ run
@@ -186,6 +214,9 @@ int run_command(const run_args& a) {
         return fail(ex_usage, "--nonblock and --timeout exclude each other");
     if (a.data_given && a.data.empty())
         return fail(ex_usage, "--data: the node data must not be empty (leave --data out for the default)");
+    if (a.data.size() > zklock::max_node_data)
+        return fail(ex_usage, "--data: " + std::to_string(a.data.size()) + " bytes, more than the " +
+                                  std::to_string(zklock::max_node_data) + " a lock node may hold");
     std::string err;
     std::optional<std::chrono::milliseconds> timeout;
     if (!a.timeout.empty() && !(timeout = zklock::cli::parse_duration(a.timeout, err)))
@@ -297,6 +328,15 @@ int run_command(const run_args& a) {
         return interrupted(" while waiting for the lock");
     }
     if (aec == errc::lock_busy) return fail(ex_busy, "lock " + a.path + " is held by someone else");
+    if (aec == errc::acquire_timeout && s.state() != zklock::session_state::connected) {
+        // Not a busy lock: no server to ask. (Its request is gone, or goes with the session.)
+        auto tried = s.last_connect_attempts();
+        return fail(ex_unavailable, "gave up on lock " + a.path +
+                                        " at --timeout: the connection to ZooKeeper at " +
+                                        s.options().connect + " was lost and not re-established (session " +
+                                        std::string(zklock::to_string(s.state())) + ")" +
+                                        (tried.empty() ? "" : " (last attempts: " + tried + ")"));
+    }
     if (aec == errc::acquire_timeout) return fail(ex_busy, "timed out waiting for lock " + a.path);
     if (aec == errc::session_expired)
         return fail(ex_expired, "the ZooKeeper session expired while waiting for lock " + a.path);
@@ -485,7 +525,7 @@ int break_command(const admin_args& a) {
         zklock::async_break_lock(s, a.path, [&](error_code ec) {
             done = true;
             if (ec == zklock::zk_errc::no_node)
-                rc = fail(ex_failure, "no such lock node: " + a.path);
+                rc = fail(ex_nothing, "no such lock node: " + a.path + " (nothing was deleted)");
             else if (ec)
                 rc = server_error("cannot break " + a.path, ec);
             else
@@ -499,7 +539,7 @@ int revoke_command(const admin_args& a) {
         zklock::async_revoke(s, a.path, o, [&](error_code ec, std::string holder) {
             done = true;
             if (ec == zklock::zk_errc::no_node)
-                rc = fail(ex_failure, "nobody holds " + a.path);
+                rc = fail(ex_nothing, "nobody holds " + a.path + ": nothing to revoke");
             else if (ec)
                 rc = server_error("cannot revoke " + a.path, ec);
             else {

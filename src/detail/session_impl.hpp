@@ -517,7 +517,7 @@ private:
     std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
     std::mutex handle_mu_;              // guards handle_ against shutdown()
     mutable std::mutex attempts_mu_;    // guards last_attempts_
-    std::string last_attempts_;         // zk_handle::attempts() of the last attempt that timed out
+    std::string last_attempts_;         // see session::last_connect_attempts
     asio::steady_timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
     boot_timer lease_timer_; // fires at the earliest lease deadline in use

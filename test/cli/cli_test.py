@@ -26,7 +26,8 @@ from kazoo.exceptions import NoNodeError
 ZKLOCK = os.environ.get("ZKLOCK_BIN", "build/zklock")
 ZK = os.environ.get("ZK_CONNECT", "")
 
-EX_USAGE, EX_UNAVAILABLE, EX_EXPIRED, EX_BUSY, EX_LOST = 64, 69, 74, 75, 76
+EX_NOTHING, EX_USAGE, EX_UNAVAILABLE, EX_EXPIRED, EX_BUSY, EX_LOST = 3, 64, 69, 74, 75, 76
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 class Proxy:
@@ -526,12 +527,12 @@ class CliTest(unittest.TestCase):
         self.assertIn("asked to release", holder.stderr.read())
         self.assert_no_leftovers()
         r = zklock("revoke", self.path)
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, EX_NOTHING, r.stderr)  # not 1: nothing was refused
         self.assertIn("nobody holds", self.assert_one_error_line(r))
 
     def test_break_of_a_missing_node_is_an_error(self):
         r = zklock("break", self.path + "/_c_0-lock-0000000000")
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, EX_NOTHING, r.stderr)
         self.assertIn("no such lock node", self.assert_one_error_line(r))
 
     # ------------------------------------------------------------------ bad input
@@ -551,6 +552,7 @@ class CliTest(unittest.TestCase):
             (["--bogus"], "unknown option '--bogus'"),
             (["bogus"], "unknown subcommand 'bogus'"),
             (["run", "--data", "", self.path, "--", "true"], "--data"),
+            (["run", "--data", "x" * 65537, self.path, "--", "true"], "--data: 65537 bytes"),
             (["run", "--connect-timeout", "0", self.path, "--", "true"], "--connect-timeout"),
             (["run", "-c", "http://127.0.0.1:2181", self.path, "--", "true"], "invalid connect string"),
             (["run", "-c", "127.0.0.1:2181/chroot/", self.path, "--", "true"], "chroot"),
@@ -561,9 +563,9 @@ class CliTest(unittest.TestCase):
         lines = []
         for args, needle in cases:
             r = zklock(*args)
-            self.assertEqual(r.returncode, EX_USAGE, "%s: %s" % (args, r.stderr))
+            self.assertEqual(r.returncode, EX_USAGE, "%s: %s" % (str(args)[:200], r.stderr[:500]))
             line = self.assert_one_error_line(r)
-            self.assertIn(needle, line, args)
+            self.assertIn(needle, line, str(args)[:200])
             lines.append(line)
         # no two different mistakes share one message
         self.assertEqual(len(set(lines)), len(lines), "\n".join(lines))
@@ -613,6 +615,53 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, EX_USAGE, r.stderr)
         self.assertIn("need --tls-ca", self.assert_one_error_line(r))
         self.assertIsNone(self.zk.exists(self.path + "/never"), "")
+
+    def test_an_unresolvable_host_is_unavailable_and_named(self):
+        r = zklock("run", "-c", "no-such-host.invalid:2181", "--connect-timeout", "5s", self.path, "--", "true")
+        self.assertEqual(r.returncode, EX_UNAVAILABLE, r.stderr)  # was 1, as if a server had refused
+        line = self.assert_one_error_line(r)
+        self.assertIn("no-such-host.invalid:2181: cannot resolve", line)
+        r = zklock("list", "-c", "no-such-host.invalid:2181", self.path)
+        self.assertEqual(r.returncode, EX_UNAVAILABLE, r.stderr)
+
+    def test_a_timeout_while_the_servers_are_gone_says_the_connection_was_lost(self):
+        holder = self.spawn("run", self.path, "--", "sleep", "60")
+        self.wait_children(1)
+        proxy = Proxy(int(ZK.split(",")[0].split(":")[1]))
+        try:
+            waiter = self.spawn("run", "-c", "127.0.0.1:%d" % proxy.port, "--session-timeout", "2s",
+                                "--timeout", "3s", self.path, "--", "true")
+            self.wait_children(2)
+        finally:
+            proxy.close()  # its connections close, and new ones are refused: no server left
+        rc = waiter.wait(timeout=30)
+        err = waiter.stderr.read()
+        self.assertEqual(rc, EX_UNAVAILABLE, err)  # not 75: the lock may well be free
+        self.assertIn("the connection to ZooKeeper at 127.0.0.1:%d was lost" % proxy.port, err)
+        self.assertNotIn("timed out waiting for lock", err)
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=20)
+        self.assert_no_leftovers()  # (the waiter's node goes with its session)
+
+    def test_help_man_page_and_docs_list_every_exit_code(self):
+        # every code of src/cli/exit_codes.hpp, and the signals' 129/130/143
+        with open(os.path.join(SOURCE, "src/cli/exit_codes.hpp")) as f:
+            codes = [int(c) for c in re.findall(r"^\s*ex_\w+ = (\d+),", f.read(), re.M)]
+        self.assertIn(3, codes)
+        codes += [129, 130, 143]
+        text = zklock("--help").stdout
+        with open(os.path.join(SOURCE, "docs/operations.md")) as f:
+            docs = f.read()
+        docs = docs[docs.index("* Exit codes"):]
+        docs = docs[:docs.index("\n* ")]
+        man = os.path.join(os.path.dirname(ZKLOCK), "zklock.1")
+        pages = [("zklock --help", text), ("docs/operations.md", docs)]
+        if os.path.exists(man):  # (made from --help at build time)
+            with open(man) as f:
+                pages.append(("zklock.1", f.read()))
+        for name, page in pages:
+            for c in codes:
+                self.assertRegex(page, r"(?<![\d.])%d(?![\d.])" % c, "%s does not list exit code %d" % (name, c))
 
     def test_an_unreachable_server_is_reported(self):
         s = socket.socket()
