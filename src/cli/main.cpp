@@ -15,6 +15,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -148,19 +149,58 @@ int make_session_options(const connection_args& c, zklock::session_options& o,
     return 0;
 }
 
+/// Whether session::last_connect_attempts() says that every server of the connect string
+/// refused the connection ("127.0.0.1:2181: connection refused, 127.0.0.1:2182: connection
+/// refused"): an entry per host at least (a host name may stand for several addresses).
+bool all_refused(std::string_view tried, std::string_view connect) {
+    const auto hosts = connect.substr(0, connect.find('/'));
+    const auto servers = static_cast<std::size_t>(std::count(hosts.begin(), hosts.end(), ',')) + 1;
+    std::size_t refused = 0;
+    for (std::size_t start = 0; start < tried.size(); ++refused) {
+        auto end = std::min(tried.find(", ", start), tried.size());
+        if (!tried.substr(start, end - start).ends_with(": connection refused")) return false;
+        start = end + 2;
+    }
+    return refused >= servers;
+}
+
 /// Connects; 0 or an exit code (reported). When `*stopped` turns non-zero, the connect is
 /// cancelled and 0 returned.
 int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullptr) {
     std::optional<error_code> result;
     asio::cancellation_signal cancel;
     s.async_connect(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { result = ec; }));
-    // Until the handler has run: it writes to this frame. (Returning at the signal left it
-    // pending, and the session's close ran it later over a dead frame: SIGSEGV.)
+    // A round in which every server refused the connection is said at once, and the connect goes
+    // on until --connect-timeout (a restarting server refuses for a few seconds).
+    asio::steady_timer poll(io);
+    bool polling = false, said = false;
+    std::function<void()> watch = [&] {
+        polling = true;
+        poll.expires_after(std::chrono::milliseconds(50));
+        poll.async_wait([&](error_code ec) {
+            polling = false;
+            if (ec || result) return;
+            const auto tried = s.last_connect_attempts();
+            if (!said && all_refused(tried, s.options().connect)) {
+                said = true;
+                std::cerr << "zklock: every server of " << s.options().connect << " refused the connection ("
+                          << tried << "); still trying until --connect-timeout passes ("
+                          << s.options().connect_timeout.count() << " ms)\n";
+            }
+            if (!said) watch();
+        });
+    };
+    watch();
+    // Until the handlers have run: they write to this frame. (Returning at the signal left the
+    // connect pending, and the session's close ran its handler later over a dead frame: SIGSEGV.)
     for (bool cancelled = false; !result && io.run_one();)
         if (stopped && *stopped && !cancelled) {
             cancelled = true;
             cancel.emit(asio::cancellation_type::terminal); // (completes with operation_aborted)
         }
+    poll.cancel();
+    while (polling && io.run_one()) {
+    }
     io.restart(); // (an io_context that ran out of work stops itself)
     if (stopped && *stopped) return 0;
     if (!result) return fail(ex_software, "connect did not complete");

@@ -171,6 +171,10 @@ private:
     /// Under the client lock: server -> what its last failed connection attempt got.
     std::vector<std::pair<std::string, std::string>> attempts_;
     void note_failed_attempt(int err); // (under the client lock)
+    /// Under the client lock: the servers in the connect string, the connection attempts that
+    /// failed since the last connected state or failed round, and whether a round just failed.
+    int servers_ = 1, failed_in_row_ = 0;
+    bool failed_round_ = false;
     /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
     /// The next drive takes the cork off, and the requests of one strand turn go out together.
     int corked_fd_ = -1;

@@ -672,10 +672,40 @@ class CliTest(unittest.TestCase):
         finally:
             s.close()
         self.assertEqual(r.returncode, EX_UNAVAILABLE)
-        line = self.assert_one_error_line(r)
-        self.assertIn("cannot connect", line)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 2, r.stderr)  # the first round of refusals, then the error
+        self.assertIn("refused the connection", lines[0])
+        self.assertIn("cannot connect", lines[1])
         # what the attempts got, per server
-        self.assertIn("127.0.0.1:%d: connection refused" % port, line)
+        self.assertIn("127.0.0.1:%d: connection refused" % port, lines[1])
+
+    def test_servers_that_all_refuse_are_named_at_once_while_the_run_keeps_trying(self):
+        socks = []
+        for _ in range(2):  # bound, never listening: connections are refused
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        ports = [s.getsockname()[1] for s in socks]
+        try:
+            connect = ",".join("127.0.0.1:%d" % p for p in ports)
+            t0 = time.time()
+            p = self.spawn("run", "-c", connect, "--connect-timeout", "30s", self.path, "--", "true")
+            line = p.stderr.readline()  # (it was silent until the connect timeout)
+            said_after = time.time() - t0
+            self.assertLess(said_after, 5.0, line)
+            self.assertIn("every server of %s refused the connection" % connect, line)
+            for port in ports:
+                self.assertIn("127.0.0.1:%d: connection refused" % port, line)
+            self.assertIn("still trying until --connect-timeout", line)
+            time.sleep(0.5)
+            self.assertIsNone(p.poll(), "it gave up at the first round")
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=15), 128 + signal.SIGTERM)
+            self.assertIn("interrupted by SIGTERM while connecting", p.stderr.read())
+        finally:
+            for s in socks:
+                s.close()
+        self.assertIsNone(self.zk.exists(self.path))
 
 
 if __name__ == "__main__":
