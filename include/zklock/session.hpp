@@ -190,8 +190,8 @@ public:
     /// if it was the last one waiting for an attempt still in progress, the attempt is abandoned
     /// (state back to disconnected).
     /// \errors
-    /// - errc::invalid_connect_string, errc::invalid_chroot, errc::path_too_long (the chroot):
-    ///   a bad session_options::connect.
+    /// - errc::invalid_connect_string, errc::invalid_connect_separator, errc::invalid_chroot,
+    ///   errc::path_too_long (the chroot): a bad session_options::connect.
     /// - errc::invalid_session_timeout, errc::invalid_connect_timeout, errc::invalid_lease_fraction
     ///   (session_options::loss): bad options.
     /// - errc::connect_timeout: no server answered within options().connect_timeout; the attempt is

@@ -49,6 +49,7 @@ int fail(int code, const std::string& message) {
 /// The library's messages name its C++ options; a user of the program needs its flags.
 std::string in_cli_words(std::string m) {
     static const std::pair<std::string_view, std::string_view> words[] = {
+        {"tls_options::certificate_file and private_key_file", "--tls-cert and --tls-key"},
         {"tls_options::ca_file", "--tls-ca"},
         {"tls_options::certificate_file", "--tls-cert"},
         {"tls_options::private_key_file", "--tls-key"},
@@ -211,7 +212,7 @@ int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullp
                                                           : ex_failure,
                     "cannot connect to ZooKeeper at " + s.options().connect + ": " +
                         in_cli_words(result->message()) +
-                        (tried.empty() ? "" : " (last attempts: " + tried + ")"));
+                        (tried.empty() ? "" : " (last attempts: " + in_cli_words(tried) + ")"));
     }
     return 0;
 }
@@ -371,11 +372,11 @@ int run_command(const run_args& a) {
     if (aec == errc::acquire_timeout && s.state() != zklock::session_state::connected) {
         // Not a busy lock: no server to ask. (Its request is gone, or goes with the session.)
         auto tried = s.last_connect_attempts();
-        return fail(ex_unavailable, "gave up on lock " + a.path +
-                                        " at --timeout: the connection to ZooKeeper at " +
-                                        s.options().connect + " was lost and not re-established (session " +
-                                        std::string(zklock::to_string(s.state())) + ")" +
-                                        (tried.empty() ? "" : " (last attempts: " + tried + ")"));
+        return fail(ex_unavailable,
+                    "gave up on lock " + a.path + " at --timeout: the connection to ZooKeeper at " +
+                        s.options().connect + " was lost and not re-established (session " +
+                        std::string(zklock::to_string(s.state())) + ")" +
+                        (tried.empty() ? "" : " (last attempts: " + in_cli_words(tried) + ")"));
     }
     if (aec == errc::acquire_timeout) return fail(ex_busy, "timed out waiting for lock " + a.path);
     if (aec == errc::session_expired)

@@ -556,6 +556,7 @@ class CliTest(unittest.TestCase):
             (["run", "--connect-timeout", "0", self.path, "--", "true"], "--connect-timeout"),
             (["run", "-c", "http://127.0.0.1:2181", self.path, "--", "true"], "invalid connect string"),
             (["run", "-c", "127.0.0.1:2181/chroot/", self.path, "--", "true"], "chroot"),
+            (["run", "-c", "127.0.0.1:2181;127.0.0.1:2182", self.path, "--", "true"], "the separator is a comma"),
             (["list", "bad"], "bad lock path"),
             (["break", "bad"], "bad node path"),
             ([], "subcommand"),
@@ -610,7 +611,11 @@ class CliTest(unittest.TestCase):
         self.assertIn("cannot read the CA file /nonexistent/ca.pem", self.assert_one_error_line(r))
         r = zklock("run", "-c", tls_connect, "--tls-ca", pki + "/ca.pem", self.path, "--", "true")
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("requires a client certificate", self.assert_one_error_line(r))
+        line = self.assert_one_error_line(r)
+        self.assertIn("requires a client certificate", line)
+        # the flag to give, not the library's C++ name for it (tls_options::certificate_file)
+        self.assertIn("(--tls-cert)", line)
+        self.assertNotIn("tls_options", line)
         r = zklock("run", "-c", tls_connect, "--tls-cert", pki + "/client.pem", self.path, "--", "true")
         self.assertEqual(r.returncode, EX_USAGE, r.stderr)
         self.assertIn("need --tls-ca", self.assert_one_error_line(r))
