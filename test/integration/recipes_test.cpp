@@ -215,6 +215,60 @@ TEST_F(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
     });
 }
 
+TEST_F(Reentrant, TryForAndUntilAsTheMutexHasThem) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("reentrant-timed");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::reentrant_mutex ra(*a, path), rb(*b, path);
+        auto g1 = co_await ra.async_try_acquire(1, use_awaitable); // free: granted
+        // the owner re-enters with every form, at once
+        auto g2 = co_await ra.async_try_acquire(1, use_awaitable);
+        auto g3 = co_await ra.async_acquire_for(1, 0ms, use_awaitable);
+        auto g4 = co_await ra.async_acquire_until(1, std::chrono::steady_clock::now() - 1s, use_awaitable);
+        EXPECT_EQ(g2.node_path(), g1.node_path());
+        EXPECT_EQ(g4.node_path(), g1.node_path());
+        // another owner: busy, timed out; no node of theirs is left
+        auto [e1, x1] = co_await rb.async_try_acquire(7, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e1, errc::lock_busy) << e1.message();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [e2, x2] = co_await rb.async_acquire_for(7, 300ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e2, errc::acquire_timeout) << e2.message();
+        EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
+        auto [e3, x3] = co_await rb.async_acquire_until(7, std::chrono::steady_clock::now() + 200ms,
+                                                        boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e3, errc::acquire_timeout) << e3.message();
+        auto [e4, x4] = co_await rb.async_acquire_for(7, 0ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e4, errc::acquire_timeout) << e4.message(); // a zero timeout is one try
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 1u) << "a try or a deadline left a node";
+
+        // owner 7 waits (no deadline); a second acquire of 7 with a deadline times out on its
+        // own, a try of 7 is busy at once, and the first still gets the lock
+        zklock::guard w;
+        bool w_done = false;
+        rb.async_acquire(7, [&](zklock::error_code ec, zklock::guard g) {
+            EXPECT_FALSE(ec) << ec.message();
+            w = std::move(g);
+            w_done = true;
+        });
+        co_await wait_for_children(*a, path, 2);
+        auto [e5, x5] = co_await rb.async_acquire_for(7, 200ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e5, errc::acquire_timeout) << e5.message();
+        auto [e6, x6] = co_await rb.async_try_acquire(7, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e6, errc::lock_busy) << e6.message();
+        EXPECT_FALSE(w_done);
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 2u) << "the waiting acquire lost its node";
+        for (auto* g : {&g4, &g3, &g2, &g1}) co_await g->async_release(use_awaitable);
+        co_await eventually([&] { return w_done; }, 5000ms);
+        CO_REQUIRE(w_done);
+        // a lone waiter whose deadline passes: its node goes with it
+        auto [e7, x7] = co_await ra.async_acquire_for(1, 200ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e7, errc::acquire_timeout) << e7.message();
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 1u);
+        co_await w.async_release(use_awaitable);
+    });
+}
+
 TEST_F(Reentrant, AFencingStoreAcceptsTheNestedHoldersWritesAndRefusesTheFormerOwners) {
     // A nested acquire is not a new grant: same token. A store that refuses
     // tokens smaller than the largest it has seen (as guard::fencing_token says) accepts the outer
