@@ -49,7 +49,9 @@ void session_impl::connect(pending<void(error_code)> h) {
         if (s.connects_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted);
         switch (session_fsm::on_connect(s.fsm_facts())) {
         case session_fsm::connect_decision::succeed:
-            return h.complete({});
+            if (s.chroot_seen_) return h.complete({});
+            s.connect_waiters_.emplace_back(id, std::move(h)); // (once the chroot is seen to exist)
+            return s.connect_waiters_connected();
         case session_fsm::connect_decision::fail_closed:
             return h.complete(errc::session_closed);
         case session_fsm::connect_decision::wait:

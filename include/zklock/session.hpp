@@ -199,6 +199,9 @@ public:
     /// - the resolver's error (asio::error::host_not_found if it gave none) when no host of the
     ///   connect string resolves.
     /// - the TLS errors (errc::tls_*) listed at session_options::tls.
+    /// - errc::chroot_missing: the connect string's chroot does not exist on the server (checked
+    ///   with one exists request once connected, until it is seen). The session stays connected:
+    ///   create the chroot and call async_connect again, or close it.
     /// - zk_errc::auth_failed: the server refused session_options::auth (the session ends: no retry).
     /// - errc::session_expired: the session expired and no new session is made
     ///   (session_options::renew_after_expiry is false, or the C client refused to start one).

@@ -550,6 +550,12 @@ private:
     void feed(session_fsm::event e);
     void read_session_info();
     void complete_connect_waiters(error_code ec);
+    /// Connected: completes the connect waiters once the connect string's chroot, if any, is
+    /// known to exist (an exists on "/" under it, until one says so), else with
+    /// errc::chroot_missing. No answer (the connection went) completes them as connected.
+    void connect_waiters_connected();
+    bool chroot_seen_ = false;            // strand: the chroot existed (or there is none to check)
+    bool chroot_check_in_flight_ = false; // strand
     /// The credentials' verdict was lost with the connection: a request sent after them on the
     /// next connection tells (a reply means the server accepted them; a refusal closes it).
     void probe_auth();

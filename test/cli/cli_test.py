@@ -668,6 +668,15 @@ class CliTest(unittest.TestCase):
             for c in codes:
                 self.assertRegex(page, r"(?<![\d.])%d(?![\d.])" % c, "%s does not list exit code %d" % (name, c))
 
+    def test_a_chroot_that_does_not_exist_is_reported_at_connect(self):
+        chroot = "/zklock-test/no-such-chroot-%s" % uuid.uuid4().hex[:8]
+        r = zklock("run", "-c", ZK.split(",")[0] + chroot, self.path, "--", "true")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        line = self.assert_one_error_line(r)
+        self.assertIn("cannot connect", line)  # (it was the acquire that said so)
+        self.assertIn("chroot does not exist", line)
+        self.assertIsNone(self.zk.exists(chroot), "the chroot was created")
+
     def test_an_unreachable_server_is_reported(self):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
