@@ -24,6 +24,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -680,6 +681,8 @@ int main(int argc, char** argv) {
         return fail(ex_usage, usage_error(e, argc, argv) + " (see zklock --help)");
     }
     try {
+        // (ZKLOCK_TEST_INTERNAL_ERROR, for the tests only: the path of an exception, exit 70)
+        if (const char* t = std::getenv("ZKLOCK_TEST_INTERNAL_ERROR"); t && *t) throw std::runtime_error(t);
         if (run->parsed()) return run_command(r);
         if (list->parsed()) return list_command(l);
         if (brk->parsed()) return break_command(b);

@@ -648,6 +648,13 @@ class CliTest(unittest.TestCase):
         holder.wait(timeout=20)
         self.assert_no_leftovers()  # (the waiter's node goes with its session)
 
+    def test_an_internal_error_is_one_line_and_exits_70(self):
+        # (the exception path: reached through a test-only variable, as nothing else reaches it)
+        r = zklock("run", self.path, "--", "true", env=dict(os.environ, ZKLOCK_TEST_INTERNAL_ERROR="made up"))
+        self.assertEqual(r.returncode, 70, r.stderr)
+        self.assertIn("internal error: made up", self.assert_one_error_line(r))
+        self.assertIsNone(self.zk.exists(self.path))
+
     def test_help_man_page_and_docs_list_every_exit_code(self):
         # every code of src/cli/exit_codes.hpp, and the signals' 129/130/143
         with open(os.path.join(SOURCE, "src/cli/exit_codes.hpp")) as f:
