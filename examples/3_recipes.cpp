@@ -42,7 +42,7 @@ asio::awaitable<void> run(std::string connect) {
     // revocable: the holder is told when someone asks it to let go
     zklock::mutex m{zk, "/locks/report", {.revocable = true}};
     auto g = co_await m.async_acquire(asio::use_awaitable);
-    co_await zklock::async_revoke(zk, "/locks/report", {}, asio::use_awaitable);
+    co_await zklock::async_revoke(zk, "/locks/report", asio::use_awaitable);
     auto [ec] = co_await g.async_wait_revoked(asio::as_tuple(asio::use_awaitable)); // errc::revocation_requested
     std::cout << "revocation: " << ec.message() << "\n";
 
@@ -80,7 +80,7 @@ asio::awaitable<void> run(std::string connect) {
     if (!increasing) throw std::runtime_error("fencing tokens did not increase");
 
     // who holds it? (holder first, with the holder's description and the age of each node)
-    for (auto& c : co_await zklock::async_list_contenders(zk, "/locks/report", {}, asio::use_awaitable))
+    for (auto& c : co_await zklock::async_list_contenders(zk, "/locks/report", asio::use_awaitable))
         std::cout << (c.holder ? "holds " : "waits ") << c.data << " for " << c.age.count() << " ms\n";
     co_await g.async_release(asio::use_awaitable);
 }

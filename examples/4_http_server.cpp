@@ -175,7 +175,7 @@ private:
 
     awaitable<response> list(const request& req, std::string_view id) {
         if (!valid_id(id)) co_return reply(req, http::status::bad_request, R"({"error":"bad account id"})");
-        auto [ec, cs] = co_await zklock::async_list_contenders(zk_, lock_path(id), {}, asio::as_tuple(use_awaitable));
+        auto [ec, cs] = co_await zklock::async_list_contenders(zk_, lock_path(id), asio::as_tuple(use_awaitable));
         if (ec) co_return reply(req, http::status::service_unavailable, R"({"error":")" + ec.message() + "\"}");
         std::string body = "[";
         for (auto& c : cs)

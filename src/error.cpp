@@ -139,6 +139,9 @@ public:
                    "been released)";
         case errc::invalid_version:
             return "invalid transaction version: it must be -1 (any version) or a node version (0 or more)";
+        case errc::invalid_connect_separator:
+            return "invalid connect string: its servers are separated by ';', and the separator is a comma: "
+                   "host:port,host:port[/chroot]";
         case errc::tls_config_invalid:
             return "invalid TLS options: a CA, certificate or key that cannot be read or does not fit "
                    "(session::last_connect_attempts() says which)";

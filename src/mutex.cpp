@@ -24,15 +24,6 @@ bool is_connection_rc(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATION
 
 error_code zk_error(int rc) { return error_code(rc, zookeeper_category()); }
 
-const std::string& default_node_data() {
-    static const std::string data = [] {
-        char host[256] = {};
-        if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-        return std::string("zklock ") + host + " pid " + std::to_string(::getpid());
-    }();
-    return data;
-}
-
 class acquire_op final : public session_listener, public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(std::shared_ptr<session_impl> s, acquire_request r, pending<void(error_code, guard)> h)

@@ -5,9 +5,21 @@
 #include <algorithm>
 #include <arpa/inet.h>
 #include <charconv>
+#include <cstdio>
 #include <random>
 
+#include <unistd.h>
+
 namespace zklock::detail {
+
+const std::string& default_node_data() {
+    static const std::string data = [] {
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+        return std::string("zklock ") + host + " pid " + std::to_string(::getpid());
+    }();
+    return data;
+}
 
 std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
     if (t.size() != 10) return std::nullopt;
@@ -330,6 +342,9 @@ error_code validate_connect_string(std::string_view s) noexcept {
         }
     }
     if (hosts.empty()) return errc::invalid_connect_string;
+    // (';' is no host character: "zk1:2181;zk2:2181" read as host "zk1:2181;zk2" failed at the
+    // resolver with "Host not found", naming nothing)
+    if (hosts.find(';') != std::string_view::npos) return errc::invalid_connect_separator;
     std::size_t start = 0;
     while (start <= hosts.size()) {
         auto end = hosts.find(',', start);

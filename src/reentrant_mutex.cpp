@@ -6,6 +6,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <map>
 
@@ -14,17 +15,27 @@ namespace {
 
 /// Per session: who holds (or is acquiring) which path. Lives on the session's strand.
 struct reentrancy_table {
+    /// One acquire of the owner waiting for the node, with its own deadline (a timer) if any.
+    struct waiter {
+        pending<void(error_code, guard)> p;
+        std::unique_ptr<asio::steady_timer> deadline; // (destroyed with the waiter: cancelled)
+    };
     struct entry {
         std::weak_ptr<held_lock> held;
         bool acquiring = false;
+        bool trying = false; // the node acquire in flight is a try (async_try_acquire, or a deadline past)
         /// The owner's acquires waiting for the node (the first one and any that joined it):
-        /// each can be cancelled on its own; the node acquire stops when none is left.
-        std::map<std::uint64_t, pending<void(error_code, guard)>> waiters;
-        /// The last waiter to give up while the node is being acquired: completed once that
-        /// acquire has ended (and deleted its node).
-        std::vector<pending<void(error_code, guard)>> leaving;
+        /// each can be cancelled, or reach its deadline, on its own; the node acquire stops when
+        /// none is left.
+        std::map<std::uint64_t, waiter> waiters;
+        /// The last waiter to give up while the node is being acquired, and its error
+        /// (operation_aborted, acquire_timeout): completed once that acquire has ended (and
+        /// deleted its node).
+        std::vector<std::pair<pending<void(error_code, guard)>, error_code>> leaving;
         std::unique_ptr<asio::cancellation_signal> cancel;
         bool cancelled_by_us = false;
+        error_code busy; // a try's failure: lock_busy, or acquire_timeout for a deadline already past
+        std::uint64_t try_id = 0; // the waiter whose try the node acquire in flight is
     };
     std::map<std::pair<std::string, std::uint64_t>, entry> entries;
     std::uint64_t next_id = 1;
@@ -67,22 +78,40 @@ void on_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reent
         // Granted just as the last waiter gave up: delete the node first, then let it complete.
         table->entries.erase(it);
         return release_then(std::move(g), [leaving = std::move(leaving)]() mutable {
-            for (auto& w : leaving) w.complete(asio::error::operation_aborted, guard{});
+            for (auto& [w, why] : leaving) w.complete(why, guard{});
         });
     }
-    for (auto& w : leaving) w.complete(asio::error::operation_aborted, guard{});
+    for (auto& [w, why] : leaving) w.complete(why, guard{});
     if (e.waiters.empty()) { // everyone gave up meanwhile
         g.release_in_background();
         table->entries.erase(it);
         return;
     }
+    const bool tried = std::exchange(e.trying, false);
+    auto again = req;
+    again.try_only = false; // (those left waiting did not ask for a try: they joined one)
     if (ec == asio::error::operation_aborted && we_cancelled && s->state() != session_state::closed)
-        return acquire_node(s, table, key, req); // we cancelled it, and new acquires came
+        return acquire_node(s, table, key, again); // we cancelled it, and new acquires came
+    if (ec && tried) {
+        // The try's own waiter fails (lock_busy, or acquire_timeout for a deadline already past);
+        // acquires of the owner that joined it meanwhile did not ask for a try: they go on
+        // waiting, on a new node.
+        if (auto mine = e.waiters.find(e.try_id); mine != e.waiters.end()) {
+            auto w = std::move(mine->second);
+            e.waiters.erase(mine);
+            w.p.complete(ec == errc::lock_busy ? e.busy : ec, guard{});
+        }
+        if (e.waiters.empty()) {
+            table->entries.erase(it);
+            return;
+        }
+        if (s->state() != session_state::closed) return acquire_node(s, table, key, again);
+    }
     auto waiters = std::move(e.waiters);
     e.waiters.clear();
     if (ec) {
         table->entries.erase(it);
-        for (auto& [id, w] : waiters) w.complete(ec, guard{});
+        for (auto& [id, w] : waiters) w.p.complete(ec, guard{});
         return;
     }
     auto h = g.state();
@@ -91,9 +120,9 @@ void on_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<reent
     bool first = true;
     for (auto& [id, w] : waiters) {
         if (first)
-            w.complete({}, std::move(g));
+            w.p.complete({}, std::move(g));
         else
-            w.complete({}, guard(h));
+            w.p.complete({}, guard(h));
         first = false;
     }
 }
@@ -102,17 +131,39 @@ void acquire_node(const std::shared_ptr<session_impl>& s, const std::shared_ptr<
                   const table_key& key, acquire_request req) {
     auto& e = table->entries[key];
     e.acquiring = true;
+    e.trying = req.try_only;
     e.cancel = std::make_unique<asio::cancellation_signal>();
     auto slot = e.cancel->slot();
     auto strand = s->strand();
     auto copy = req;
-    copy.metered = false; // (the owner's acquires are counted one by one)
+    copy.metered = false;         // (the owner's acquires are counted one by one)
+    copy.deadline = std::nullopt; // (each waiter has its own: leave())
     start_acquire(
         s, std::move(copy),
         asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(
             slot, asio::bind_executor(strand, [s, table, key, req = std::move(req)](error_code ec, guard g) {
                 on_node(s, table, key, req, ec, std::move(g));
             }))));
+}
+
+/// A waiter gives up (cancelled, or its deadline passed): it completes with `why` at once, or,
+/// if it was the last one while the node is being acquired, once that acquire has ended (strand).
+void leave(const std::shared_ptr<reentrancy_table>& table, const table_key& key, std::uint64_t id,
+           error_code why) {
+    auto it = table->entries.find(key);
+    if (it == table->entries.end()) return;
+    auto& e = it->second;
+    auto wi = e.waiters.find(id);
+    if (wi == e.waiters.end()) return;
+    auto waiter = std::move(wi->second);
+    e.waiters.erase(wi);
+    if (e.waiters.empty() && e.acquiring && e.cancel) {
+        e.leaving.emplace_back(std::move(waiter.p), why); // completed when the node acquire has ended
+        e.cancelled_by_us = true;
+        e.cancel->emit(asio::cancellation_type::terminal);
+        return;
+    }
+    waiter.p.complete(why, guard{});
 }
 
 } // namespace
@@ -132,20 +183,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
                 t->cancelled = true;
                 return;
             }
-            auto it = table->entries.find(t->key);
-            if (it == table->entries.end()) return;
-            auto& e = it->second;
-            auto wi = e.waiters.find(t->id);
-            if (wi == e.waiters.end()) return;
-            auto waiter = std::move(wi->second);
-            e.waiters.erase(wi);
-            if (e.waiters.empty() && e.acquiring && e.cancel) {
-                e.leaving.push_back(std::move(waiter)); // completed when the node acquire has ended
-                e.cancelled_by_us = true;
-                e.cancel->emit(asio::cancellation_type::terminal);
-                return;
-            }
-            waiter.complete(asio::error::operation_aborted, guard{});
+            leave(table, t->key, t->id, asio::error::operation_aborted);
         });
     });
     asio::post(s->strand(), [s, req = std::move(req), owner, p = std::move(p), t]() mutable {
@@ -163,12 +201,31 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
             return p.complete({}, guard(std::move(h)));
         }
         if (t->cancelled) return p.complete(asio::error::operation_aborted, guard{});
+        // A deadline already past is one try, as for the mutex: errc::acquire_timeout if taken.
+        const bool past = req.deadline && *req.deadline <= std::chrono::steady_clock::now();
+        const bool try_only = req.try_only || past;
+        const error_code busy =
+            req.try_only ? make_error_code(errc::lock_busy) : make_error_code(errc::acquire_timeout);
+        // (the owner's own acquire is waiting: the lock is not free now)
+        if (try_only && e.acquiring) return p.complete(busy, guard{});
         const auto id = table->next_id++;
         t->table = table;
         t->key = key;
         t->id = id;
-        e.waiters.emplace(id, std::move(p));
-        if (!e.acquiring) acquire_node(s, table, key, std::move(req));
+        auto& w = e.waiters.emplace(id, reentrancy_table::waiter{std::move(p), nullptr}).first->second;
+        if (req.deadline && !past && *req.deadline != std::chrono::steady_clock::time_point::max()) {
+            w.deadline = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
+            w.deadline->async_wait([wt = std::weak_ptr<reentrancy_table>(table), key, id](error_code ec) {
+                auto table = wt.lock();
+                if (!ec && table) leave(table, key, id, errc::acquire_timeout);
+            });
+        }
+        if (!e.acquiring) {
+            e.busy = busy;
+            e.try_id = try_only ? id : 0;
+            req.try_only = try_only;
+            acquire_node(s, table, key, std::move(req));
+        }
     });
 }
 

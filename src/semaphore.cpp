@@ -43,6 +43,7 @@ public:
           grace_timer_(s_->strand()) {}
 
     std::shared_ptr<const acl> node_acl_; // null: open
+    bool try_only_ = false;               // async_try_acquire: errc::lock_busy instead of waiting
 
     static void start(std::shared_ptr<lease_op> op) {
         op->handler_.on_cancel(
@@ -162,6 +163,7 @@ private:
             r.path = op.path_ + "/locks";
             r.node_data = op.data_;
             r.deadline = op.deadline_;
+            r.try_only = op.try_only_; // (busy while another acquire waits for a lease)
             r.node_acl = op.node_acl_;
             auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(),
                                                               asio::as_tuple(use_awaitable));
@@ -305,7 +307,7 @@ private:
                 }
                 if (l.rc != ZOK) {
                     s.drop_watch(wid);
-                    if (l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) {
+                    if ((l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) && !op.try_only_) {
                         // wait for the reconnect (or the deadline, a cancel, the session's end)
                         while (!op.recheck_ && !op.stop() && !op.internal_lost_ &&
                                s.state() != session_state::connected) {
@@ -349,6 +351,10 @@ private:
                     h->start();
                     co_return co_await op.finish({}, guard(std::move(h)));
                 }
+                if (op.try_only_) { // N are held: a try does not wait (finish deletes our lease)
+                    s.drop_watch(wid);
+                    co_return co_await op.finish(errc::lock_busy);
+                }
                 if (!op.recheck_ && !op.stop() && !op.internal_lost_) {
                     op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
                     co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
@@ -391,16 +397,17 @@ private:
 
 void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
                  std::optional<std::chrono::steady_clock::time_point> deadline,
-                 asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl) {
+                 asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl, bool try_only) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
     if (max_leases < 1) return p.complete(errc::invalid_max_leases, guard{});
     if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
-    if (data.empty()) data = "zklock lease";
+    if (data.empty()) data = default_node_data(); // (the mutex's: zklock list shows who holds a lease)
     s->meter_acquire(path, p);
     auto op =
         std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
     if (!node_acl.is_open()) op->node_acl_ = std::make_shared<const acl>(std::move(node_acl));
+    op->try_only_ = try_only;
     lease_op::start(std::move(op));
 }
 

@@ -49,7 +49,9 @@ void session_impl::connect(pending<void(error_code)> h) {
         if (s.connects_cancelled_early_.erase(id)) return h.complete(asio::error::operation_aborted);
         switch (session_fsm::on_connect(s.fsm_facts())) {
         case session_fsm::connect_decision::succeed:
-            return h.complete({});
+            if (s.chroot_seen_) return h.complete({});
+            s.connect_waiters_.emplace_back(id, std::move(h)); // (once the chroot is seen to exist)
+            return s.connect_waiters_connected();
         case session_fsm::connect_decision::fail_closed:
             return h.complete(errc::session_closed);
         case session_fsm::connect_decision::wait:
@@ -66,6 +68,10 @@ void session_impl::connect(pending<void(error_code)> h) {
             return h.complete(errc::invalid_session_timeout);
         if (s.opts_.connect_timeout.count() <= 0) return h.complete(errc::invalid_connect_timeout);
         if (auto ec = s.opts_.loss.validate()) return h.complete(ec);
+        {
+            std::lock_guard lk(s.attempts_mu_);
+            s.last_attempts_.clear(); // (a new attempt: the last one's news is stale)
+        }
         if (error_code ec; !s.make_relay(ec)) return h.complete(ec);
         // (With TLS the C client gets the relay's loopback listeners, made once the addresses are known.)
         if (!s.resolved_connect_.empty() || (!needs_resolution(s.opts_.connect) && !s.relay_)) {
@@ -100,7 +106,15 @@ void session_impl::connect(pending<void(error_code)> h) {
 }
 
 void session_impl::on_round_failed(std::uint64_t gen) {
-    if (gen != generation() || !handle_ || round_resolution_ || !needs_resolution(opts_.connect)) return;
+    if (gen != generation() || !handle_) return;
+    // Every server failed once: what each got is news for last_connect_attempts while the attempt
+    // goes on (a program can say "every server refused" long before the connect timeout).
+    if (attempt_in_progress())
+        if (auto tried = relay_ ? relay_->attempts() : handle_->attempts(); !tried.empty()) {
+            std::lock_guard lk(attempts_mu_);
+            last_attempts_ = std::move(tried);
+        }
+    if (round_resolution_ || !needs_resolution(opts_.connect)) return;
     const auto now = std::chrono::steady_clock::now();
     if (now - last_round_resolution_ < std::chrono::seconds(1)) return; // (at most once a second)
     round_resolution_ = true;
@@ -123,6 +137,7 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
         std::vector<std::vector<std::pair<std::string, unsigned short>>> per_host;
         std::size_t left = 0;
         error_code error;
+        std::string failed; // "host:port: the resolver's answer, ..." (for last_connect_attempts)
         std::function<void(error_code)> then;
     };
     auto spec = parse_connect_string(opts_.connect);
@@ -138,7 +153,14 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
         if (--r->left != 0) return;
         std::vector<std::pair<std::string, unsigned short>> all;
         for (auto& v : r->per_host) all.insert(all.end(), v.begin(), v.end());
-        if (all.empty()) return r->then(r->error ? r->error : make_error_code(asio::error::host_not_found));
+        if (all.empty()) {
+            if (!r->failed.empty()) {
+                log_line("zklock: no host of " + opts_.connect + " resolves: " + r->failed);
+                std::lock_guard lk(attempts_mu_);
+                last_attempts_ = r->failed;
+            }
+            return r->then(r->error ? r->error : make_error_code(asio::error::host_not_found));
+        }
         if (relay_) {
             // One loopback listener per address, which keeps the host name it came from (the
             // name the server's certificate must carry).
@@ -170,8 +192,13 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
         }
         r->resolver.async_resolve(
             h.host, h.port, asio::ip::tcp::resolver::numeric_service,
-            [r, i, port, done](error_code ec, asio::ip::tcp::resolver::results_type res) {
-                if (ec) r->error = ec;
+            [r, i, port, done, name = h.host + ":" + h.port](error_code ec,
+                                                             asio::ip::tcp::resolver::results_type res) {
+                if (ec) {
+                    r->error = ec;
+                    r->failed +=
+                        (r->failed.empty() ? "" : ", ") + name + ": cannot resolve (" + ec.message() + ")";
+                }
                 for (auto& e : res) r->per_host[i].emplace_back(e.endpoint().address().to_string(), port);
                 done();
             });

@@ -297,7 +297,7 @@ void session_impl::feed(session_fsm::event e) {
             arm_connect_timer();
             break;
         case effect::connect_waiters_succeed:
-            complete_connect_waiters({});
+            connect_waiters_connected();
             break;
         case effect::connect_waiters_fail:
             complete_connect_waiters(t.failure);
@@ -374,6 +374,34 @@ void session_impl::read_session_info() {
 void session_impl::complete_connect_waiters(error_code ec) {
     for (auto& [cid, w] : connect_waiters_) w.complete(ec);
     connect_waiters_.clear();
+}
+
+void session_impl::connect_waiters_connected() {
+    if (!chroot_seen_ && parse_connect_string(opts_.connect).chroot.empty()) chroot_seen_ = true;
+    if (chroot_seen_ || !handle_) return complete_connect_waiters({});
+    if (chroot_check_in_flight_) return; // (its answer completes them)
+    chroot_check_in_flight_ = true;
+    auto* op = new c_op;
+    op->h.emplace([w = weak_from_this(), gen = generation()](zk_result r) {
+        auto s = w.lock();
+        if (!s) return;
+        s->chroot_check_in_flight_ = false;
+        if (s->generation() != gen) { // another handle: ask it, if it is connected already
+            if (s->state() == session_state::connected && !s->connect_waiters_.empty())
+                s->connect_waiters_connected();
+            return;
+        }
+        if (r.rc == ZNONODE) return s->complete_connect_waiters(errc::chroot_missing);
+        if (r.rc == ZOK) s->chroot_seen_ = true;
+        s->complete_connect_waiters({}); // (no answer: as before, the first acquire will tell)
+    });
+    // (the C client puts the chroot in front of every path: "/" is the chroot itself)
+    int rc = handle_->submit(
+        op, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); });
+    if (rc != ZOK) {
+        op->res.rc = rc;
+        post_result(strand_, op);
+    }
 }
 
 void session_impl::probe_auth() {

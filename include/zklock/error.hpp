@@ -81,6 +81,7 @@ enum class errc {
     multi_lock_duplicate_path,    ///< async_acquire_all with two locks on one path
     not_a_write_guard,            ///< async_downgrade of a guard that is not a held write lock of this path
     invalid_version,              ///< a transaction operation's version below -1
+    invalid_connect_separator,    ///< the connect string separates its servers with ';': the separator is ','
     // -- TLS (session_options::tls); the details: session::last_connect_attempts() and the log --
     tls_config_invalid = 100,        ///< a CA, certificate or key that cannot be read or does not fit
     tls_unknown_ca,                  ///< the server's certificate is not signed by a trusted CA

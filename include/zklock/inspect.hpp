@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace zklock {
@@ -66,7 +67,8 @@ ZKLOCK_DECL void start_revoke(const std::shared_ptr<session_impl>&, std::string,
 /// nodes of every recipe (mutex, read and write nodes, in Curator's and kazoo's naming), and a
 /// semaphore's leases. Children that are not lock nodes are left out.
 /// A path that does not exist has no contenders. A node deleted between the listing and its read
-/// is left out. `o` has no effect (see inspect_options).
+/// is left out. The overload that takes an inspect_options is kept for older code: `o` has no
+/// effect (see inspect_options).
 ///
 /// \signature `void(error_code, std::vector<contender_info>)`: on success an empty error_code and
 /// the contenders (empty if there are none); on failure the error and an empty vector. The token
@@ -99,6 +101,23 @@ auto async_list_contenders(session& s, std::string path, inspect_options o,
             detail::start_list_contenders(s, std::move(p), o, std::move(h));
         },
         token, s.impl(), std::move(path), o);
+}
+
+/// Lists a lock's contenders: the overload above, without its inspect_options (which has no
+/// effect).
+///
+/// \signature As the overload above. The token defaults to asio::deferred
+/// (zklock::default_completion_token).
+/// \executor As the overload above.
+/// \cancellation Not cancellable.
+/// \errors As the overload above.
+/// \lifetimes As the overload above.
+/// \threadsafety As the overload above.
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::vector<contender_info>))
+              CompletionToken = default_completion_token>
+auto async_list_contenders(session& s, std::string path,
+                           CompletionToken&& token = default_completion_token{}) {
+    return async_list_contenders(s, std::move(path), inspect_options{}, std::forward<CompletionToken>(token));
 }
 
 /// Admin: breaks a lock by deleting one contender's node.
@@ -144,7 +163,8 @@ auto async_break_lock(session& s, std::string node_path,
 /// Writes Curator's revocation marker "__REVOKE__" into the holder's node (the first node that
 /// async_list_contenders lists). A holder whose lock was made with mutex_options::revocable
 /// learns it through guard::async_wait_revoked (Curator's revocable locks react the same way).
-/// The holder is asked, not forced. `o` has no effect (see inspect_options).
+/// The holder is asked, not forced. The overload that takes an inspect_options is kept for older
+/// code: `o` has no effect (see inspect_options).
 ///
 /// \signature `void(error_code, std::string node_path_of_the_holder)`: on success an empty
 /// error_code and the holder's node path; if the write failed, its error and that node's path;
@@ -180,6 +200,22 @@ auto async_revoke(session& s, std::string path, inspect_options o,
             detail::start_revoke(s, std::move(p), o, std::move(h));
         },
         token, s.impl(), std::move(path), o);
+}
+
+/// Asks the current holder of the lock at `path` to let go: the overload above, without its
+/// inspect_options (which has no effect).
+///
+/// \signature As the overload above. The token defaults to asio::deferred
+/// (zklock::default_completion_token).
+/// \executor As the overload above.
+/// \cancellation Not cancellable.
+/// \errors As the overload above.
+/// \lifetimes As the overload above.
+/// \threadsafety As the overload above.
+template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, std::string))
+              CompletionToken = default_completion_token>
+auto async_revoke(session& s, std::string path, CompletionToken&& token = default_completion_token{}) {
+    return async_revoke(s, std::move(path), inspect_options{}, std::forward<CompletionToken>(token));
 }
 
 } // namespace zklock

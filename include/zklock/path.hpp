@@ -19,7 +19,8 @@ ZKLOCK_DECL error_code validate_lock_path(std::string_view path) noexcept;
 /// Checks a connect string: "host:port[,host:port...][/chroot]", ports 1..65535,
 /// the chroot (if any) a valid path. Returns errc::invalid_connect_string or a path error
 /// (errc::invalid_chroot for a chroot that is not a valid path, errc::path_too_long for one
-/// longer than max_path_length), or an empty error_code.
+/// longer than max_path_length; errc::invalid_connect_separator for servers separated by ';'
+/// instead of ','), or an empty error_code.
 ZKLOCK_DECL error_code validate_connect_string(std::string_view connect) noexcept;
 
 } // namespace zklock

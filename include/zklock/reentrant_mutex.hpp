@@ -7,14 +7,17 @@
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/mutex.hpp>
+#include <zklock/detail/deadline.hpp>
 #include <zklock/session.hpp>
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/async_result.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace zklock {
 
@@ -73,8 +76,7 @@ public:
     /// owner completes with asio::error::operation_aborted on its own; when the last of them gives
     /// up, the node acquire is cancelled, and that last one completes once it has ended (and
     /// deleted its node).
-    /// \errors As mutex::async_acquire (there is no try and no deadline, so neither
-    /// errc::lock_busy nor errc::acquire_timeout).
+    /// \errors As mutex::async_acquire.
     /// \lifetimes As mutex::async_acquire: the reentrant_mutex object may be destroyed while the
     /// operation is pending; the operation keeps the session's implementation alive, and the
     /// handler's executor busy (outstanding work), until it completes.
@@ -82,19 +84,94 @@ public:
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
                   CompletionToken = default_completion_token>
     auto async_acquire(std::uint64_t owner, CompletionToken&& token = default_completion_token{}) {
+        return initiate(owner, {}, false, std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
+    ///
+    /// As mutex::async_acquire_for: the timeout counts from when the operation starts, and a zero
+    /// timeout is one try, failing with errc::acquire_timeout when the lock is taken (also by an
+    /// acquire of the same owner still waiting). An `owner` that holds the lock gets another
+    /// guard at once, whatever the timeout. An acquire that waits with others of its owner times
+    /// out on its own; the last of them to go ends the node acquire, as a cancellation does.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire; the deadline too completes the operation within 40 ms and
+    /// leaves no node behind.
+    /// \errors As async_acquire, plus errc::acquire_timeout.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <class Rep, class Period,
+              BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_for(std::uint64_t owner, std::chrono::duration<Rep, Period> timeout,
+                           CompletionToken&& token = default_completion_token{}) {
+        return initiate(owner, detail::deadline_spec::after(timeout), false,
+                        std::forward<CompletionToken>(token));
+    }
+
+    /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.
+    ///
+    /// As async_acquire_for (and mutex::async_acquire_until): a deadline already past when the
+    /// operation starts is one try.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire; the deadline too completes the operation within 40 ms and
+    /// leaves no node behind.
+    /// \errors As async_acquire, plus errc::acquire_timeout.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_until(std::uint64_t owner, std::chrono::steady_clock::time_point deadline,
+                             CompletionToken&& token = default_completion_token{}) {
+        return initiate(owner, detail::deadline_spec::at(deadline), false,
+                        std::forward<CompletionToken>(token));
+    }
+
+    /// Takes the lock for `owner` only if it is free now: errc::lock_busy otherwise.
+    ///
+    /// An `owner` that holds the lock gets another guard at once. Otherwise as
+    /// mutex::async_try_acquire (busy if another contender holds or is queued, and also while an
+    /// acquire of the same owner is still waiting; the node it created is deleted before
+    /// completion; while the connection is down it fails at once with zk_errc::connection_loss).
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire.
+    /// \errors As async_acquire, plus:
+    /// - errc::lock_busy: the lock is not free now.
+    /// - zk_errc::connection_loss: the connection is down.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_try_acquire(std::uint64_t owner, CompletionToken&& token = default_completion_token{}) {
+        return initiate(owner, {}, true, std::forward<CompletionToken>(token));
+    }
+
+private:
+    template <class CompletionToken>
+    auto initiate(std::uint64_t owner, detail::deadline_spec deadline, bool try_only,
+                  CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
-               std::uint64_t o) {
+               std::uint64_t o, detail::deadline_spec d) {
+                req.deadline = d.resolve(); // the clock starts with the operation
                 detail::start_reentrant_acquire(
                     s, std::move(req), o,
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));
             },
-            token, session_, request(), owner);
+            token, session_, request(try_only), owner, deadline);
     }
 
-private:
-    detail::acquire_request request() const {
-        auto r = detail::make_request(path_, opts_);
+    detail::acquire_request request(bool try_only) const {
+        auto r = detail::make_request(path_, opts_, std::nullopt, try_only);
         r.strategy = lock_strategy::predecessor;
         return r;
     }

@@ -26,7 +26,8 @@ namespace asio = boost::asio;
 namespace detail {
 ZKLOCK_DECL void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases,
                              std::string data, std::optional<std::chrono::steady_clock::time_point> deadline,
-                             asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl);
+                             asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl,
+                             bool try_only = false);
 } // namespace detail
 
 /// A counting semaphore on a ZooKeeper path: at most `max_leases` leases are held at once.
@@ -53,8 +54,9 @@ public:
     /// A semaphore of `max_leases` leases on `path` of session `s`.
     ///
     /// Sends nothing: the path and N are checked by each acquire. Of `opts` only node_data (the
-    /// data of the lease and internal lock nodes; empty means "zklock lease") and node_acl are
-    /// used: the leases follow the session's loss policy (session_options::loss).
+    /// data of the lease and internal lock nodes; empty means "zklock <hostname> pid <pid>", as
+    /// for a mutex) and node_acl are used: the leases follow the session's loss policy
+    /// (session_options::loss).
     semaphore(session& s, std::string path, int max_leases, mutex_options opts = {})
         : session_(s.impl()), path_(std::move(path)), max_(max_leases), opts_(std::move(opts)) {}
 
@@ -90,7 +92,7 @@ public:
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
                   CompletionToken = default_completion_token>
     auto async_acquire(CompletionToken&& token = default_completion_token{}) {
-        return initiate({}, std::forward<CompletionToken>(token));
+        return initiate({}, false, std::forward<CompletionToken>(token));
     }
     /// As async_acquire, failing with errc::acquire_timeout once `timeout` has passed.
     ///
@@ -109,20 +111,59 @@ public:
                   CompletionToken = default_completion_token>
     auto async_acquire_for(std::chrono::duration<Rep, Period> timeout,
                            CompletionToken&& token = default_completion_token{}) {
-        return initiate(detail::deadline_spec::after(timeout), std::forward<CompletionToken>(token));
+        return initiate(detail::deadline_spec::after(timeout), false, std::forward<CompletionToken>(token));
+    }
+    /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.
+    ///
+    /// As mutex::async_acquire_until; the deadline covers the internal lock's acquire too.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire.
+    /// \errors As async_acquire, plus errc::acquire_timeout.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_until(std::chrono::steady_clock::time_point deadline,
+                             CompletionToken&& token = default_completion_token{}) {
+        return initiate(detail::deadline_spec::at(deadline), false, std::forward<CompletionToken>(token));
+    }
+    /// Takes a lease only if one is free now and nobody is queued for one: errc::lock_busy
+    /// otherwise.
+    ///
+    /// As mutex::async_try_acquire: the internal lock on "<path>/locks" is tried (busy while
+    /// another acquire waits for a lease), and a lease made while N are held is deleted before
+    /// completion; it never waits for a lease. While the connection is down it fails at once with
+    /// zk_errc::connection_loss: it never waits for a reconnect.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire.
+    /// \errors As async_acquire, plus:
+    /// - errc::lock_busy: N leases are held, or another acquire is queued for one.
+    /// - zk_errc::connection_loss: the connection is down.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_try_acquire(CompletionToken&& token = default_completion_token{}) {
+        return initiate({}, true, std::forward<CompletionToken>(token));
     }
 
 private:
     template <class CompletionToken>
-    auto initiate(detail::deadline_spec deadline, CompletionToken&& token) {
+    auto initiate(detail::deadline_spec deadline, bool try_only, CompletionToken&& token) {
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, std::string p, int n, std::string d,
-               detail::deadline_spec dl, acl a) {
+               detail::deadline_spec dl, acl a, bool t) {
                 detail::start_lease(s, std::move(p), n, std::move(d), dl.resolve(), // (the clock starts now)
                                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)),
-                                    std::move(a));
+                                    std::move(a), t);
             },
-            token, session_, path_, max_, opts_.node_data, deadline, opts_.node_acl);
+            token, session_, path_, max_, opts_.node_data, deadline, opts_.node_acl, try_only);
     }
 
     std::shared_ptr<detail::session_impl> session_;

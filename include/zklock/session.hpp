@@ -191,8 +191,8 @@ public:
     /// if it was the last one waiting for an attempt still in progress, the attempt is abandoned
     /// (state back to disconnected).
     /// \errors
-    /// - errc::invalid_connect_string, errc::invalid_chroot, errc::path_too_long (the chroot):
-    ///   a bad session_options::connect.
+    /// - errc::invalid_connect_string, errc::invalid_connect_separator, errc::invalid_chroot,
+    ///   errc::path_too_long (the chroot): a bad session_options::connect.
     /// - errc::invalid_session_timeout, errc::invalid_connect_timeout, errc::invalid_lease_fraction
     ///   (session_options::loss): bad options.
     /// - errc::connect_timeout: no server answered within options().connect_timeout; the attempt is
@@ -200,6 +200,9 @@ public:
     /// - the resolver's error (asio::error::host_not_found if it gave none) when no host of the
     ///   connect string resolves.
     /// - the TLS errors (errc::tls_*) listed at session_options::tls.
+    /// - errc::chroot_missing: the connect string's chroot does not exist on the server (checked
+    ///   with one exists request once connected, until it is seen). The session stays connected:
+    ///   create the chroot and call async_connect again, or close it.
     /// - zk_errc::auth_failed: the server refused session_options::auth (the session ends: no retry).
     /// - errc::session_expired: the session expired and no new session is made
     ///   (session_options::renew_after_expiry is false, or the C client refused to start one).
@@ -292,7 +295,10 @@ public:
     /// (an error_code cannot carry it; it is also logged). Empty when no attempt failed outright
     /// (servers that accept the connection but never answer the handshake). With TLS, also after
     /// a TLS error: "zk1:2281: TLS: the server's certificate is not valid now (certificate has
-    /// expired), ...", or what in the TLS options could not be read.
+    /// expired), ...", or what in the TLS options could not be read. After a connect that failed
+    /// because no host of the connect string resolved: each host and the resolver's answer,
+    /// "zk1.example:2181: cannot resolve (Host not found (authoritative))". While an attempt is in
+    /// progress: what each server got in the last round in which every server failed.
     std::string last_connect_attempts() const;
     /// A snapshot of the request and watch counters.
     session_statistics statistics() const noexcept;

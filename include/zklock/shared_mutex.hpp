@@ -105,6 +105,26 @@ public:
         return initiate(false, detail::deadline_spec::after(timeout), false,
                         std::forward<CompletionToken>(token));
     }
+    /// As async_acquire, failing with errc::acquire_timeout once `deadline` has passed.
+    ///
+    /// As mutex::async_acquire_until: a deadline already past when the operation starts is one
+    /// try, failing with errc::acquire_timeout when the lock is taken.
+    ///
+    /// \signature As async_acquire. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire; the deadline too completes the operation within 40 ms and
+    /// leaves no node behind.
+    /// \errors As async_acquire, plus errc::acquire_timeout.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_until(std::chrono::steady_clock::time_point deadline,
+                             CompletionToken&& token = default_completion_token{}) {
+        return initiate(false, detail::deadline_spec::at(deadline), false,
+                        std::forward<CompletionToken>(token));
+    }
     /// Takes the write lock only if it is free now: errc::lock_busy otherwise.
     ///
     /// As mutex::async_try_acquire: the node it created is deleted before completion, and while
@@ -162,6 +182,26 @@ public:
     auto async_acquire_shared_for(std::chrono::duration<Rep, Period> timeout,
                                   CompletionToken&& token = default_completion_token{}) {
         return initiate(true, detail::deadline_spec::after(timeout), false,
+                        std::forward<CompletionToken>(token));
+    }
+    /// As async_acquire_shared, failing with errc::acquire_timeout once `deadline` has passed.
+    ///
+    /// A deadline already past when the operation starts is one try, failing with
+    /// errc::acquire_timeout when a writer is in the way.
+    ///
+    /// \signature As async_acquire_shared. The token defaults to asio::deferred
+    /// (zklock::default_completion_token).
+    /// \executor As async_acquire.
+    /// \cancellation As async_acquire; the deadline too completes the operation within 40 ms and
+    /// leaves no node behind.
+    /// \errors As async_acquire, plus errc::acquire_timeout.
+    /// \lifetimes As async_acquire.
+    /// \threadsafety As async_acquire.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code, guard))
+                  CompletionToken = default_completion_token>
+    auto async_acquire_shared_until(std::chrono::steady_clock::time_point deadline,
+                                    CompletionToken&& token = default_completion_token{}) {
+        return initiate(true, detail::deadline_spec::at(deadline), false,
                         std::forward<CompletionToken>(token));
     }
     /// Takes the read lock only if no writer holds or waits below: errc::lock_busy otherwise.

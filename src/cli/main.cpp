@@ -15,6 +15,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,7 +24,10 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -41,6 +45,32 @@ using namespace zklock::cli;
 int fail(int code, const std::string& message) {
     std::cerr << "zklock: " << message << "\n";
     return code;
+}
+
+/// The library's messages name its C++ options; a user of the program needs its flags.
+std::string in_cli_words(std::string m) {
+    static const std::pair<std::string_view, std::string_view> words[] = {
+        {"tls_options::certificate_file and private_key_file", "--tls-cert and --tls-key"},
+        {"tls_options::ca_file", "--tls-ca"},
+        {"tls_options::certificate_file", "--tls-cert"},
+        {"tls_options::private_key_file", "--tls-key"},
+        {"tls_options::server_name", "--tls-server-name"},
+        {"session_options::session_timeout", "--session-timeout"},
+        {"session_options::connect_timeout", "--connect-timeout"},
+        {"zklock::max_node_data = ", ""},
+        {" (session::last_connect_attempts() says which)", ""}, // (the attempts follow)
+        {" (session::last_connect_attempts() says why)", ""},
+    };
+    for (const auto& [from, to] : words)
+        for (auto at = m.find(from); at != std::string::npos; at = m.find(from, at + to.size()))
+            m.replace(at, from.size(), to);
+    return m;
+}
+
+/// Errors of a connect that mean "no server to talk to" (nothing refused us): 69.
+bool unavailable(const error_code& ec) {
+    return ec == errc::connect_timeout || ec.category() == asio::error::get_netdb_category() ||
+           ec.category() == asio::error::get_addrinfo_category();
 }
 
 struct connection_args {
@@ -121,30 +151,77 @@ int make_session_options(const connection_args& c, zklock::session_options& o,
     return 0;
 }
 
-/// Connects; 0 or an exit code (reported). Returns 0 early when `*stopped` turns non-zero.
+/// Whether session::last_connect_attempts() says that every server of the connect string
+/// refused the connection ("127.0.0.1:2181: connection refused, 127.0.0.1:2182: connection
+/// refused"): an entry per host at least (a host name may stand for several addresses).
+bool all_refused(std::string_view tried, std::string_view connect) {
+    const auto hosts = connect.substr(0, connect.find('/'));
+    const auto servers = static_cast<std::size_t>(std::count(hosts.begin(), hosts.end(), ',')) + 1;
+    std::size_t refused = 0;
+    for (std::size_t start = 0; start < tried.size(); ++refused) {
+        auto end = std::min(tried.find(", ", start), tried.size());
+        if (!tried.substr(start, end - start).ends_with(": connection refused")) return false;
+        start = end + 2;
+    }
+    return refused >= servers;
+}
+
+/// Connects; 0 or an exit code (reported). When `*stopped` turns non-zero, the connect is
+/// cancelled and 0 returned.
 int connect(asio::io_context& io, zklock::session& s, const int* stopped = nullptr) {
     std::optional<error_code> result;
-    s.async_connect([&](error_code ec) { result = ec; });
-    while (!result && !(stopped && *stopped) && io.run_one()) {
+    asio::cancellation_signal cancel;
+    s.async_connect(asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec) { result = ec; }));
+    // A round in which every server refused the connection is said at once, and the connect goes
+    // on until --connect-timeout (a restarting server refuses for a few seconds).
+    asio::steady_timer poll(io);
+    bool polling = false, said = false;
+    std::function<void()> watch = [&] {
+        polling = true;
+        poll.expires_after(std::chrono::milliseconds(50));
+        poll.async_wait([&](error_code ec) {
+            polling = false;
+            if (ec || result) return;
+            const auto tried = s.last_connect_attempts();
+            if (!said && all_refused(tried, s.options().connect)) {
+                said = true;
+                std::cerr << "zklock: every server of " << s.options().connect << " refused the connection ("
+                          << tried << "); still trying until --connect-timeout passes ("
+                          << s.options().connect_timeout.count() << " ms)\n";
+            }
+            if (!said) watch();
+        });
+    };
+    watch();
+    // Until the handlers have run: they write to this frame. (Returning at the signal left the
+    // connect pending, and the session's close ran its handler later over a dead frame: SIGSEGV.)
+    for (bool cancelled = false; !result && io.run_one();)
+        if (stopped && *stopped && !cancelled) {
+            cancelled = true;
+            cancel.emit(asio::cancellation_type::terminal); // (completes with operation_aborted)
+        }
+    poll.cancel();
+    while (polling && io.run_one()) {
     }
     io.restart(); // (an io_context that ran out of work stops itself)
     if (stopped && *stopped) return 0;
     if (!result) return fail(ex_software, "connect did not complete");
     if (*result) {
         auto tried = s.last_connect_attempts();
-        return fail(*result == errc::connect_timeout      ? ex_unavailable
+        return fail(unavailable(*result)                  ? ex_unavailable
                     : *result == errc::tls_config_invalid ? ex_usage
                                                           : ex_failure,
-                    "cannot connect to ZooKeeper at " + s.options().connect + ": " + result->message() +
-                        (tried.empty() ? "" : " (last attempts: " + tried + ")"));
+                    "cannot connect to ZooKeeper at " + s.options().connect + ": " +
+                        in_cli_words(result->message()) +
+                        (tried.empty() ? "" : " (last attempts: " + in_cli_words(tried) + ")"));
     }
     return 0;
 }
 
 int server_error(const std::string& what, const error_code& ec) {
     if (ec == errc::not_connected || zklock::is_connection_error(ec) || ec == errc::connect_timeout)
-        return fail(ex_unavailable, what + ": " + ec.message());
-    return fail(ex_failure, what + ": " + ec.message());
+        return fail(ex_unavailable, what + ": " + in_cli_words(ec.message()));
+    return fail(ex_failure, what + ": " + in_cli_words(ec.message()));
 }
 
 // ------------------------------------------------------------------------------------ run
@@ -179,6 +256,9 @@ int run_command(const run_args& a) {
         return fail(ex_usage, "--nonblock and --timeout exclude each other");
     if (a.data_given && a.data.empty())
         return fail(ex_usage, "--data: the node data must not be empty (leave --data out for the default)");
+    if (a.data.size() > zklock::max_node_data)
+        return fail(ex_usage, "--data: " + std::to_string(a.data.size()) + " bytes, more than the " +
+                                  std::to_string(zklock::max_node_data) + " a lock node may hold");
     std::string err;
     std::optional<std::chrono::milliseconds> timeout;
     if (!a.timeout.empty() && !(timeout = zklock::cli::parse_duration(a.timeout, err)))
@@ -290,6 +370,15 @@ int run_command(const run_args& a) {
         return interrupted(" while waiting for the lock");
     }
     if (aec == errc::lock_busy) return fail(ex_busy, "lock " + a.path + " is held by someone else");
+    if (aec == errc::acquire_timeout && s.state() != zklock::session_state::connected) {
+        // Not a busy lock: no server to ask. (Its request is gone, or goes with the session.)
+        auto tried = s.last_connect_attempts();
+        return fail(ex_unavailable,
+                    "gave up on lock " + a.path + " at --timeout: the connection to ZooKeeper at " +
+                        s.options().connect + " was lost and not re-established (session " +
+                        std::string(zklock::to_string(s.state())) + ")" +
+                        (tried.empty() ? "" : " (last attempts: " + in_cli_words(tried) + ")"));
+    }
     if (aec == errc::acquire_timeout) return fail(ex_busy, "timed out waiting for lock " + a.path);
     if (aec == errc::session_expired)
         return fail(ex_expired, "the ZooKeeper session expired while waiting for lock " + a.path);
@@ -478,7 +567,7 @@ int break_command(const admin_args& a) {
         zklock::async_break_lock(s, a.path, [&](error_code ec) {
             done = true;
             if (ec == zklock::zk_errc::no_node)
-                rc = fail(ex_failure, "no such lock node: " + a.path);
+                rc = fail(ex_nothing, "no such lock node: " + a.path + " (nothing was deleted)");
             else if (ec)
                 rc = server_error("cannot break " + a.path, ec);
             else
@@ -492,7 +581,7 @@ int revoke_command(const admin_args& a) {
         zklock::async_revoke(s, a.path, o, [&](error_code ec, std::string holder) {
             done = true;
             if (ec == zklock::zk_errc::no_node)
-                rc = fail(ex_failure, "nobody holds " + a.path);
+                rc = fail(ex_nothing, "nobody holds " + a.path + ": nothing to revoke");
             else if (ec)
                 rc = server_error("cannot revoke " + a.path, ec);
             else {
@@ -592,6 +681,8 @@ int main(int argc, char** argv) {
         return fail(ex_usage, usage_error(e, argc, argv) + " (see zklock --help)");
     }
     try {
+        // (ZKLOCK_TEST_INTERNAL_ERROR, for the tests only: the path of an exception, exit 70)
+        if (const char* t = std::getenv("ZKLOCK_TEST_INTERNAL_ERROR"); t && *t) throw std::runtime_error(t);
         if (run->parsed()) return run_command(r);
         if (list->parsed()) return list_command(l);
         if (brk->parsed()) return break_command(b);

@@ -195,6 +195,10 @@ bool path_segment_chars_ok(std::string_view seg) noexcept;
 /// The proper ancestors of an absolute path, shortest first ("/a/b/c" -> "/a", "/a/b").
 std::vector<std::string> ancestors(std::string_view path);
 
+/// The holder description every recipe's nodes carry by default (mutex_options::node_data
+/// empty): "zklock <hostname> pid <pid>".
+const std::string& default_node_data();
+
 // ---- connect strings: the hosts resolved by zklock (asynchronously), not by the C client ----
 
 /// One server of a connect string, as written ("[::1]" keeps its brackets).

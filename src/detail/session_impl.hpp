@@ -171,6 +171,10 @@ private:
     /// Under the client lock: server -> what its last failed connection attempt got.
     std::vector<std::pair<std::string, std::string>> attempts_;
     void note_failed_attempt(int err); // (under the client lock)
+    /// Under the client lock: the servers in the connect string, the connection attempts that
+    /// failed since the last connected state or failed round, and whether a round just failed.
+    int servers_ = 1, failed_in_row_ = 0;
+    bool failed_round_ = false;
     /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
     /// The next drive takes the cork off, and the requests of one strand turn go out together.
     int corked_fd_ = -1;
@@ -524,7 +528,7 @@ private:
     std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
     std::mutex handle_mu_;              // guards handle_ against shutdown()
     mutable std::mutex attempts_mu_;    // guards last_attempts_
-    std::string last_attempts_;         // zk_handle::attempts() of the last attempt that timed out
+    std::string last_attempts_;         // see session::last_connect_attempts
     asio::steady_timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
     boot_timer lease_timer_; // fires at the earliest lease deadline in use
@@ -556,6 +560,12 @@ private:
     void feed(session_fsm::event e);
     void read_session_info();
     void complete_connect_waiters(error_code ec);
+    /// Connected: completes the connect waiters once the connect string's chroot, if any, is
+    /// known to exist (an exists on "/" under it, until one says so), else with
+    /// errc::chroot_missing. No answer (the connection went) completes them as connected.
+    void connect_waiters_connected();
+    bool chroot_seen_ = false;            // strand: the chroot existed (or there is none to check)
+    bool chroot_check_in_flight_ = false; // strand
     /// The credentials' verdict was lost with the connection: a request sent after them on the
     /// next connection tells (a reply means the server accepted them; a refusal closes it).
     void probe_auth();

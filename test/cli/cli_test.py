@@ -26,7 +26,8 @@ from kazoo.exceptions import NoNodeError
 ZKLOCK = os.environ.get("ZKLOCK_BIN", "build/zklock")
 ZK = os.environ.get("ZK_CONNECT", "")
 
-EX_USAGE, EX_UNAVAILABLE, EX_EXPIRED, EX_BUSY, EX_LOST = 64, 69, 74, 75, 76
+EX_NOTHING, EX_USAGE, EX_UNAVAILABLE, EX_EXPIRED, EX_BUSY, EX_LOST = 3, 64, 69, 74, 75, 76
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 class Proxy:
@@ -338,6 +339,20 @@ class CliTest(unittest.TestCase):
         holder.wait(timeout=15)
         self.assert_no_leftovers()
 
+    def test_a_signal_while_connecting_ends_the_run_with_its_code_and_no_crash(self):
+        # Port 1 refuses every attempt: the run is still connecting when the signal comes. (It
+        # died of SIGSEGV here, every time: the connect's handler wrote into a dead stack frame.)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            for delay in (0.3, 1.0):
+                p = self.spawn("run", "-c", "127.0.0.1:1", "--connect-timeout", "30s", self.path, "--", "true")
+                time.sleep(delay)
+                p.send_signal(sig)
+                rc = p.wait(timeout=15)
+                err = p.stderr.read()
+                self.assertEqual(rc, 128 + sig, "%s after %ss: %s" % (sig.name, delay, err))  # 130, 143, 129
+                self.assertIn("interrupted by %s while connecting" % sig.name, err)
+        self.assertIsNone(self.zk.exists(self.path), "a run that never connected created something")
+
     def test_a_lock_deleted_by_someone_else_stops_the_command(self):
         holder = self.spawn("run", "--kill-after", "1s", self.path, "--", "sleep", "60")
         self.wait_children(1)
@@ -512,12 +527,12 @@ class CliTest(unittest.TestCase):
         self.assertIn("asked to release", holder.stderr.read())
         self.assert_no_leftovers()
         r = zklock("revoke", self.path)
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, EX_NOTHING, r.stderr)  # not 1: nothing was refused
         self.assertIn("nobody holds", self.assert_one_error_line(r))
 
     def test_break_of_a_missing_node_is_an_error(self):
         r = zklock("break", self.path + "/_c_0-lock-0000000000")
-        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.returncode, EX_NOTHING, r.stderr)
         self.assertIn("no such lock node", self.assert_one_error_line(r))
 
     # ------------------------------------------------------------------ bad input
@@ -537,9 +552,11 @@ class CliTest(unittest.TestCase):
             (["--bogus"], "unknown option '--bogus'"),
             (["bogus"], "unknown subcommand 'bogus'"),
             (["run", "--data", "", self.path, "--", "true"], "--data"),
+            (["run", "--data", "x" * 65537, self.path, "--", "true"], "--data: 65537 bytes"),
             (["run", "--connect-timeout", "0", self.path, "--", "true"], "--connect-timeout"),
             (["run", "-c", "http://127.0.0.1:2181", self.path, "--", "true"], "invalid connect string"),
             (["run", "-c", "127.0.0.1:2181/chroot/", self.path, "--", "true"], "chroot"),
+            (["run", "-c", "127.0.0.1:2181;127.0.0.1:2182", self.path, "--", "true"], "the separator is a comma"),
             (["list", "bad"], "bad lock path"),
             (["break", "bad"], "bad node path"),
             ([], "subcommand"),
@@ -547,9 +564,9 @@ class CliTest(unittest.TestCase):
         lines = []
         for args, needle in cases:
             r = zklock(*args)
-            self.assertEqual(r.returncode, EX_USAGE, "%s: %s" % (args, r.stderr))
+            self.assertEqual(r.returncode, EX_USAGE, "%s: %s" % (str(args)[:200], r.stderr[:500]))
             line = self.assert_one_error_line(r)
-            self.assertIn(needle, line, args)
+            self.assertIn(needle, line, str(args)[:200])
             lines.append(line)
         # no two different mistakes share one message
         self.assertEqual(len(set(lines)), len(lines), "\n".join(lines))
@@ -594,11 +611,78 @@ class CliTest(unittest.TestCase):
         self.assertIn("cannot read the CA file /nonexistent/ca.pem", self.assert_one_error_line(r))
         r = zklock("run", "-c", tls_connect, "--tls-ca", pki + "/ca.pem", self.path, "--", "true")
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("requires a client certificate", self.assert_one_error_line(r))
+        line = self.assert_one_error_line(r)
+        self.assertIn("requires a client certificate", line)
+        # the flag to give, not the library's C++ name for it (tls_options::certificate_file)
+        self.assertIn("(--tls-cert)", line)
+        self.assertNotIn("tls_options", line)
         r = zklock("run", "-c", tls_connect, "--tls-cert", pki + "/client.pem", self.path, "--", "true")
         self.assertEqual(r.returncode, EX_USAGE, r.stderr)
         self.assertIn("need --tls-ca", self.assert_one_error_line(r))
         self.assertIsNone(self.zk.exists(self.path + "/never"), "")
+
+    def test_an_unresolvable_host_is_unavailable_and_named(self):
+        r = zklock("run", "-c", "no-such-host.invalid:2181", "--connect-timeout", "5s", self.path, "--", "true")
+        self.assertEqual(r.returncode, EX_UNAVAILABLE, r.stderr)  # was 1, as if a server had refused
+        line = self.assert_one_error_line(r)
+        self.assertIn("no-such-host.invalid:2181: cannot resolve", line)
+        r = zklock("list", "-c", "no-such-host.invalid:2181", self.path)
+        self.assertEqual(r.returncode, EX_UNAVAILABLE, r.stderr)
+
+    def test_a_timeout_while_the_servers_are_gone_says_the_connection_was_lost(self):
+        holder = self.spawn("run", self.path, "--", "sleep", "60")
+        self.wait_children(1)
+        proxy = Proxy(int(ZK.split(",")[0].split(":")[1]))
+        try:
+            waiter = self.spawn("run", "-c", "127.0.0.1:%d" % proxy.port, "--session-timeout", "2s",
+                                "--timeout", "3s", self.path, "--", "true")
+            self.wait_children(2)
+        finally:
+            proxy.close()  # its connections close, and new ones are refused: no server left
+        rc = waiter.wait(timeout=30)
+        err = waiter.stderr.read()
+        self.assertEqual(rc, EX_UNAVAILABLE, err)  # not 75: the lock may well be free
+        self.assertIn("the connection to ZooKeeper at 127.0.0.1:%d was lost" % proxy.port, err)
+        self.assertNotIn("timed out waiting for lock", err)
+        holder.send_signal(signal.SIGTERM)
+        holder.wait(timeout=20)
+        self.assert_no_leftovers()  # (the waiter's node goes with its session)
+
+    def test_an_internal_error_is_one_line_and_exits_70(self):
+        # (the exception path: reached through a test-only variable, as nothing else reaches it)
+        r = zklock("run", self.path, "--", "true", env=dict(os.environ, ZKLOCK_TEST_INTERNAL_ERROR="made up"))
+        self.assertEqual(r.returncode, 70, r.stderr)
+        self.assertIn("internal error: made up", self.assert_one_error_line(r))
+        self.assertIsNone(self.zk.exists(self.path))
+
+    def test_help_man_page_and_docs_list_every_exit_code(self):
+        # every code of src/cli/exit_codes.hpp, and the signals' 129/130/143
+        with open(os.path.join(SOURCE, "src/cli/exit_codes.hpp")) as f:
+            codes = [int(c) for c in re.findall(r"^\s*ex_\w+ = (\d+),", f.read(), re.M)]
+        self.assertIn(3, codes)
+        codes += [129, 130, 143]
+        text = zklock("--help").stdout
+        with open(os.path.join(SOURCE, "docs/operations.md")) as f:
+            docs = f.read()
+        docs = docs[docs.index("* Exit codes"):]
+        docs = docs[:docs.index("\n* ")]
+        man = os.path.join(os.path.dirname(ZKLOCK), "zklock.1")
+        pages = [("zklock --help", text), ("docs/operations.md", docs)]
+        if os.path.exists(man):  # (made from --help at build time)
+            with open(man) as f:
+                pages.append(("zklock.1", f.read()))
+        for name, page in pages:
+            for c in codes:
+                self.assertRegex(page, r"(?<![\d.])%d(?![\d.])" % c, "%s does not list exit code %d" % (name, c))
+
+    def test_a_chroot_that_does_not_exist_is_reported_at_connect(self):
+        chroot = "/zklock-test/no-such-chroot-%s" % uuid.uuid4().hex[:8]
+        r = zklock("run", "-c", ZK.split(",")[0] + chroot, self.path, "--", "true")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        line = self.assert_one_error_line(r)
+        self.assertIn("cannot connect", line)  # (it was the acquire that said so)
+        self.assertIn("chroot does not exist", line)
+        self.assertIsNone(self.zk.exists(chroot), "the chroot was created")
 
     def test_an_unreachable_server_is_reported(self):
         s = socket.socket()
@@ -609,10 +693,40 @@ class CliTest(unittest.TestCase):
         finally:
             s.close()
         self.assertEqual(r.returncode, EX_UNAVAILABLE)
-        line = self.assert_one_error_line(r)
-        self.assertIn("cannot connect", line)
+        lines = r.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 2, r.stderr)  # the first round of refusals, then the error
+        self.assertIn("refused the connection", lines[0])
+        self.assertIn("cannot connect", lines[1])
         # what the attempts got, per server
-        self.assertIn("127.0.0.1:%d: connection refused" % port, line)
+        self.assertIn("127.0.0.1:%d: connection refused" % port, lines[1])
+
+    def test_servers_that_all_refuse_are_named_at_once_while_the_run_keeps_trying(self):
+        socks = []
+        for _ in range(2):  # bound, never listening: connections are refused
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        ports = [s.getsockname()[1] for s in socks]
+        try:
+            connect = ",".join("127.0.0.1:%d" % p for p in ports)
+            t0 = time.time()
+            p = self.spawn("run", "-c", connect, "--connect-timeout", "30s", self.path, "--", "true")
+            line = p.stderr.readline()  # (it was silent until the connect timeout)
+            said_after = time.time() - t0
+            self.assertLess(said_after, 5.0, line)
+            self.assertIn("every server of %s refused the connection" % connect, line)
+            for port in ports:
+                self.assertIn("127.0.0.1:%d: connection refused" % port, line)
+            self.assertIn("still trying until --connect-timeout", line)
+            time.sleep(0.5)
+            self.assertIsNone(p.poll(), "it gave up at the first round")
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(timeout=15), 128 + signal.SIGTERM)
+            self.assertIn("interrupted by SIGTERM while connecting", p.stderr.read())
+        finally:
+            for s in socks:
+                s.close()
+        self.assertIsNone(self.zk.exists(self.path))
 
 
 if __name__ == "__main__":

@@ -196,8 +196,11 @@ TEST_F(NewUser, ConnectStringAndOptionMistakesAreNamedAtOnce) {
         EXPECT_GE(s2->negotiated_timeout(), 100ms);
         co_await s2->async_close(use_awaitable);
 
-        // a chroot that does not exist: the acquire names it
-        auto missing = co_await connect(options(zk_connect() + unique_path("no-such-chroot")));
+        // a chroot that does not exist: async_connect names it, and so does the acquire
+        auto missing =
+            std::make_unique<zklock::session>(ex, options(zk_connect() + unique_path("no-such-chroot")));
+        auto [cec] = co_await missing->async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(cec, errc::chroot_missing) << cec.message();
         zklock::mutex m(*missing, "/locks/x");
         auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::chroot_missing) << ec.message();

@@ -3,12 +3,15 @@
 #include <zklock/multi_lock.hpp>
 #include <zklock/reentrant_mutex.hpp>
 #include <zklock/semaphore.hpp>
+#include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/detached.hpp>
+
+#include <unistd.h>
 
 using namespace zt;
 using zklock::errc;
@@ -127,7 +130,9 @@ TEST_F(Inspect, ListsContendersBreaksAndRevokes) {
         // a foreign child is not listed
         co_await zklock::async_create_node(*a, path + "/not-a-lock", "", use_awaitable);
 
-        auto list = co_await zklock::async_list_contenders(*b, path, {}, use_awaitable);
+        // (without an inspect_options: it had no effect, and had to be passed; the old overload
+        // is used by acl_test.cpp and foreign_children_test.cpp)
+        auto list = co_await zklock::async_list_contenders(*b, path, use_awaitable);
         CO_REQUIRE(list.size() == 2u);
         EXPECT_TRUE(list[0].holder);
         EXPECT_FALSE(list[1].holder);
@@ -142,7 +147,7 @@ TEST_F(Inspect, ListsContendersBreaksAndRevokes) {
         // revoke: the holder is asked, not forced
         zklock::error_code revoked;
         g.async_wait_revoked([&](zklock::error_code ec) { revoked = ec; });
-        auto node = co_await zklock::async_revoke(*b, path, {}, use_awaitable);
+        auto node = co_await zklock::async_revoke(*b, path, use_awaitable);
         EXPECT_EQ(node, g.node_path());
         co_await eventually([&] { return revoked; }, 3000ms);
         EXPECT_EQ(revoked, errc::revocation_requested) << revoked.message();
@@ -207,6 +212,60 @@ TEST_F(Reentrant, OwnerReentersOthersExcludedNodeGoesWithTheLastGuard) {
         EXPECT_EQ(g4.node_path(), g3.node_path());
         g4.release_in_background();
         co_await g3.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Reentrant, TryForAndUntilAsTheMutexHasThem) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path("reentrant-timed");
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::reentrant_mutex ra(*a, path), rb(*b, path);
+        auto g1 = co_await ra.async_try_acquire(1, use_awaitable); // free: granted
+        // the owner re-enters with every form, at once
+        auto g2 = co_await ra.async_try_acquire(1, use_awaitable);
+        auto g3 = co_await ra.async_acquire_for(1, 0ms, use_awaitable);
+        auto g4 = co_await ra.async_acquire_until(1, std::chrono::steady_clock::now() - 1s, use_awaitable);
+        EXPECT_EQ(g2.node_path(), g1.node_path());
+        EXPECT_EQ(g4.node_path(), g1.node_path());
+        // another owner: busy, timed out; no node of theirs is left
+        auto [e1, x1] = co_await rb.async_try_acquire(7, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e1, errc::lock_busy) << e1.message();
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [e2, x2] = co_await rb.async_acquire_for(7, 300ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e2, errc::acquire_timeout) << e2.message();
+        EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
+        auto [e3, x3] = co_await rb.async_acquire_until(7, std::chrono::steady_clock::now() + 200ms,
+                                                        boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e3, errc::acquire_timeout) << e3.message();
+        auto [e4, x4] = co_await rb.async_acquire_for(7, 0ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e4, errc::acquire_timeout) << e4.message(); // a zero timeout is one try
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 1u) << "a try or a deadline left a node";
+
+        // owner 7 waits (no deadline); a second acquire of 7 with a deadline times out on its
+        // own, a try of 7 is busy at once, and the first still gets the lock
+        zklock::guard w;
+        bool w_done = false;
+        rb.async_acquire(7, [&](zklock::error_code ec, zklock::guard g) {
+            EXPECT_FALSE(ec) << ec.message();
+            w = std::move(g);
+            w_done = true;
+        });
+        co_await wait_for_children(*a, path, 2);
+        auto [e5, x5] = co_await rb.async_acquire_for(7, 200ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e5, errc::acquire_timeout) << e5.message();
+        auto [e6, x6] = co_await rb.async_try_acquire(7, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e6, errc::lock_busy) << e6.message();
+        EXPECT_FALSE(w_done);
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 2u) << "the waiting acquire lost its node";
+        for (auto* g : {&g4, &g3, &g2, &g1}) co_await g->async_release(use_awaitable);
+        co_await eventually([&] { return w_done; }, 5000ms);
+        CO_REQUIRE(w_done);
+        // a lone waiter whose deadline passes: its node goes with it
+        auto [e7, x7] = co_await ra.async_acquire_for(1, 200ms, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e7, errc::acquire_timeout) << e7.message();
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 1u);
+        co_await w.async_release(use_awaitable);
     });
 }
 
@@ -368,4 +427,109 @@ TEST_F(Semaphore, NeverMoreThanNLeasesAndNoOrphans) {
             for (auto& h : held) co_await h.async_release(use_awaitable);
         },
         120s);
+}
+
+TEST_F(Semaphore, ALeaseCarriesTheHolderDescriptionOfAMutexNode) {
+    // docs/recipes.md: node data defaults to "zklock <hostname> pid <pid>", which zklock list
+    // shows; a lease carried "zklock lease", which says nothing of its holder.
+    run_test([&]() -> awaitable<void> {
+        auto sem_path = semaphore_path();
+        auto lock = lock_path();
+        auto s = co_await connect();
+        zklock::semaphore sem(*s, sem_path, 2);
+        zklock::mutex m(*s, lock);
+        auto lease = co_await sem.async_acquire(use_awaitable);
+        auto g = co_await m.async_acquire(use_awaitable);
+        auto leases = co_await zklock::async_list_contenders(*s, sem_path, use_awaitable);
+        auto nodes = co_await zklock::async_list_contenders(*s, lock, use_awaitable);
+        CO_REQUIRE(leases.size() == 1u && nodes.size() == 1u);
+        EXPECT_TRUE(leases[0].lease);
+        EXPECT_EQ(leases[0].node_path, lease.node_path());
+        EXPECT_EQ(leases[0].data, nodes[0].data);
+        char host[256] = {};
+        CO_REQUIRE(::gethostname(host, sizeof host - 1) == 0);
+        EXPECT_EQ(leases[0].data, std::string("zklock ") + host + " pid " + std::to_string(::getpid()));
+        // node_data given: it is what the lease carries
+        zklock::mutex_options o;
+        o.node_data = "backup job 7";
+        zklock::semaphore named(*s, sem_path, 2, o);
+        auto lease2 = co_await named.async_acquire(use_awaitable);
+        leases = co_await zklock::async_list_contenders(*s, sem_path, use_awaitable);
+        CO_REQUIRE(leases.size() == 2u);
+        EXPECT_EQ(leases[1].data, "backup job 7");
+        co_await lease2.async_release(use_awaitable);
+        co_await lease.async_release(use_awaitable);
+        co_await g.async_release(use_awaitable);
+    });
+}
+
+TEST_F(Semaphore, TryAndUntilAsTheMutexHasThem) {
+    // The forms the mutex has: a try that never waits (errc::lock_busy, no lease left) and a
+    // deadline given as a time point (errc::acquire_timeout, no lease left).
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::semaphore sa(*a, path, 1), sb(*b, path, 1);
+        auto held = co_await sa.async_try_acquire(use_awaitable); // free: granted at once
+        EXPECT_TRUE(held.owns_lock());
+        const auto t0 = std::chrono::steady_clock::now();
+        auto [e1, g1] = co_await sb.async_try_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e1, errc::lock_busy) << e1.message();
+        EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "a try waited";
+        auto [e2, g2] = co_await sb.async_acquire_until(std::chrono::steady_clock::now() + 300ms,
+                                                        boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e2, errc::acquire_timeout) << e2.message();
+        auto [e3, g3] = co_await sb.async_acquire_until(std::chrono::steady_clock::now() - 1s,
+                                                        boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e3, errc::acquire_timeout) << e3.message();
+        auto leases = co_await zklock::async_list_contenders(*a, path, use_awaitable);
+        EXPECT_EQ(leases.size(), 1u) << "a try or a deadline left a lease";
+        co_await held.async_release(use_awaitable);
+        // freed: b's try and b's _until are granted
+        auto gb = co_await sb.async_try_acquire(use_awaitable);
+        co_await gb.async_release(use_awaitable);
+        auto gu = co_await sb.async_acquire_until(std::chrono::steady_clock::now() + 10s, use_awaitable);
+        co_await gu.async_release(use_awaitable);
+        // while the connection is down, a try fails at once (it never waits for a reconnect)
+        zklock::session_options o;
+        o.connect = "127.0.0.1:1";
+        o.connect_timeout = 200ms;
+        auto ex = co_await asio::this_coro::executor;
+        zklock::session down(ex, o);
+        zklock::semaphore sd(down, path, 1);
+        auto [e4, g4] = co_await sd.async_try_acquire(boost::asio::as_tuple(use_awaitable));
+        EXPECT_TRUE(e4 == errc::not_connected || e4 == zklock::zk_errc::connection_loss) << e4.message();
+    });
+}
+
+using SharedMutexUntil = zt::zk_test;
+
+TEST_F(SharedMutexUntil, BothFormsTimeOutAtTheirTimePointAndLeaveNoNode) {
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        auto a = co_await connect();
+        auto b = co_await connect();
+        zklock::shared_mutex ma(*a, path), mb(*b, path);
+        auto w = co_await ma.async_acquire(use_awaitable);
+        auto [e1, g1] = co_await mb.async_acquire_until(std::chrono::steady_clock::now() + 300ms,
+                                                        boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e1, errc::acquire_timeout) << e1.message();
+        auto [e2, g2] = co_await mb.async_acquire_shared_until(std::chrono::steady_clock::now() + 300ms,
+                                                               boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e2, errc::acquire_timeout) << e2.message();
+        auto [e3, g3] = co_await mb.async_acquire_shared_until(std::chrono::steady_clock::now() - 1s,
+                                                               boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(e3, errc::acquire_timeout) << e3.message();
+        EXPECT_EQ((co_await children_of(*a, path)).size(), 1u) << "a deadline left a node";
+        co_await w.async_release(use_awaitable);
+        auto r =
+            co_await mb.async_acquire_shared_until(std::chrono::steady_clock::now() + 10s, use_awaitable);
+        auto r2 =
+            co_await ma.async_acquire_shared_until(std::chrono::steady_clock::now() + 10s, use_awaitable);
+        co_await r.async_release(use_awaitable);
+        co_await r2.async_release(use_awaitable);
+        auto w2 = co_await mb.async_acquire_until(std::chrono::steady_clock::now() + 10s, use_awaitable);
+        co_await w2.async_release(use_awaitable);
+    });
 }

@@ -113,10 +113,17 @@ TEST_F(ServerErrors, ALockPathUnderAnEphemeralNodeFailsClearly) {
     });
 }
 
-TEST_F(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
+TEST_F(ServerErrors, AChrootThatDoesNotExistFailsTheConnectAndTheAcquireWithoutAHang) {
     run_test([&]() -> awaitable<void> {
         auto chroot = unique_path("no-such-chroot");
-        auto a = co_await connect(options(zk_connect() + chroot));
+        auto ex = co_await asio::this_coro::executor;
+        auto a = std::make_unique<zklock::session>(ex, options(zk_connect() + chroot));
+        // async_connect says so (it connected, then found no chroot): not only the first acquire
+        auto [cec] = co_await a->async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(cec, zklock::errc::chroot_missing) << cec.message();
+        EXPECT_EQ(a->state(), session_state::connected);
+        auto [cec2] = co_await a->async_connect(boost::asio::as_tuple(use_awaitable)); // asks again
+        EXPECT_EQ(cec2, zklock::errc::chroot_missing) << cec2.message();
         zklock::mutex m(*a, "/locks/x");
         auto t0 = std::chrono::steady_clock::now();
         auto [ec, g] = co_await m.async_acquire_for(20s, boost::asio::as_tuple(use_awaitable));
@@ -124,6 +131,12 @@ TEST_F(ServerErrors, AChrootThatDoesNotExistFailsTheAcquireWithoutAHang) {
         EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the acquire kept retrying";
         auto admin = co_await connect();
         EXPECT_TRUE((co_await children_of(*admin, chroot)).empty()) << "the chroot was created";
+        // made now: the next async_connect of the same session succeeds
+        co_await zklock::async_create_node(*admin, chroot, "", use_awaitable);
+        auto [cec3] = co_await a->async_connect(boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(cec3) << cec3.message();
+        co_await a->async_close(use_awaitable);
+        co_await zklock::async_delete_node(*admin, chroot, -1, use_awaitable);
     });
 }
 

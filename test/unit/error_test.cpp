@@ -66,6 +66,7 @@ TEST(Error, EachMistakeNamesItsOptionAndRange) {
              {errc::multi_lock_duplicate_path, {"async_acquire_all", "same path"}},
              {errc::not_a_write_guard, {"async_downgrade", "write"}},
              {errc::invalid_version, {"version", "-1"}},
+             {errc::invalid_connect_separator, {"connect string", "';'", "comma"}},
              {errc::path_used_by_semaphore, {"semaphore", "mutex or read/write lock"}},
              {errc::path_used_by_lock, {"semaphore", "mutex or read/write lock"}},
              {errc::strategy_conflict, {"unique_node"}},

@@ -78,6 +78,9 @@ TEST(ConnectString, Validates) {
     EXPECT_EQ(validate_connect_string(":2181"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h:0"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h:65536"), errc::invalid_connect_string);
+    EXPECT_EQ(validate_connect_string("zk1:2181;zk2:2181"), errc::invalid_connect_separator);
+    EXPECT_EQ(validate_connect_string("zk1:2181;zk2:2181/app"), errc::invalid_connect_separator);
+    EXPECT_EQ(validate_connect_string("zk1:2181,zk2:2181;"), errc::invalid_connect_separator);
     EXPECT_EQ(validate_connect_string("h:21x"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h:1,,h:2"), errc::invalid_connect_string);
     EXPECT_EQ(validate_connect_string("h 1:2181"), errc::invalid_connect_string);
