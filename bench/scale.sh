@@ -5,8 +5,9 @@
 # warmed with a 3 s acquire loop, all with T = 4 s:
 #   * one session holding N locks (--locks, default 0 1000 10000 100000), each on its own path,
 #     acquired 256 at a time (bench/scale_bench.cpp, target zklock_scale);
-#   * M sessions in one process (--sessions, default 1000 10000), each holding one lock, then each
-#     holding none;
+#   * M sessions in one process (--sessions, default 1000 5000 10000), each holding one lock, then
+#     each holding none (a session takes 3 descriptors: its socket and two timerfds; a row that
+#     needs more than ulimit -n is recorded as not run: 10,000 needs about 30,256);
 #   * Curator (bench/CuratorScale.java): one CuratorFramework holding N InterProcessMutex locks on
 #     N paths (--curator-locks, default the --locks above 0; --curator-locks "" to skip).
 # Per row: ramp-up (connect, acquire: timed, not in the window), 4 s to settle, then a hold window of
@@ -15,14 +16,14 @@
 # received (mntr), its CPU. Then, still holding, for zklock's single-session rows: --fg-sessions other
 # sessions (another process) acquire and release, each its own lock, for --fg-seconds (cycles/s).
 # Prints a Markdown table and writes it to bench/results/scale.md (raw rows: scale.jsonl).
-#   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 10000"]
+#   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 5000 10000"]
 #                  [--curator-locks "1000 10000 100000"] [--fg-seconds 10] [--fg-sessions 4]
 #                  [--build DIR] [--out FILE.md] [--note TEXT]
 #   bench/scale.sh --report FILE.jsonl [--out FILE.md] [--note TEXT]   (renders saved raw rows again)
 # Needs:  ninja -C build zklock_scale   (and javac, Debian's Curator jars: scripts/curator-classpath.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-secs=60 locks="0 1000 10000 100000" sessions="1000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
+secs=60 locks="0 1000 10000 100000" sessions="1000 5000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
 build="$root/build" out="$root/bench/results/scale.md" report_only="" note="" tms=4000
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -73,7 +74,11 @@ print("| client, shape | locks held | lost (end of window) | acquire failures | 
       "txns/s (zxid) | txn log B/s (entries / allocated) | packets/s received per session | server CPU % | "
       "heartbeat: checks, ≈ request B | heartbeats/s per session | acquire cycles/s, other sessions |")
 print("|" + "---|" * 15)
+failed = [r for r in rows if r.get("failed")]
+rows = [r for r in rows if not r.get("failed")]
 base0 = next((r for r in rows if r["client"] == "zklock" and r["sessions"] == 1 and r["per"] == 0), None)
+for r in failed:
+    print(f"| {shape(r)} | **the row failed**: {r['failed'].strip()} |" + " |" * 13)
 for r in rows:
     n, m = r["held"], r["sessions"]
     per10k = f"{r['client_cpu_pct'] * 10000 / n:.2f}" if n else "–"
@@ -173,7 +178,9 @@ if [ -n "$report_only" ]; then report "$report_only" "$out"; exit 0; fi
 scale="$build/bench/zklock_scale"
 [ -x "$scale" ] || { echo "scale.sh: $scale missing: ninja -C $build zklock_scale" >&2; exit 1; }
 max_m=1; for m in $sessions; do [ "$m" -gt "$max_m" ] && max_m=$m; done
-want=$((max_m + 512)) # one descriptor per session; the server inherits this limit too
+# three descriptors per session (its socket and two timerfds: the lease's, the heartbeat's); the
+# server inherits this limit too (it needs one per session). (Raising the hard limit needs root.)
+want=$((4 * max_m + 1024))
 [ "$(ulimit -n)" -ge "$want" ] || ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -ge "$want" ] || echo "scale.sh: warning: ulimit -n is $(ulimit -n), below $want" >&2
 
@@ -249,6 +256,13 @@ wait_ready() {
 run_row() { # run_row zklock|curator SESSIONS PER
   local client=$1 m=$2 per=$3 ready mk0 mk1 z0 z1 c0 c1 t0 t1 p0 p1 a0 a1 l0 l1 fg="" rc=0 logs missing="" tw0 tw1
   tw0=$(now)
+  if [ "$client" = zklock ] && [ $((3 * m + 256)) -gt "$(ulimit -n)" ]; then
+    say "$m sessions need about $((3 * m + 256)) descriptors, ulimit -n is $(ulimit -n): row skipped"
+    python3 -c 'import json, sys; print(json.dumps({"client": "zklock", "sessions": int(sys.argv[1]), "per": int(sys.argv[2]), "failed": sys.argv[3], "when": sys.argv[4], "seconds": float(sys.argv[5]), "row_wall_s": 0.0}))' \
+      "$m" "$per" "not run: $m sessions need 3 descriptors each (a socket, two timerfds), about $((3 * m + 256)) in all, and ulimit -n is $(ulimit -n) (its hard limit: raising it needs CAP_SYS_RESOURCE). A first attempt failed with: zklock_scale: zklock: timerfd_create(CLOCK_BOOTTIME): Too many open files" \
+      "$when" "$secs" >>"$jsonl"
+    return 0
+  fi
   start_server
   say "$client: $m session(s) × $per lock(s) at $ZK_CONNECT"
   : >"$work/d.out"; : >"$work/d.err"
@@ -262,7 +276,15 @@ run_row() { # run_row zklock|curator SESSIONS PER
     dpid=$!
     exec {jfd}>"$work/jin"
   fi
-  ready=$(wait_ready)
+  if ! ready=$(wait_ready); then # a row that fails: recorded (with the driver's last words), the run goes on
+    kill -9 "$dpid" 2>/dev/null || true; wait "$dpid" 2>/dev/null || true; dpid=""
+    if [ -n "$jfd" ]; then exec {jfd}>&-; jfd=""; fi
+    stop_server
+    python3 -c 'import json, sys; print(json.dumps({"client": sys.argv[1], "sessions": int(sys.argv[2]), "per": int(sys.argv[3]), "failed": sys.argv[4], "when": sys.argv[5], "seconds": float(sys.argv[6]), "row_wall_s": float(sys.argv[7])}))' \
+      "$client" "$m" "$per" "$(grep -v '^ACQUIRE_ERROR' "$work/d.err" | tail -3 | tr '\n' ' ')" "$when" "$secs" "$(echo "$(now) - $tw0" | bc)" >>"$jsonl"
+    mkdir -p "$(dirname "$out")"; cp "$jsonl" "${out%.md}.jsonl"
+    return 0
+  fi
   say "ready: $ready"
   sleep 4 # the last grants' first heartbeats; the acquires' leftovers
   mk0=$(mark); z0=$(zxid); p0=$(packets); a0=$(log_alloc); l0=$(cut -d' ' -f1 /proc/loadavg)
@@ -331,6 +353,7 @@ print(json.dumps(row))
 PY
   tail -1 "$jsonl" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("scale: %s %d x %d: held %d, lost %d, failures %d, acquire %.1f s, CPU %.2f%%, RSS %+d B, %.1f txns/s, %.2f packets/s per session, fg %s" % (r["client"], r["sessions"], r["per"], r["held"], r["lost"], r["acquire_failures"], r["acquire_s"], r["client_cpu_pct"], r["rss_delta"], r["txns_per_s"], r["packets_per_s"] / r["sessions"], r.get("fg_cycles_per_s")))' >&2
   [ "$rc" = 0 ] || say "warning: the driver exited $rc"
+  mkdir -p "$(dirname "$out")"; cp "$jsonl" "${out%.md}.jsonl" # (each row as it comes)
 }
 
 t_all0=$(now)
