@@ -102,6 +102,9 @@ public class CuratorScale {
             }
             System.out.flush();
         }
+        // (the mutexes stay reachable to the end: else the JIT may count m dead after the acquires
+        // and the collector take them, which the heap figure would then leave out)
+        java.lang.ref.Reference.reachabilityFence(m);
         pool.shutdownNow();
         c.close();
         System.exit(0);

@@ -5,9 +5,10 @@
 # warmed with a 3 s acquire loop, all with T = 4 s:
 #   * one session holding N locks (--locks, default 0 1000 10000 100000), each on its own path,
 #     acquired 256 at a time (bench/scale_bench.cpp, target zklock_scale);
-#   * M sessions in one process (--sessions, default 1000 5000 10000), each holding one lock, then
-#     each holding none (a session takes 3 descriptors: its socket and two timerfds; a row that
-#     needs more than ulimit -n is recorded as not run: 10,000 needs about 30,256);
+#   * M sessions in one process (--sessions, default 1000 4000 10000), each holding one lock, then
+#     each holding none (a session takes 4 descriptors: the C client's socket, zklock's duplicate
+#     of it, two timerfds; a row that needs more than ulimit -n is recorded as not run: 10,000
+#     needs about 40,256);
 #   * Curator (bench/CuratorScale.java): one CuratorFramework holding N InterProcessMutex locks on
 #     N paths (--curator-locks, default the --locks above 0; --curator-locks "" to skip).
 # Per row: ramp-up (connect, acquire: timed, not in the window), 4 s to settle, then a hold window of
@@ -16,14 +17,14 @@
 # received (mntr), its CPU. Then, still holding, for zklock's single-session rows: --fg-sessions other
 # sessions (another process) acquire and release, each its own lock, for --fg-seconds (cycles/s).
 # Prints a Markdown table and writes it to bench/results/scale.md (raw rows: scale.jsonl).
-#   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 5000 10000"]
+#   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 4000 10000"]
 #                  [--curator-locks "1000 10000 100000"] [--fg-seconds 10] [--fg-sessions 4]
 #                  [--build DIR] [--out FILE.md] [--note TEXT]
 #   bench/scale.sh --report FILE.jsonl [--out FILE.md] [--note TEXT]   (renders saved raw rows again)
 # Needs:  ninja -C build zklock_scale   (and javac, Debian's Curator jars: scripts/curator-classpath.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-secs=60 locks="0 1000 10000 100000" sessions="1000 5000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
+secs=60 locks="0 1000 10000 100000" sessions="1000 4000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
 build="$root/build" out="$root/bench/results/scale.md" report_only="" note="" tms=4000
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -37,7 +38,7 @@ while [ $# -gt 0 ]; do
     --note) note=$2; shift 2;;
     --build) build=$2; shift 2;;
     --out) out=$2; shift 2;;
-    *) sed -n '2,23p' "$0" >&2; exit 2;;
+    *) sed -n '2,24p' "$0" >&2; exit 2;;
   esac
 done
 if [ "$curator_locks" = unset ]; then
@@ -74,12 +75,13 @@ print("| client, shape | locks held | lost (end of window) | acquire failures | 
       "txns/s (zxid) | txn log B/s (entries / allocated) | packets/s received per session | server CPU % | "
       "heartbeat: checks, ≈ request B | heartbeats/s per session | acquire cycles/s, other sessions |")
 print("|" + "---|" * 15)
-failed = [r for r in rows if r.get("failed")]
+all_rows = rows
 rows = [r for r in rows if not r.get("failed")]
 base0 = next((r for r in rows if r["client"] == "zklock" and r["sessions"] == 1 and r["per"] == 0), None)
-for r in failed:
-    print(f"| {shape(r)} | **the row failed**: {r['failed'].strip()} |" + " |" * 13)
-for r in rows:
+for r in all_rows:
+    if r.get("failed"):
+        print(f"| {shape(r)} | **the row failed**: {r['failed'].strip()} |" + " |" * 13)
+        continue
     n, m = r["held"], r["sessions"]
     per10k = f"{r['client_cpu_pct'] * 10000 / n:.2f}" if n else "–"
     denom = n if n else m
@@ -178,8 +180,9 @@ if [ -n "$report_only" ]; then report "$report_only" "$out"; exit 0; fi
 scale="$build/bench/zklock_scale"
 [ -x "$scale" ] || { echo "scale.sh: $scale missing: ninja -C $build zklock_scale" >&2; exit 1; }
 max_m=1; for m in $sessions; do [ "$m" -gt "$max_m" ] && max_m=$m; done
-# three descriptors per session (its socket and two timerfds: the lease's, the heartbeat's); the
-# server inherits this limit too (it needs one per session). (Raising the hard limit needs root.)
+# four descriptors per session (the C client's socket, zklock's duplicate of it, two timerfds: the
+# lease's, the heartbeat's); the server inherits this limit too (it needs one per session).
+# (Raising the hard limit needs CAP_SYS_RESOURCE.)
 want=$((4 * max_m + 1024))
 [ "$(ulimit -n)" -ge "$want" ] || ulimit -n "$want" 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 [ "$(ulimit -n)" -ge "$want" ] || echo "scale.sh: warning: ulimit -n is $(ulimit -n), below $want" >&2
@@ -256,10 +259,10 @@ wait_ready() {
 run_row() { # run_row zklock|curator SESSIONS PER
   local client=$1 m=$2 per=$3 ready mk0 mk1 z0 z1 c0 c1 t0 t1 p0 p1 a0 a1 l0 l1 fg="" rc=0 logs missing="" tw0 tw1
   tw0=$(now)
-  if [ "$client" = zklock ] && [ $((3 * m + 256)) -gt "$(ulimit -n)" ]; then
-    say "$m sessions need about $((3 * m + 256)) descriptors, ulimit -n is $(ulimit -n): row skipped"
+  if [ "$client" = zklock ] && [ $((4 * m + 256)) -gt "$(ulimit -n)" ]; then
+    say "$m sessions need about $((4 * m + 256)) descriptors, ulimit -n is $(ulimit -n): row skipped"
     python3 -c 'import json, sys; print(json.dumps({"client": "zklock", "sessions": int(sys.argv[1]), "per": int(sys.argv[2]), "failed": sys.argv[3], "when": sys.argv[4], "seconds": float(sys.argv[5]), "row_wall_s": 0.0}))' \
-      "$m" "$per" "not run: $m sessions need 3 descriptors each (a socket, two timerfds), about $((3 * m + 256)) in all, and ulimit -n is $(ulimit -n) (its hard limit: raising it needs CAP_SYS_RESOURCE). A first attempt failed with: zklock_scale: zklock: timerfd_create(CLOCK_BOOTTIME): Too many open files" \
+      "$m" "$per" "not run: $m sessions need 4 descriptors each (the C client's socket, zklock's duplicate of it, two timerfds), about $((4 * m + 256)) in all, and ulimit -n is $(ulimit -n) (raising it needs CAP_SYS_RESOURCE)" \
       "$when" "$secs" >>"$jsonl"
     return 0
   fi

@@ -5,7 +5,7 @@
 // --locks-per-session K locks, every lock on its own path (K = N, M = 1: one session holding N
 // locks; K = 1 or 0: M sessions holding one lock each, or nothing). One io_context thread.
 // Ramp-up: connects the sessions, then acquires the locks, --parallel (256) in flight at a time;
-// an acquire that fails is counted (by its error message, printed on stderr as
+// a connect or an acquire that fails is counted (by its error message, printed on stderr as
 //   ACQUIRE_ERROR <count> <message>
 // lines) and the run goes on. Then prints on stdout
 //   READY <sessions> <locks held> <connect_s> <acquire_s> <negotiated_T_ms> <acquire_failures>
@@ -195,10 +195,30 @@ int main(int argc, char** argv) {
                 }
             };
             const auto c0 = clk::now();
+            std::string first_connect_failure;
+            long connected = 0;
+            std::vector<char> up(sessions.size(), 0);
             co_await in_turn(sessions.size(), [&](std::size_t i) -> asio::awaitable<void> {
-                co_await sessions[i]->async_connect(use_awaitable);
+                try {
+                    co_await sessions[i]->async_connect(use_awaitable);
+                    ++connected;
+                    up[i] = 1;
+                } catch (const std::exception& x) {
+                    // (counted with the acquire errors, as "connect: ..."; the run goes on: that
+                    // session's acquires then fail, and it counts as not connected)
+                    ++failures;
+                    ++errors[std::string("connect: ") + x.what()];
+                    if (first_connect_failure.empty())
+                        first_connect_failure = "the first at " +
+                                                std::to_string(std::chrono::duration<double>(clk::now() - c0).count()) +
+                                                " s, in session " + std::to_string(i) + "'s turn of " +
+                                                std::to_string(sessions.size()) + ", " + std::to_string(connected) +
+                                                " connected by then";
+                }
             });
             const auto c1 = clk::now();
+            if (!first_connect_failure.empty())
+                std::fprintf(stderr, "ACQUIRE_ERROR 0 (connects: %s)\n", first_connect_failure.c_str());
 
             if (cycle) {
                 // each session: acquire and release its own lock in a loop
@@ -234,6 +254,11 @@ int main(int argc, char** argv) {
                 co_await t.async_wait(use_awaitable);
             } else {
                 co_await in_turn(total, [&](std::size_t i) -> asio::awaitable<void> {
+                    if (!up[i / static_cast<std::size_t>(per)]) {
+                        ++failures;
+                        ++errors["acquire not tried: its session did not connect"];
+                        co_return;
+                    }
                     try {
                         guards[i] = co_await mutexes[i]->async_acquire(use_awaitable);
                     } catch (const std::exception& x) {
