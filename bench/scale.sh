@@ -86,10 +86,10 @@ for r in all_rows:
     per10k = f"{r['client_cpu_pct'] * 10000 / n:.2f}" if n else "–"
     denom = n if n else m
     mem = f"{r['rss_delta'] / denom:,.0f}" if denom else "–"
+    if r["client"] == "curator":
+        mem = f"heap {r['heap_delta'] / denom:,.0f} (JVM RSS {r['rss_delta'] / denom:,.0f})"
     if n and r["client"] == "zklock" and r["sessions"] == 1 and base0:
         mem += f" ({(r['rss_delta'] - base0['rss_delta']) / n:,.0f} above 0 held)"
-    if r["client"] == "curator":
-        mem += f" (heap {r['heap_delta'] / denom:,.0f})"
     ramp = f"{r['connect_s']:.1f} + {r['acquire_s']:.1f}"
     hb = "–"
     if r.get("heartbeats"):
@@ -99,7 +99,7 @@ for r in all_rows:
     if r["client"] == "zklock" and r["per"] == 0:
         hbps = f"0 (touches {r['touches'] / r['window_s'] / m:.2f})"
     fg = f"{r['fg_cycles_per_s']:,.0f}" if r.get("fg_cycles_per_s") is not None else "–"
-    lost = str(r["lost"]) + (f" ({r['not_connected']} not connected)" if r.get("not_connected") else "")
+    lost = f"{r['lost']:,}" + (f" ({r['not_connected']:,} not connected)" if r.get("not_connected") else "")
     if r["client"] == "curator":
         lost += f" (SUSPENDED {r['suspended']}, LOST {r['lost_events']}; nodes missing {r.get('missing', '?')})"
     print(f"| {shape(r)} | {n:,} | {lost} | {r['acquire_failures']} | {ramp} | {r['client_cpu_pct']:.2f} | {per10k} | "
