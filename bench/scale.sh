@@ -5,10 +5,10 @@
 # warmed with a 3 s acquire loop, all with T = 4 s:
 #   * one session holding N locks (--locks, default 0 1000 10000 100000), each on its own path,
 #     acquired 256 at a time (bench/scale_bench.cpp, target zklock_scale);
-#   * M sessions in one process (--sessions, default 1000 4000 10000), each holding one lock, then
-#     each holding none (a session takes 4 descriptors: the C client's socket, zklock's duplicate
-#     of it, two timerfds; a row that needs more than ulimit -n is recorded as not run: 10,000
-#     needs about 40,256);
+#   * M sessions in one process (--sessions, default 1000 2000 4000 10000), each holding one
+#     lock, then each holding none (a session takes 4 descriptors: the C client's socket, zklock's
+#     duplicate of it, two timerfds; a row that needs more than ulimit -n is recorded as not run:
+#     10,000 needs about 40,256);
 #   * Curator (bench/CuratorScale.java): one CuratorFramework holding N InterProcessMutex locks on
 #     N paths (--curator-locks, default the --locks above 0; --curator-locks "" to skip).
 # Per row: ramp-up (connect, acquire: timed, not in the window), 4 s to settle, then a hold window of
@@ -17,14 +17,14 @@
 # received (mntr), its CPU. Then, still holding, for zklock's single-session rows: --fg-sessions other
 # sessions (another process) acquire and release, each its own lock, for --fg-seconds (cycles/s).
 # Prints a Markdown table and writes it to bench/results/scale.md (raw rows: scale.jsonl).
-#   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 4000 10000"]
+#   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 2000 4000 10000"]
 #                  [--curator-locks "1000 10000 100000"] [--fg-seconds 10] [--fg-sessions 4]
 #                  [--build DIR] [--out FILE.md] [--note TEXT]
 #   bench/scale.sh --report FILE.jsonl [--out FILE.md] [--note TEXT]   (renders saved raw rows again)
 # Needs:  ninja -C build zklock_scale   (and javac, Debian's Curator jars: scripts/curator-classpath.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-secs=60 locks="0 1000 10000 100000" sessions="1000 4000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
+secs=60 locks="0 1000 10000 100000" sessions="1000 2000 4000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
 build="$root/build" out="$root/bench/results/scale.md" report_only="" note="" tms=4000
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -122,7 +122,10 @@ if z1:
     b0 = base0["rss_delta"] if base0 else 0
     ok = all((r["rss_delta"] - b0) / r["held"] <= 1024 for r in big10k)
     print(f"* Memory at most 1 KiB per held lock (above the session holding nothing, {b0:,} B): "
-          + ", ".join(f"{r['held']:,}: {(r['rss_delta'] - b0) / r['held']:,.0f} B" for r in z1)
+          + ", ".join(f"{r['held']:,}: {(r['rss_delta'] - b0) / r['held']:,.0f} B"
+                      + (f" (the mutex and guard objects, made before any request: {r['rss_objects'] / r['held']:,.0f} B; "
+                         f"the rest, what holding adds: {(r['rss_delta'] - r['rss_objects']) / r['held']:,.0f} B)"
+                         if r.get("rss_objects") else "") for r in z1)
           + f": **{'met' if ok else 'not met'}** at 10,000 held and more.")
     tx = [r["txns_per_s"] for r in z1]
     lb = [r["log_entry_bytes"] / r["window_s"] for r in z1]
@@ -338,6 +341,7 @@ if client == "zklock":
                 "acquire_failures": int(rd[6]), "rss_delta": int(a[3]) - int(rd[9]), "rss_delta_end": int(b[3]) - int(rd[9]),
                 "heartbeats": int(b[4]) - int(a[4]), "touches": int(b[5]) - int(a[5]), "checks": int(b[6]) - int(a[6]),
                 "requests": int(b[7]) - int(a[7]), "lost": int(b[8]), "not_connected": int(b[9])})
+    if len(rd) > 10: row["rss_objects"] = int(rd[10]) - int(rd[9]) # the session and mutex objects, before any request
     chars, checks = int(rd[7]), int(rd[8])
     cph = row["checks"] / row["heartbeats"] if row["heartbeats"] else 0
     # the request of one heartbeat (per session): 4 B length + 8 B header + per check 9 + 4 + path + 4, + 9 B end

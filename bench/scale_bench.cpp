@@ -9,9 +9,10 @@
 //   ACQUIRE_ERROR <count> <message>
 // lines) and the run goes on. Then prints on stdout
 //   READY <sessions> <locks held> <connect_s> <acquire_s> <negotiated_T_ms> <acquire_failures>
-//         <slice_path_chars> <slice_checks> <rss_before_bytes>
+//         <slice_path_chars> <slice_checks> <rss_before_bytes> <rss_objects_bytes>
 // (slice_path_chars: the sum of the path lengths of the first min(held, 64) nodes of the first
-// session that holds any: what one heartbeat's slice of checks names). Then, while holding:
+// session that holds any: what one heartbeat's slice of checks names; rss_objects: the RSS once the
+// session and mutex objects are made, before anything is sent). Then, while holding:
 //   SIGUSR1  prints  MARK <t_s> <cpu_s> <rss_bytes> <heartbeats> <touches> <checks_sent>
 //                         <requests> <lost> <not_connected>
 //            (t_s: CLOCK_MONOTONIC; cpu_s: this process's user+system time (getrusage); rss: from
@@ -174,6 +175,7 @@ int main(int argc, char** argv) {
                         *sessions.back(),
                         base + (per == 1 ? "/s-" + std::to_string(j) : "/l-" + std::to_string(j * per + k))));
             }
+            const long long rss_objects = rss_bytes(); // the sessions and mutexes made, nothing sent
             // `parallel` coroutines take the items in turn
             asio::steady_timer t(ex);
             auto in_turn = [&](std::size_t count, auto step) -> asio::awaitable<void> {
@@ -280,11 +282,11 @@ int main(int argc, char** argv) {
                 long held = 0;
                 for (auto& g : guards) held += static_cast<bool>(g);
                 print_errors();
-                std::printf("READY %d %ld %.3f %.3f %lld %ld %zu %zu %lld\n", sessions_n, held,
+                std::printf("READY %d %ld %.3f %.3f %lld %ld %zu %zu %lld %lld\n", sessions_n, held,
                             std::chrono::duration<double>(c1 - c0).count(),
                             std::chrono::duration<double>(c2 - c1).count(),
                             static_cast<long long>(sessions.front()->negotiated_timeout().count()), failures, chars,
-                            checks, rss0);
+                            checks, rss0, rss_objects);
                 std::fflush(stdout);
                 std::fprintf(stderr,
                              "zklock_scale: %d sessions connected in %.2f s, %ld locks acquired in %.2f s "
