@@ -101,18 +101,28 @@ void held_lock::lose_by_policy(error_code why) {
     delete_deferred = true;
     const auto at = session->lease_handover_at();
     if (at <= lease_clock::now()) return delete_lost_node();
-    handover_timer.emplace(session->strand());
-    handover_timer->expires_at(at);
     // (weak: a held_lock that goes away was released, and its release deleted the node)
-    handover_timer->async_wait([w = weak_from_this()](error_code) {
+    auto then = [w = weak_from_this()](error_code) {
         if (auto self = w.lock()) self->delete_lost_node();
-    });
+    };
+    try {
+        handover_timer.emplace(session->strand());
+    } catch (const std::exception&) {
+        // A CLOCK_BOOTTIME timer is a descriptor; at the process's descriptor limit it cannot be
+        // made (seen: 5,000 sessions in one process, the exception out of io_context::run).
+        handover_timer.reset();
+        handover_fallback.emplace(session->strand(), std::chrono::nanoseconds(at - lease_clock::now()));
+        return handover_fallback->async_wait(then);
+    }
+    handover_timer->expires_at(at);
+    handover_timer->async_wait(then);
 }
 
 void held_lock::delete_lost_node() {
     if (!delete_deferred) return;
     delete_deferred = false;
     if (handover_timer) handover_timer->cancel();
+    if (handover_fallback) handover_fallback->cancel();
     session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
 }
 
@@ -144,7 +154,12 @@ void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
             decide(false);
         // else: connection trouble; the session event or the bound decides
     }));
-    cause_timer.emplace(session->strand());
+    try {
+        cause_timer.emplace(session->strand());
+    } catch (const std::exception&) { // (no descriptor left for its bound: decide now)
+        cause_timer.reset();
+        return decide(false);
+    }
     cause_timer->expires_after(session->negotiated_timeout() / 10);
     cause_timer->async_wait([decide](error_code ec) {
         if (!ec) decide(false);

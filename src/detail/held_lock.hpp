@@ -124,8 +124,11 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     error_code tentative_reason;              // written on the strand before finding_cause is set
     std::optional<boot_timer> cause_timer;    // strand: its bound
     std::optional<boot_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
-    bool delete_deferred = false;             // strand
-    bool fixed_name = false; // unique_node: the name is not ours alone; delete only our incarnation
+    /// strand: the same, when no CLOCK_BOOTTIME timer could be made (no descriptor left: an Asio
+    /// steady timer needs none; it can only fire late, after a suspend, keeping the node longer)
+    std::optional<asio::steady_timer> handover_fallback;
+    bool delete_deferred = false; // strand
+    bool fixed_name = false;      // unique_node: the name is not ours alone; delete only our incarnation
     /// A write node granted as the lowest: its release carries the release marker (protocol.hpp).
     bool marks_release = false;
     std::shared_ptr<path_metrics> metrics; // strand: set at the grant by the acquire's meter

@@ -13,6 +13,9 @@
 
 #include <cstdio>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 using namespace zt;
 using zklock::errc;
 using zklock::loss_policy;
@@ -547,5 +550,43 @@ TEST_F(Lease, ABlockedIoContextMakesTheLeaseLookOlderNeverYounger) {
             << "the node went before the client reported the loss";
         co_await g.async_release(use_awaitable);
         co_await b->async_close(use_awaitable);
+    });
+}
+
+TEST_F(Lease, ALossAtTheDescriptorLimitIsReportedWithoutACrash) {
+    // A lock lost by its lease keeps its node until the holder can have stopped, on a
+    // CLOCK_BOOTTIME timer: a timerfd, made at the loss. A process at its descriptor limit could
+    // not make it, and the exception left io_context::run (seen: bench/scale.sh, 5,000 sessions in
+    // one process, "terminate called ... timerfd_create(CLOCK_BOOTTIME): Too many open files").
+    // Now an Asio steady timer (no descriptor) stands in. The lease lapses while the io_context
+    // is blocked (as in ABlockedIoContextMakesTheLeaseLookOlderNeverYounger), with every
+    // descriptor taken, short of the handover (v + T).
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect(); // (T = 4 s: the lease lapses about 1.2 s after a heartbeat)
+        auto path = lock_path();
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        co_await next_heartbeat(*a);
+        rlimit old{};
+        ::getrlimit(RLIMIT_NOFILE, &old);
+        const int top = ::dup(0);
+        CO_REQUIRE(top >= 0);
+        rlimit low = old;
+        low.rlim_cur = static_cast<rlim_t>(top + 8);
+        CO_REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+        std::vector<int> fds{top};
+        for (int fd; (fd = ::dup(0)) >= 0;) fds.push_back(fd);
+        std::this_thread::sleep_for(1600ms); // blocks the io_context: past the lease, short of v + T
+        co_await eventually([&] { return g.is_lost(); }, 1000ms);
+        co_await sleep_for(100ms); // (the loss's handling: the handover's timer)
+        const bool lost = g.is_lost();
+        const bool connected = a->state() == session_state::connected;
+        for (int fd : fds) ::close(fd);
+        ::setrlimit(RLIMIT_NOFILE, &old);
+        EXPECT_TRUE(lost);
+        EXPECT_EQ(g.loss_reason(), errc::lease_expired) << g.loss_reason().message();
+        EXPECT_TRUE(connected) << "the session should have survived";
+        co_await g.async_release(use_awaitable); // (deletes the node at once)
+        co_await expect_no_leftovers(*a, path);
     });
 }
