@@ -142,10 +142,10 @@ int main(int argc, char** argv) {
             not_connected += s->state() != zklock::session_state::connected;
         }
         for (auto& g : guards) lost += g && g.is_lost();
-        std::printf("MARK %.6f %.3f %lld %llu %llu %llu %llu %ld %ld\n", mono_seconds(), cpu_seconds(), rss_bytes(),
-                    static_cast<unsigned long long>(hb), static_cast<unsigned long long>(touches),
-                    static_cast<unsigned long long>(checks), static_cast<unsigned long long>(requests), lost,
-                    not_connected);
+        std::printf("MARK %.6f %.3f %lld %llu %llu %llu %llu %ld %ld\n", mono_seconds(), cpu_seconds(),
+                    rss_bytes(), static_cast<unsigned long long>(hb),
+                    static_cast<unsigned long long>(touches), static_cast<unsigned long long>(checks),
+                    static_cast<unsigned long long>(requests), lost, not_connected);
         std::fflush(stdout);
         if (lost || not_connected) rc = 3;
     };
@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
             auto in_turn = [&](std::size_t count, auto step) -> asio::awaitable<void> {
                 std::size_t next = 0;
                 int running = 0;
-                for (std::size_t k = 0; k < std::min<std::size_t>(static_cast<std::size_t>(parallel), count); ++k) {
+                for (std::size_t k = 0; k < std::min<std::size_t>(static_cast<std::size_t>(parallel), count);
+                     ++k) {
                     ++running;
                     asio::co_spawn(
                         ex,
@@ -211,11 +212,12 @@ int main(int argc, char** argv) {
                     ++failures;
                     ++errors[std::string("connect: ") + x.what()];
                     if (first_connect_failure.empty())
-                        first_connect_failure = "the first at " +
-                                                std::to_string(std::chrono::duration<double>(clk::now() - c0).count()) +
-                                                " s, in session " + std::to_string(i) + "'s turn of " +
-                                                std::to_string(sessions.size()) + ", " + std::to_string(connected) +
-                                                " connected by then";
+                        first_connect_failure =
+                            "the first at " +
+                            std::to_string(std::chrono::duration<double>(clk::now() - c0).count()) +
+                            " s, in session " + std::to_string(i) + "'s turn of " +
+                            std::to_string(sessions.size()) + ", " + std::to_string(connected) +
+                            " connected by then";
                 }
             });
             const auto c1 = clk::now();
@@ -248,8 +250,8 @@ int main(int argc, char** argv) {
                 t.expires_after(std::chrono::milliseconds(static_cast<long long>(cycle_secs * 1000)));
                 co_await t.async_wait(use_awaitable);
                 stop = true;
-                std::printf("CYCLES %ld %.3f %ld\n", cycles, std::chrono::duration<double>(clk::now() - f0).count(),
-                            failures);
+                std::printf("CYCLES %ld %.3f %ld\n", cycles,
+                            std::chrono::duration<double>(clk::now() - f0).count(), failures);
                 std::fflush(stdout);
                 print_errors();
                 t.expires_after(std::chrono::milliseconds(500)); // (the loops' last cycles)
@@ -270,9 +272,10 @@ int main(int argc, char** argv) {
                 const auto c2 = clk::now();
                 // one heartbeat's slice: the first holding session's first min(held, 64) nodes
                 std::size_t chars = 0, checks = 0;
-                const std::size_t slice = per > 1 ? std::min<std::size_t>(static_cast<std::size_t>(per),
-                                                                          zklock::detail::session_impl::heartbeat_checks)
-                                                  : 1;
+                const std::size_t slice =
+                    per > 1 ? std::min<std::size_t>(static_cast<std::size_t>(per),
+                                                    zklock::detail::session_impl::heartbeat_checks)
+                            : 1;
                 for (std::size_t i = 0; i < total && checks < slice; ++i) {
                     if (!guards[i]) continue;
                     if (per > 1 && i >= static_cast<std::size_t>(per)) break; // (the first session's only)
@@ -285,8 +288,8 @@ int main(int argc, char** argv) {
                 std::printf("READY %d %ld %.3f %.3f %lld %ld %zu %zu %lld %lld\n", sessions_n, held,
                             std::chrono::duration<double>(c1 - c0).count(),
                             std::chrono::duration<double>(c2 - c1).count(),
-                            static_cast<long long>(sessions.front()->negotiated_timeout().count()), failures, chars,
-                            checks, rss0, rss_objects);
+                            static_cast<long long>(sessions.front()->negotiated_timeout().count()), failures,
+                            chars, checks, rss0, rss_objects);
                 std::fflush(stdout);
                 std::fprintf(stderr,
                              "zklock_scale: %d sessions connected in %.2f s, %ld locks acquired in %.2f s "

@@ -5,6 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 namespace zklock {
 namespace detail {
 
@@ -99,8 +101,20 @@ void held_lock::lose_by_policy(error_code why) {
     // (A hand-off grant's node is its queue's, which does the same for it.)
     if (hook) return;
     delete_deferred = true;
-    const auto at = session->lease_handover_at();
-    if (at <= lease_clock::now()) return delete_lost_node();
+    // Until the earliest moment the session could have expired (v + T), and under the lease never
+    // sooner than the holder's stated window, (0.5875 - f) T, after the signal: a lapse found late
+    // (a T that shrank on a reconnect, which moves the deadline into the past; a late timer) must
+    // not hand the lock on as it is told. (Seen: QuorumLease.ATimeoutRenegotiated... granted the
+    // next holder 39 ms after the signal, the node deleted at once.)
+    const lease_ns now = lease_clock::now();
+    handover_at = session->lease_handover_at();
+    if (policy.type() == loss_policy::kind::lease)
+        handover_at =
+            std::max(handover_at,
+                     now + static_cast<lease_ns>(session_lease::guaranteed_margin(policy.lease_fraction()) *
+                                                 static_cast<double>(session->lease_view().timeout)));
+    const auto at = handover_at;
+    if (at <= now) return delete_lost_node();
     // (weak: a held_lock that goes away was released, and its release deleted the node)
     auto then = [w = weak_from_this()](error_code) {
         if (auto self = w.lock()) self->delete_lost_node();

@@ -249,7 +249,7 @@ private:
         // (at once, but posted: this runs inside the node's loss, which release_node must not
         // re-enter; a node lost by policy waits for its handover, on the lease's clock)
         move_on_timer_.emplace(s->strand());
-        move_on_timer_->expires_at(n->delete_deferred ? s->lease_handover_at() : lease_clock::now());
+        move_on_timer_->expires_at(n->delete_deferred ? n->handover_at : lease_clock::now());
         move_on_timer_->async_wait([q = weak_from_this(), lost](error_code ec) {
             if (auto self = q.lock(); self && !ec) self->move_on(lost);
         });

@@ -426,7 +426,7 @@ int run_command(const run_args& a) {
     int status = 0;
     asio::steady_timer kill_timer(io);
     // After a loss, the command must be gone before the lock can go to someone else: the lease
-    // reports the loss at least 0.35 T (with its default fraction) before the earliest moment a
+    // reports the loss at least 0.2875 T (with its default fraction) before the earliest moment a
     // leader could expire the session, and the lock node stays until the release or that moment
     // (docs/lease.md). So SIGKILL comes no later than 0.25 x T after the SIGTERM, whatever
     // --kill-after says. After a revoke the lock is still held, and --kill-after applies as given.

@@ -128,6 +128,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// steady timer needs none; it can only fire late, after a suspend, keeping the node longer)
     std::optional<asio::steady_timer> handover_fallback;
     bool delete_deferred = false; // strand
+    lease_ns handover_at = 0;     // strand: when a node lost by policy goes (lose_by_policy)
     bool fixed_name = false;      // unique_node: the name is not ours alone; delete only our incarnation
     /// A write node granted as the lowest: its release carries the release marker (protocol.hpp).
     bool marks_release = false;
