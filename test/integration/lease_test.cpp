@@ -561,6 +561,12 @@ TEST_F(Lease, ALossAtTheDescriptorLimitIsReportedWithoutACrash) {
     // Now an Asio steady timer (no descriptor) stands in. The lease lapses while the io_context
     // is blocked (as in ABlockedIoContextMakesTheLeaseLookOlderNeverYounger), with every
     // descriptor taken, short of the handover (v + T).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ZT_UNDER_TSAN)
+    // (The sanitizers' runtimes need descriptors of their own: UBSan checks a vptr through a pipe,
+    // and with none left it reported a valid listener as "invalid vptr" in the ASan+UBSan build.
+    // The release suite runs this test.)
+    GTEST_SKIP() << "needs every descriptor taken, which the sanitizers' runtimes cannot work under";
+#endif
     run_test([&]() -> awaitable<void> {
         auto a = co_await connect(); // (T = 4 s: the lease lapses about 1.2 s after a heartbeat)
         auto path = lock_path();
