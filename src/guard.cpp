@@ -120,12 +120,13 @@ void held_lock::lose_by_policy(error_code why) {
         if (auto self = w.lock()) self->delete_lost_node();
     };
     try {
-        handover_timer.emplace(session->strand());
+        handover_timer = std::make_unique<boot_timer>(session->strand());
     } catch (const std::exception&) {
         // A CLOCK_BOOTTIME timer is a descriptor; at the process's descriptor limit it cannot be
         // made (seen: 5,000 sessions in one process, the exception out of io_context::run).
         handover_timer.reset();
-        handover_fallback.emplace(session->strand(), std::chrono::nanoseconds(at - lease_clock::now()));
+        handover_fallback = std::make_unique<asio::steady_timer>(
+            session->strand(), std::chrono::nanoseconds(at - lease_clock::now()));
         return handover_fallback->async_wait(then);
     }
     handover_timer->expires_at(at);
@@ -169,7 +170,7 @@ void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
         // else: connection trouble; the session event or the bound decides
     }));
     try {
-        cause_timer.emplace(session->strand());
+        cause_timer = std::make_unique<boot_timer>(session->strand());
     } catch (const std::exception&) { // (no descriptor left for its bound: decide now)
         cause_timer.reset();
         return decide(false);
