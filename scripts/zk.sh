@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Throwaway ZooKeeper servers from Debian's jars, on loopback ports outside the ephemeral range, in a temp dir.
 #
-#   scripts/zk.sh start [--servers N] [--tick MS] [--sync-limit N] [--fsync yes|no] [--dir DIR] [--relay]
+#   scripts/zk.sh start [--servers N] [--observers K] [--tick MS] [--sync-limit N] [--fsync yes|no] [--dir DIR] [--relay]
 #                       [--tls [--tls-client-auth need|want|none] [--tls-server-cert server|wrongname|expired]]
 #       Starts a standalone server (N=1, default) or an N-server ensemble on 127.0.0.1
 #       (tickTime 500 ms, initLimit 20, syncLimit 10 ticks unless given).
@@ -14,9 +14,17 @@
 #       --tls-client-auth: ssl.clientAuth, whether a client must show a certificate (default need).
 #       --tls-server-cert: the certificate the servers show: server (default), or tls_certs.sh's
 #       wrongname (names wrong.example only) or expired one.
+#       --observers K: K more servers, N+1..N+K, as observers (peerType=observer); they sync with the
+#       leader until `zk.sh observe` points one at a follower. The N voting servers each serve
+#       observers on an observerMasterPort of their own (ObserverMaster runs on followers).
+#       (Not with --relay.)
 #       --relay: server i reaches server j's quorum and election ports through freezable relays
 #       (scripts/quorum_relay.py); the client ports stay direct. (A server answers an election
 #       connection from a lower id by connecting back to its advertised port, past the relay.)
+#   scripts/zk.sh observe DIR O J    restarts observer O to sync through server J's ObserverMaster
+#                                    (J must follow: the leader runs none), so that O's sessions reach
+#                                    the leader over two relays, O -> J -> leader; waits until J
+#                                    logs O as its learner and O serves
 #   scripts/zk.sh freeze DIR I J [I J ...]  freezes the links of server I to server J
 #                                    (bytes stop both ways, sockets stay open; needs --relay)
 #   scripts/zk.sh hold DIR I J       holds back what server J sends to server I on the links I opened
@@ -178,10 +186,11 @@ wait_up() { # wait_up DIR I : until srvr answers with a mode (and the TLS port l
 cmd=${1:-}; shift || true
 case "$cmd" in
   start)
-    n=1 tick=500 sync_limit=10 fsync=no dir="" relay=no tls=no tls_opts=no client_auth=need server_cert=server
+    n=1 k=0 tick=500 sync_limit=10 fsync=no dir="" relay=no tls=no tls_opts=no client_auth=need server_cert=server
     while [ $# -gt 0 ]; do
       case "$1" in
         --servers) n=$2; shift 2;;
+        --observers) k=$2; shift 2;;
         --relay) relay=yes; shift;;
         --tls) tls=yes; shift;;
         --tls-client-auth) client_auth=$2; tls_opts=yes; shift 2
@@ -207,22 +216,30 @@ case "$cmd" in
     # unbound until its server leads, and one taken meanwhile by anything on the machine keeps
     # the ensemble without a leader (see zk_ports.py).
     [ "$relay" = no ] || [ "$n" -gt 1 ] || die "--relay needs an ensemble (--servers N, N > 1)"
+    [ "$k" -eq 0 ] || [ "$relay" = no ] || die "--observers and --relay do not go together"
+    [ "$k" -eq 0 ] || [ "$n" -gt 1 ] || die "--observers needs an ensemble (--servers N, N > 1)"
+    m=$((n + k)) # every server; 1..n vote, n+1..m observe
     [ "$tls_opts" = no ] || [ "$tls" = yes ] || die "--tls-client-auth and --tls-server-cert need --tls"
     nrelay=0; [ "$relay" = yes ] && nrelay=$((2 * n * (n - 1)))
-    ntls=0; [ "$tls" = yes ] && ntls=$n
-    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * n + nrelay + ntls)) "$dir") || die "no ports (see above)"
+    ntls=0; [ "$tls" = yes ] && ntls=$m
+    nom=0; [ "$k" -gt 0 ] && nom=$n
+    ports=$(/usr/bin/python3 "$(dirname "$0")/zk_ports.py" pick $((3 * m + nrelay + ntls + nom)) "$dir") || die "no ports (see above)"
     mapfile -t picked <<<"$ports"
-    declare -a cports qports eports
+    declare -a cports qports eports oports
     declare -A rports reports
-    for i in $(seq 1 "$n"); do
+    for i in $(seq 1 "$m"); do
       cports[$i]=${picked[$((3 * i - 3))]}; qports[$i]=${picked[$((3 * i - 2))]}; eports[$i]=${picked[$((3 * i - 1))]}
     done
+    # (an observer looks for a master at each voting server's quorum address and at its own
+    # observerMasterPort: on one loopback address the voting servers need a port each, and
+    # `observe` gives an observer the one of the follower it is to use)
+    for i in $(seq 1 "$nom"); do oports[$i]=${picked[$((3 * m + nrelay + ntls + i - 1))]}; done
     if [ "$relay" = yes ]; then
-      k=$((3 * n)); : >"$dir/relays"
+      r=$((3 * n)); : >"$dir/relays"
       for i in $(seq 1 "$n"); do
         for j in $(seq 1 "$n"); do
           [ "$i" = "$j" ] && continue
-          rports[$i,$j]=${picked[$k]}; reports[$i,$j]=${picked[$((k + 1))]}; k=$((k + 2))
+          rports[$i,$j]=${picked[$r]}; reports[$i,$j]=${picked[$((r + 1))]}; r=$((r + 2))
           echo "$i $j ${rports[$i,$j]} ${qports[$j]}" >>"$dir/relays"
           echo "$i $j ${reports[$i,$j]} ${eports[$j]}" >>"$dir/relays"
         done
@@ -230,11 +247,11 @@ case "$cmd" in
     fi
     declare -a tports
     if [ "$tls" = yes ]; then
-      for i in $(seq 1 "$n"); do tports[$i]=${picked[$((3 * n + nrelay + i - 1))]}; done
+      for i in $(seq 1 "$m"); do tports[$i]=${picked[$((3 * m + nrelay + i - 1))]}; done
       "$(dirname "$0")/tls_certs.sh" "$dir/tls" || die "tls_certs.sh failed"
     fi
     connect="" tls_connect=""
-    for i in $(seq 1 "$n"); do
+    for i in $(seq 1 "$m"); do
       mkdir -p "$dir/data$i"
       {
         echo "tickTime=$tick"
@@ -278,16 +295,24 @@ case "$cmd" in
         fi
         if [ "$n" -gt 1 ]; then
           echo "standaloneEnabled=false"
-          for j in $(seq 1 "$n"); do
-            if [ "$relay" = yes ] && [ "$i" != "$j" ]; then
+          for j in $(seq 1 "$m"); do
+            if [ "$j" -gt "$n" ]; then
+              echo "server.$j=127.0.0.1:${qports[$j]}:${eports[$j]}:observer"
+            elif [ "$relay" = yes ] && [ "$i" != "$j" ]; then
               echo "server.$j=127.0.0.1:${rports[$i,$j]}:${reports[$i,$j]}" # (server $i reaches $j through the relays)
             else
               echo "server.$j=127.0.0.1:${qports[$j]}:${eports[$j]}"
             fi
           done
+          if [ "$i" -gt "$n" ]; then
+            echo "peerType=observer"
+          elif [ "$k" -gt 0 ]; then
+            echo "observerMasterPort=${oports[$i]}"
+          fi
         fi
       } >"$dir/zoo$i.cfg"
       [ "$n" -gt 1 ] && echo "$i" >"$dir/data$i/myid"
+      [ "$k" -gt 0 ] && [ "$i" -le "$n" ] && echo "${oports[$i]}" >"$dir/observer_master_port$i"
       echo "${cports[$i]}" >"$dir/port$i"
       connect="${connect:+$connect,}127.0.0.1:${cports[$i]}"
       if [ "$tls" = yes ]; then
@@ -296,11 +321,11 @@ case "$cmd" in
       fi
     done
     [ "$tls" = yes ] && echo "$tls_connect" >"$dir/tls_connect"
-    echo "$n" >"$dir/servers"
+    echo "$m" >"$dir/servers"
     echo "$connect" >"$dir/connect"
     if [ "$relay" = yes ]; then write_frozen "$dir" ""; launch_relay "$dir"; fi
-    for i in $(seq 1 "$n"); do launch "$dir" "$i"; done
-    for i in $(seq 1 "$n"); do wait_up "$dir" "$i"; done
+    for i in $(seq 1 "$m"); do launch "$dir" "$i"; done
+    for i in $(seq 1 "$m"); do wait_up "$dir" "$i"; done
     trap - EXIT
     echo "ZK_CONNECT=$connect"
     [ "$tls" = no ] || echo "ZK_TLS_CONNECT=$tls_connect"
@@ -315,6 +340,26 @@ case "$cmd" in
   resume) kill -CONT "$(cat "${1:?dir}/server${2:?i}.pid")";;
   restart) launch "${1:?dir}" "${2:?i}"; wait_up "$1" "$2";;
   wait) wait_up "${1:?dir}" "${2:?i}";;
+  observe)
+    d=$(cd "${1:?dir}" && pwd); o=${2:?observer}; j=${3:?server}
+    grep -qx 'peerType=observer' "$d/zoo$o.cfg" 2>/dev/null || die "observe: server $o of $d is no observer"
+    [ -f "$d/observer_master_port$j" ] || die "observe: server $j of $d serves no observers"
+    [ "$(mode_of "$d" "$j")" = follower ] || die "observe: server $j does not follow (srvr: $(mode_of "$d" "$j"))"
+    kill -9 "$(cat "$d/server$o.pid")" 2>/dev/null || true
+    for _ in $(seq 1 100); do gone "$(cat "$d/server$o.pid")" && break; sleep 0.02; done
+    sed -i '/^observerMasterPort=/d' "$d/zoo$o.cfg"
+    echo "observerMasterPort=$(cat "$d/observer_master_port$j")" >>"$d/zoo$o.cfg"
+    before=$(grep -c "Follower sid: $o : info" "$d/server$j.log" || true)
+    launch "$d" "$o"
+    for _ in $(seq 1 200); do
+      [ "$(grep -c "Follower sid: $o : info" "$d/server$j.log" || true)" -gt "$before" ] && break
+      gone "$(cat "$d/server$o.pid")" && { tail -20 "$d/server$o.log" >&2; die "observe: server $o died"; }
+      sleep 0.1
+    done
+    [ "$(grep -c "Follower sid: $o : info" "$d/server$j.log" || true)" -gt "$before" ] ||
+      die "observe: server $j logged no connection from observer $o within 20 s"
+    wait_up "$d" "$o"
+    ;;
   freeze)
     d=${1:?dir}; shift
     [ -f "$d/relays" ] || die "$d has no quorum relays (zk.sh start --relay)"

@@ -155,4 +155,23 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     co_return r;
 }
 
+/// The loss signal's lead over the leader's own expiry of session `sid` (logged_expiry; the line
+/// is waited for up to 8 s), asserted to be at least `bound` less `allowance` (the tests' slack for
+/// a loaded machine) and printed after `what`. `loss_s`:
+/// the loss signal, seconds after `t0`. Returns the lead (nullopt: no server logged the expiry).
+inline awaitable<std::optional<double>>
+expect_lead_over_logged_expiry(const std::string& dir, std::int64_t sid,
+                               std::chrono::steady_clock::time_point t0, double loss_s, double bound,
+                               double allowance, const std::string& what, int servers = 3) {
+    co_await eventually([&] { return logged_expiry(dir, sid, t0, servers).has_value(); }, 8000ms);
+    const auto expiry = logged_expiry(dir, sid, t0, servers);
+    EXPECT_TRUE(expiry.has_value()) << what << ": no \"Expiring session\" line in the servers' logs";
+    if (!expiry) co_return std::nullopt;
+    const double lead = *expiry - loss_s;
+    std::printf("  %s: the leader's expiry at +%.3f s, the loss's lead over it %.3f s (bound %.3f s)\n",
+                what.c_str(), *expiry, lead, bound);
+    EXPECT_GE(lead, bound - allowance) << what << ": against the leader's expiry";
+    co_return lead;
+}
+
 } // namespace zt

@@ -363,6 +363,9 @@ TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) 
                     "  phase %d ms: loss at +%.3f s, other holder at +%.3f s, margin %.3f s (bound %.3f s)\n",
                     k * 133, r.loss_s, r.grant_s, r.margin(), bound);
                 EXPECT_GE(r.margin(), bound - allowance);
+                co_await expect_lead_over_logged_expiry(dir, a->session_id(), r.fault_at, r.loss_s, bound,
+                                                        allowance,
+                                                        "phase " + std::to_string(k * 133) + " ms");
                 auto& g = r.holder;
                 auto& gb = r.next;
                 auto r0 = clk::now();
