@@ -146,6 +146,12 @@ errs = [(r, e) for r in rows for e in r.get("errors", [])]
 if errs:
     print("\nAcquire errors (count, message), per row:\n")
     for r, e in errs: print(f"* {shape(r)}: {e}")
+sw = [r for r in rows if r.get("slowest_write_ms") is not None]
+if sw:
+    print("\nThe lease's liveness premise (docs/lease.md, premise 5: a write answered within ((f - 0.1) T - T/64) / 2, "
+          "368 ms at T = 4 s; past it a session may report losses that did not happen), per row: the slowest write "
+          "of any session over its life (ramp-up included) at the window's end, and the sessions past the premise:\n")
+    for r in sw: print(f"* {shape(r)}: {r['slowest_write_ms']:,.0f} ms; {r['over_liveness']:,} of {r['sessions']:,} sessions past it")
 print("""
 How each column is computed (over the hold window unless said otherwise):
 
@@ -341,6 +347,7 @@ if client == "zklock":
                 "acquire_failures": int(rd[6]), "rss_delta": int(a[3]) - int(rd[9]), "rss_delta_end": int(b[3]) - int(rd[9]),
                 "heartbeats": int(b[4]) - int(a[4]), "touches": int(b[5]) - int(a[5]), "checks": int(b[6]) - int(a[6]),
                 "requests": int(b[7]) - int(a[7]), "lost": int(b[8]), "not_connected": int(b[9])})
+    if len(b) > 11: row.update({"slowest_write_ms": int(b[10]) / 1000, "over_liveness": int(b[11])})
     if len(rd) > 10: row["rss_objects"] = int(rd[10]) - int(rd[9]) # the session and mutex objects, before any request
     chars, checks = int(rd[7]), int(rd[8])
     cph = row["checks"] / row["heartbeats"] if row["heartbeats"] else 0

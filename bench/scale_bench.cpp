@@ -132,9 +132,18 @@ int main(int argc, char** argv) {
 
     auto mark = [&] {
         std::uint64_t hb = 0, touches = 0, requests = 0, checks = 0;
-        long lost = 0, not_connected = 0;
+        long lost = 0, not_connected = 0, over_liveness = 0;
+        long long slowest_us = 0;
         for (auto& s : sessions) {
             auto st = s->statistics();
+            // the lease's liveness premise (docs/lease.md, premise 5): writes answered within
+            // ((f - 0.1) T - T/64) / 2; a session past it may report losses that did not happen
+            const auto bound_us = static_cast<long long>(
+                zklock::detail::session_lease::liveness_bound(zklock::loss_policy::default_lease_fraction) *
+                static_cast<double>(
+                    std::chrono::duration_cast<std::chrono::microseconds>(s->negotiated_timeout()).count()));
+            slowest_us = std::max<long long>(slowest_us, st.slowest_write.count());
+            over_liveness += st.slowest_write.count() > bound_us;
             hb += st.heartbeats;
             touches += st.touches;
             requests += st.requests();
@@ -142,10 +151,11 @@ int main(int argc, char** argv) {
             not_connected += s->state() != zklock::session_state::connected;
         }
         for (auto& g : guards) lost += g && g.is_lost();
-        std::printf("MARK %.6f %.3f %lld %llu %llu %llu %llu %ld %ld\n", mono_seconds(), cpu_seconds(),
-                    rss_bytes(), static_cast<unsigned long long>(hb),
+        std::printf("MARK %.6f %.3f %lld %llu %llu %llu %llu %ld %ld %lld %ld\n", mono_seconds(),
+                    cpu_seconds(), rss_bytes(), static_cast<unsigned long long>(hb),
                     static_cast<unsigned long long>(touches), static_cast<unsigned long long>(checks),
-                    static_cast<unsigned long long>(requests), lost, not_connected);
+                    static_cast<unsigned long long>(requests), lost, not_connected, slowest_us,
+                    over_liveness);
         std::fflush(stdout);
         if (lost || not_connected) rc = 3;
     };
