@@ -18,7 +18,7 @@ void complete_all(held_lock::waiter_map& m, error_code ec) {
 }
 } // namespace
 
-std::uint64_t held_lock::new_cancellable_waiter(waiter_map held_lock::*which, pending<void(error_code)>& h) {
+std::uint64_t held_lock::new_cancellable_waiter(wait_kind which, pending<void(error_code)>& h) {
     auto id = next_waiter.fetch_add(1, std::memory_order_relaxed);
     h.on_cancel([w = weak_from_this(), which, id](asio::cancellation_type) {
         auto self = w.lock();
@@ -28,11 +28,11 @@ std::uint64_t held_lock::new_cancellable_waiter(waiter_map held_lock::*which, pe
     return id;
 }
 
-void held_lock::cancel_waiter(waiter_map held_lock::*which, std::uint64_t id) {
-    auto& waiters = (*this).*which;
+void held_lock::cancel_waiter(wait_kind which, std::uint64_t id) {
+    auto& waiters = waiting(which);
     auto it = waiters.find(id);
     if (it == waiters.end()) {
-        if (st == status::held) cancelled_early.insert(id); // not parked yet
+        if (st == status::held) wait_state().cancelled_early.insert(id); // not parked yet
         return;
     }
     auto p = std::move(it->second);
@@ -40,11 +40,23 @@ void held_lock::cancel_waiter(waiter_map held_lock::*which, std::uint64_t id) {
     p.complete(asio::error::operation_aborted);
 }
 
-void held_lock::park(waiter_map held_lock::*which, pending<void(error_code)> h, std::uint64_t id) {
-    if (id != 0 && cancelled_early.erase(id)) return h.complete(asio::error::operation_aborted);
+void held_lock::park(wait_kind which, pending<void(error_code)> h, std::uint64_t id) {
+    if (id != 0 && waiters_ && waiters_->cancelled_early.erase(id))
+        return h.complete(asio::error::operation_aborted);
     if (id == 0) id = next_waiter.fetch_add(1, std::memory_order_relaxed);
-    ((*this).*which).emplace(id, std::move(h));
+    waiting(which).emplace(id, std::move(h));
     arm_watch();
+}
+
+void held_lock::end_waits(error_code why, bool fire) {
+    if (!waiters_) return;
+    auto w = std::move(waiters_); // (a handler that parks again makes a new set: it completes at once)
+    w->cancelled_early.clear();
+    complete_all(w->loss, why);
+    complete_all(w->revoke, why);
+    if (fire)
+        for (auto& b : w->bindings)
+            if (auto sp = b.lock()) loss_binding::fire(sp);
 }
 
 void held_lock::start() {
@@ -186,16 +198,11 @@ void held_lock::lose(error_code why) {
     finding_cause.store(false, std::memory_order_release);
     if (cause_timer) cause_timer->cancel();
     st = status::lost;
-    cancelled_early.clear();
     reason = why;
     end_hold(&why);
     lost.store(true, std::memory_order_release);
     unregister();
-    complete_all(loss_waiters, why);
-    complete_all(revoke_waiters, why);
-    for (auto& w : bindings)
-        if (auto b = w.lock()) loss_binding::fire(b);
-    bindings.clear();
+    end_waits(why, true);
 }
 
 void held_lock::on_session_event(session_event e) {
@@ -236,12 +243,9 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
     bool was_held = st == status::held;
     st = status::released;
     end_hold();
-    cancelled_early.clear();
-    bindings.clear();
     unregister();
     session->drop_watch(watch_id);
-    complete_all(loss_waiters, errc::lock_released);
-    complete_all(revoke_waiters, errc::lock_released);
+    end_waits(errc::lock_released, false);
     if (hook) return hook->local_release(*this, std::move(done)); // the node is the queue's
     if (!was_held) {
         // Lost: by policy (its delete was deferred: it goes now), with the session, or deleted
@@ -284,13 +288,13 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
 void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {
     if (st == status::lost) return h.complete(reason);
     if (st == status::released) return h.complete(errc::lock_released);
-    park(&held_lock::loss_waiters, std::move(h), id);
+    park(wait_kind::loss, std::move(h), id);
 }
 
 void held_lock::on_data(const std::string& data) {
     if (!revocable || st != status::held || (data != "__REVOKE__" && data != "unlock")) return;
     revoke_requested = true;
-    complete_all(revoke_waiters, errc::revocation_requested);
+    if (waiters_) complete_all(waiters_->revoke, errc::revocation_requested);
 }
 
 void held_lock::wait_revoked(pending<void(error_code)> h, std::uint64_t id) {
@@ -298,7 +302,7 @@ void held_lock::wait_revoked(pending<void(error_code)> h, std::uint64_t id) {
     if (st == status::lost) return h.complete(reason);
     if (st == status::released) return h.complete(errc::lock_released);
     if (revoke_requested) return h.complete(errc::revocation_requested);
-    park(&held_lock::revoke_waiters, std::move(h), id);
+    park(wait_kind::revoke, std::move(h), id);
 }
 
 void held_lock::arm_watch() {
@@ -397,8 +401,9 @@ std::shared_ptr<detail::loss_binding> guard::start_loss_binding(const std::share
         if (!b) return; // the operation is over already
         if (h->st == detail::held_lock::status::lost) return detail::loss_binding::fire(b);
         if (h->st != detail::held_lock::status::held) return; // released: nothing will be lost
-        std::erase_if(h->bindings, [](const auto& x) { return x.expired(); });
-        h->bindings.push_back(w);
+        auto& bindings = h->wait_state().bindings;
+        std::erase_if(bindings, [](const auto& x) { return x.expired(); });
+        bindings.push_back(w);
         h->arm_watch();
     });
     return b;
@@ -433,8 +438,8 @@ namespace {
 /// A loss or revocation wait: its cancellation is installed here, in the initiating function.
 template <class Wait>
 void start_wait(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
-                asio::any_completion_handler<void(error_code)> handler,
-                detail::held_lock::waiter_map detail::held_lock::*which, Wait wait) {
+                asio::any_completion_handler<void(error_code)> handler, detail::held_lock::wait_kind which,
+                Wait wait) {
     if (!h) return on_strand(nullptr, ex, std::move(handler), errc::not_held, [](auto&, auto) {});
     auto s = h->session;
     detail::pending<void(error_code)> p(std::move(handler), s->executor());
@@ -446,7 +451,7 @@ void start_wait(std::shared_ptr<detail::held_lock> h, const asio::any_io_executo
 
 void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
                                handler_type handler) {
-    start_wait(std::move(h), ex, std::move(handler), &detail::held_lock::revoke_waiters,
+    start_wait(std::move(h), ex, std::move(handler), detail::held_lock::wait_kind::revoke,
                [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
                    l.wait_revoked(std::move(p), id);
                });
@@ -454,7 +459,7 @@ void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio:
 
 void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
                             handler_type handler) {
-    start_wait(std::move(h), ex, std::move(handler), &detail::held_lock::loss_waiters,
+    start_wait(std::move(h), ex, std::move(handler), detail::held_lock::wait_kind::loss,
                [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
                    l.wait_lost(std::move(p), id);
                });

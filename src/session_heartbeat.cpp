@@ -21,8 +21,8 @@ lease_ns session_impl::lease_handover_at() const noexcept { return lease_->earli
 
 std::uint64_t session_impl::lease_register(double fraction, std::string node, std::function<void()> on_gone) {
     const bool first = held_.empty();
-    lease_fractions_.insert(fraction);
-    lease_->set_watch_fraction(*lease_fractions_.begin());
+    ++lease_fractions_[fraction];
+    lease_->set_watch_fraction(lease_fractions_.begin()->first);
     const auto id = next_id_++;
     held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone)});
     // The first lock: heartbeats from now on, the first one when a steady one would be due (at
@@ -44,9 +44,9 @@ void session_impl::lease_unregister(std::uint64_t id) {
     auto h = held_.find(id);
     if (h == held_.end()) return;
     auto it = lease_fractions_.find(h->second.fraction);
-    if (it != lease_fractions_.end()) lease_fractions_.erase(it);
+    if (it != lease_fractions_.end() && --it->second == 0) lease_fractions_.erase(it);
     held_.erase(h);
-    lease_->set_watch_fraction(lease_fractions_.empty() ? 0 : *lease_fractions_.begin());
+    lease_->set_watch_fraction(lease_fractions_.empty() ? 0 : lease_fractions_.begin()->first);
 }
 
 void session_impl::renew_lease(zk_handler h, const std::string& node) {
@@ -84,7 +84,7 @@ void session_impl::fire_lapse_waiters(bool all) {
 void session_impl::arm_lease_timer() {
     // The earliest deadline in use: the smallest fraction's (lapse waiters included).
     std::optional<double> f;
-    if (!lease_fractions_.empty()) f = *lease_fractions_.begin();
+    if (!lease_fractions_.empty()) f = lease_fractions_.begin()->first;
     for (auto& [id, w] : lapse_waiters_) f = f ? std::min(*f, w.first) : w.first;
     if (!f) {
         lease_timer_.cancel();
@@ -114,7 +114,7 @@ void session_impl::on_lease_timer() {
     // turn that finds neither tells no listener, so holding costs no work per held lock.
     const lease_ns now = lease_clock::now();
     if (!lease_fractions_.empty() &&
-        (lease_->lapsed(now, *lease_fractions_.begin()) || lease_->lapse_since(lease_checked_at_) != 0))
+        (lease_->lapsed(now, lease_fractions_.begin()->first) || lease_->lapse_since(lease_checked_at_) != 0))
         notify(session_event::lease_check);
     lease_checked_at_ = now;
     fire_lapse_waiters(false);

@@ -46,6 +46,14 @@ struct release_hook {
 struct held_lock final : session_listener, std::enable_shared_from_this<held_lock> {
     enum class status { held, lost, released };
     using waiter_map = std::map<std::uint64_t, pending<void(error_code)>>;
+    /// What waits on a held lock: loss and revocation waiters, operations bound to its loss.
+    /// Made by the first of them (most held locks never have one: 100,000 held locks, issue 46).
+    struct waiters {
+        std::set<std::uint64_t> cancelled_early; // cancelled before they were parked
+        waiter_map loss, revoke;
+        std::vector<std::weak_ptr<loss_binding>> bindings;
+    };
+    enum class wait_kind { loss, revoke };
 
     held_lock(std::shared_ptr<session_impl> s, std::string node, std::int32_t seq, std::int64_t czxid,
               std::int64_t sid, std::uint32_t local_index = 0, std::shared_ptr<release_hook> hook = nullptr)
@@ -63,12 +71,23 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// Any thread: an id for a waiter, and its cancellation installed in the handler's slot now,
     /// in the initiating function (a cancel that reaches the strand before the waiter is parked
     /// is remembered, not lost).
-    std::uint64_t new_cancellable_waiter(waiter_map held_lock::*which, pending<void(error_code)>& h);
+    std::uint64_t new_cancellable_waiter(wait_kind which, pending<void(error_code)>& h);
     /// Strand: cancel waiter `id` of `which`, parked or not yet.
-    void cancel_waiter(waiter_map held_lock::*which, std::uint64_t id);
+    void cancel_waiter(wait_kind which, std::uint64_t id);
     void on_data(const std::string& data);
     /// Parks a loss or revocation waiter (cancellable) and arms the node watch.
-    void park(waiter_map held_lock::*which, pending<void(error_code)> h, std::uint64_t id = 0);
+    void park(wait_kind which, pending<void(error_code)> h, std::uint64_t id = 0);
+    /// Strand: the waiters, made on first use.
+    waiters& wait_state() {
+        if (!waiters_) waiters_ = std::make_unique<waiters>();
+        return *waiters_;
+    }
+    waiter_map& waiting(wait_kind which) {
+        return which == wait_kind::loss ? wait_state().loss : wait_state().revoke;
+    }
+    /// Strand: completes every loss and revocation waiter with `why`, drops the bindings (after
+    /// firing them if `fire`) and the early cancellations.
+    void end_waits(error_code why, bool fire);
     /// Arms a data watch on the node itself, once (strand).
     void arm_watch();
     void on_session_event(session_event e) override;
@@ -112,8 +131,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t watch_id = 0;
     bool wants_watch = false; // someone asked for the node watch (loss or revocation waiters)
     std::atomic<std::uint64_t> next_waiter{1};
-    std::set<std::uint64_t> cancelled_early; // strand: cancelled before they were parked
-    waiter_map loss_waiters;
+    std::unique_ptr<waiters> waiters_;          // strand: see waiters
     std::optional<loss_policy> policy_override; // set before start(); else the session's
     loss_policy policy = loss_policy::lease();  // resolved by start()
     bool lease_registered = false;              // strand
@@ -145,8 +163,6 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     }
     bool revocable = false;
     bool revoke_requested = false;
-    waiter_map revoke_waiters;
-    std::vector<std::weak_ptr<loss_binding>> bindings; // strand
 };
 
 /// Deletes the node `g` owns, then runs `then()` on the session's strand (for a waiter that must

@@ -534,7 +534,7 @@ private:
     boot_timer lease_timer_; // fires at the earliest lease deadline in use
     boot_timer
         heartbeat_timer_; // while connected: a heartbeat every T/10, or a touch T/10 after the last send
-    std::multiset<double> lease_fractions_;
+    std::map<double, std::size_t> lease_fractions_; // strand: held locks per lease fraction
     struct held_node {
         double fraction;
         std::string node;
