@@ -19,13 +19,18 @@
 # Prints a Markdown table and writes it to bench/results/scale.md (raw rows: scale.jsonl).
 #   bench/scale.sh [--seconds 60] [--locks "0 1000 10000 100000"] [--sessions "1000 2000 4000 10000"]
 #                  [--curator-locks "1000 10000 100000"] [--fg-seconds 10] [--fg-sessions 4]
-#                  [--build DIR] [--out FILE.md] [--note TEXT]
+#                  [--build DIR] [--out FILE.md] [--note TEXT] [--detect] [--cold]
+#   --cold: zklock's sessions with session_options::keep_lease_warm = false (an idle one sends only
+#   the C client's pings)
+#   --detect: after a single-session row's window, another session deletes one of its held nodes
+#   (zklock break) and the row records how soon the holder reports it lost (stated bound:
+#   ceil(N/64) heartbeat periods, T/10 each; 625 s at 100,000 held and T = 4 s)
 #   bench/scale.sh --report FILE.jsonl [--out FILE.md] [--note TEXT]   (renders saved raw rows again)
 # Needs:  ninja -C build zklock_scale   (and javac, Debian's Curator jars: scripts/curator-classpath.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 secs=60 locks="0 1000 10000 100000" sessions="1000 2000 4000 10000" curator_locks="unset" fg_secs=10 fg_sessions=4
-build="$root/build" out="$root/bench/results/scale.md" report_only="" note="" tms=4000
+build="$root/build" out="$root/bench/results/scale.md" report_only="" note="" tms=4000 detect=no warm=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) secs=$2; shift 2;;
@@ -38,6 +43,8 @@ while [ $# -gt 0 ]; do
     --note) note=$2; shift 2;;
     --build) build=$2; shift 2;;
     --out) out=$2; shift 2;;
+    --detect) detect=yes; shift;;
+    --cold) warm=0; shift;;
     *) sed -n '2,24p' "$0" >&2; exit 2;;
   esac
 done
@@ -67,8 +74,9 @@ print(f"**The machine was shared**: two other engineers built and tested on the 
 
 def shape(r):
     if r["client"] == "curator": return f"Curator: 1 session × {r['held']:,} locks"
-    if r["sessions"] == 1: return f"1 session × {r['per']:,} locks"
-    return f"{r['sessions']:,} sessions × {r['per']} lock" + ("" if r["per"] == 1 else "s")
+    cold = "" if r.get("keep_lease_warm", True) else " (keep_lease_warm = false)"
+    if r["sessions"] == 1: return f"1 session × {r['per']:,} locks{cold}"
+    return f"{r['sessions']:,} sessions × {r['per']} lock" + ("" if r["per"] == 1 else "s") + cold
 
 print("| client, shape | locks held | lost (end of window) | acquire failures | ramp-up: connect + acquire, s | "
       "client CPU, % of a core | … per 10,000 held | client memory per held lock (per session if none held), B | "
@@ -146,6 +154,13 @@ errs = [(r, e) for r in rows for e in r.get("errors", [])]
 if errs:
     print("\nAcquire errors (count, message), per row:\n")
     for r, e in errs: print(f"* {shape(r)}: {e}")
+dt = [r for r in rows if r.get("detect_s") is not None]
+if dt:
+    print("\nA held node deleted by another session (`zklock break`), per row: how soon the holder reported it "
+          "lost (the stated bound: ceil(N/64) heartbeat periods):\n")
+    for r in dt:
+        print(f"* {shape(r)}: " + (f"after {r['detect_s']:,.1f} s" if r["detect_reported"] else f"**not within {r['detect_s']:,.0f} s**")
+              + f" (bound {r['detect_bound_s']:,.1f} s)")
 sw = [r for r in rows if r.get("slowest_write_ms") is not None]
 if sw:
     print("\nThe lease's liveness premise (docs/lease.md, premise 5: a write answered within ((f - 0.1) T - T/64) / 2, "
@@ -280,7 +295,7 @@ run_row() { # run_row zklock|curator SESSIONS PER
   : >"$work/d.out"; : >"$work/d.err"
   if [ "$client" = zklock ]; then
     "$scale" --connect "$ZK_CONNECT" --sessions "$m" --locks-per-session "$per" --session-timeout-ms "$tms" \
-      >"$work/d.out" 2>"$work/d.err" &
+      --keep-lease-warm "$warm" >"$work/d.out" 2>"$work/d.err" &
     dpid=$!
   else
     rm -f "$work/jin"; mkfifo "$work/jin"
@@ -308,6 +323,17 @@ run_row() { # run_row zklock|curator SESSIONS PER
     say "foreground: $fg_sessions sessions acquire and release for $fg_secs s"
     fg=$("$scale" --connect "$ZK_CONNECT" --sessions "$fg_sessions" --cycle-seconds "$fg_secs" --prefix /zklock-fg 2>>"$work/fg.err" | grep '^CYCLES ' || true)
   fi
+  DET=""
+  if [ "$client" = zklock ] && [ "$m" = 1 ] && [ "$per" -gt 0 ] && [ "$detect" = yes ]; then
+    say "a held node deleted by another session: until the holder reports it"
+    kill -USR2 "$dpid"
+    for _ in $(seq 1 36000); do
+      DET=$(grep '^DETECTED ' "$work/d.out" || true); [ -n "$DET" ] && break
+      kill -0 "$dpid" 2>/dev/null || break; sleep 0.1
+    done
+    say "detected: ${DET:-nothing}"
+  fi
+  export DET WARM=$warm
   if [ "$client" = zklock ]; then
     kill -TERM "$dpid"; wait "$dpid" || rc=$?
   else
@@ -359,6 +385,11 @@ else:
                 "rss_delta": int(a[3]) - int(rd[4]), "rss_delta_end": int(b[3]) - int(rd[4]),
                 "heap_delta": int(a[4]) - int(rd[5]), "lost": int(b[5]), "suspended": int(b[6]), "lost_events": int(b[7]),
                 "missing": int(missing) if missing else None})
+import os
+row["keep_lease_warm"] = os.environ.get("WARM", "1") == "1"
+if os.environ.get("DET"):
+    d = os.environ["DET"].split()
+    row.update({"detect_s": float(d[1]), "detect_reported": d[2] == "1", "detect_bound_s": float(d[3])})
 if fg:
     f = fg.split()
     row.update({"fg_cycles": int(f[1]), "fg_seconds": float(f[2]), "fg_failures": int(f[3]),

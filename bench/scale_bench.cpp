@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
     std::string prefix = "/zklock-scale";
     int sessions_n = 1, per = 1000, parallel = 256, timeout_ms = 4'000;
     double cycle_secs = 0;
+    bool warm = true; // session_options::keep_lease_warm
     for (int i = 1; i + 1 < argc; i += 2) {
         std::string k = argv[i], v = argv[i + 1];
         if (k == "--connect")
@@ -100,6 +101,8 @@ int main(int argc, char** argv) {
             prefix = v;
         else if (k == "--cycle-seconds")
             cycle_secs = std::atof(v.c_str());
+        else if (k == "--keep-lease-warm")
+            warm = v != "0" && v != "false";
         else {
             std::fprintf(stderr, "zklock_scale: unknown option %s\n", k.c_str());
             return 2;
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
             }
     };
     asio::signal_set sigs(io, SIGUSR1, SIGTERM, SIGINT);
+    sigs.add(SIGUSR2);
     asio::co_spawn(
         io,
         [&]() -> asio::awaitable<void> {
@@ -179,6 +183,7 @@ int main(int argc, char** argv) {
                 zklock::session_options o;
                 o.connect = connect;
                 o.session_timeout = std::chrono::milliseconds(timeout_ms);
+                o.keep_lease_warm = warm;
                 sessions.push_back(std::make_unique<zklock::session>(ex, o));
                 for (int k = 0; k < per; ++k)
                     mutexes.push_back(std::make_unique<zklock::mutex>(
@@ -309,6 +314,38 @@ int main(int argc, char** argv) {
                              static_cast<long long>(sessions.front()->negotiated_timeout().count()));
                 for (;;) {
                     int sig = co_await sigs.async_wait(use_awaitable);
+                    if (sig == SIGUSR2) {
+                        // A held node deleted by another session (docs/lease.md, "A deleted
+                        // node"): the first session's middle one; prints DETECTED <seconds from
+                        // the delete's reply to is_lost()> <1 if reported, 0 if not within
+                        // 2 ceil(N/64) periods + 10 s> <the stated bound, s>
+                        const std::size_t n = std::min<std::size_t>(total, static_cast<std::size_t>(per));
+                        auto& g = guards[n / 2];
+                        const double period =
+                            0.1 *
+                            std::chrono::duration<double>(sessions.front()->negotiated_timeout()).count();
+                        const double bound =
+                            static_cast<double>((n + zklock::detail::session_impl::heartbeat_checks - 1) /
+                                                zklock::detail::session_impl::heartbeat_checks) *
+                            period;
+                        zklock::session_options o;
+                        o.connect = connect;
+                        zklock::session other(ex, o);
+                        co_await other.async_connect(use_awaitable);
+                        co_await zklock::async_break_lock(other, g.node_path(), use_awaitable);
+                        const auto d0 = clk::now();
+                        const auto limit = std::chrono::duration<double>(2 * bound + 10);
+                        while (!g.is_lost() && clk::now() - d0 < limit) {
+                            t.expires_after(std::chrono::milliseconds(5));
+                            co_await t.async_wait(use_awaitable);
+                        }
+                        std::printf("DETECTED %.3f %d %.3f\n",
+                                    std::chrono::duration<double>(clk::now() - d0).count(),
+                                    g.is_lost() ? 1 : 0, bound);
+                        std::fflush(stdout);
+                        co_await other.async_close(use_awaitable);
+                        continue;
+                    }
                     mark();
                     if (sig != SIGUSR1) break;
                 }

@@ -106,6 +106,13 @@ void session_impl::arm_lease_timer() {
 
 void session_impl::check_lease() { on_lease_timer(); }
 
+bool session_impl::idle_and_cold() const noexcept {
+    // session_options::keep_lease_warm = false, nothing held, no acquire in progress (each
+    // registers as a listener), no write in flight (a grant may come at its reply)
+    return !opts_.keep_lease_warm && held_.empty() && listeners_.empty() &&
+           !(handle_ && handle_->write_in_flight());
+}
+
 void session_impl::on_lease_timer() {
     if (state() == session_state::closed) return;
     // Lease locks whose lease lapsed report their loss. Only a lapse of the smallest fraction in
@@ -132,6 +139,7 @@ void session_impl::arm_heartbeat(bool now, bool restart) {
     // reply), a heartbeat a period after the last write (session_lease::next_heartbeat_at).
     const lease_ns now_t = lease_clock::now();
     if (!held_.empty()) return schedule_heartbeat(now_t + session_lease::heartbeat_interval(t));
+    if (idle_and_cold()) return; // (add_listener arms it again)
     lease_ns at = session_lease::next_touch_at(lease_->last_send(), now_t, t);
     if (handle_ && handle_->write_in_flight())
         at = std::min(at, session_lease::next_heartbeat_at(lease_->last_commit_send(), now_t, t));
@@ -189,6 +197,7 @@ void session_impl::send_heartbeat() {
         // grant's commit then finds evidence (b) as a heartbeat does. A read: the server the
         // session is connected to answers it, and the C client sends no pings of its own while
         // these go (the C client's pings, every T/3, are too sparse and cannot be seen).
+        if (idle_and_cold()) return;
         if (!session_lease::touch_due(lease_->last_send(), lease_clock::now(), lease_->timeout())) return;
         ++heartbeats_in_flight_;
         zk_handler h([w](zk_result) {

@@ -138,7 +138,11 @@ void session_impl::notify(session_event e) {
 
 std::uint64_t session_impl::add_listener(std::weak_ptr<session_listener> l) {
     auto id = next_id_++;
+    const bool was_idle = listeners_.empty();
     listeners_.emplace(id, std::move(l));
+    // (keep_lease_warm = false: a session that was idle sent no touches; an acquire or a held
+    // lock wants them again)
+    if (was_idle && !opts_.keep_lease_warm) arm_heartbeat(false);
     return id;
 }
 

@@ -61,6 +61,15 @@ struct session_options {
     loss_policy loss = loss_policy::lease();
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;
+    /// While the session holds no lock and no acquire is in progress, keep the lease's evidence
+    /// fresh: a read of "/" a heartbeat period (T/10) after the session's last request, 10/T
+    /// requests a second (2.5/s at T = 4 s), where the C client alone pings every T/3. An acquire
+    /// that wins at once is then granted at once. false: such a session sends only the C client's
+    /// pings, and an acquire that starts after a quiet period longer than 5T/16 is granted about
+    /// 5T/16 after its first reply (the lease needs a reply that old to vouch for a grant:
+    /// docs/lease.md); a waiter's session keeps touching while it waits. For processes with many
+    /// sessions that mostly hold nothing. Ignored by the other loss policies' locks.
+    bool keep_lease_warm = true;
     /// Credentials presented on every connection (zoo_add_auth), such as {zklock::digest("svc", pw)}.
     /// async_connect completes once the server accepted them, and fails with
     /// zk_errc::auth_failed if it refused them (then the session ends: no retry). Refused on a

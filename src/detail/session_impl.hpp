@@ -374,6 +374,9 @@ public:
 
     // -- listeners (strand) --
     std::uint64_t add_listener(std::weak_ptr<session_listener> l);
+    /// Strand: session_options::keep_lease_warm is false and nothing needs the lease now (no
+    /// lock held, no acquire in progress, no write in flight): no touches.
+    bool idle_and_cold() const noexcept;
     void remove_listener(std::uint64_t id) { listeners_.erase(id); }
 
     // -- guaranteed deletes (strand) --

@@ -136,3 +136,63 @@ TEST_F(GuaranteedDelete, NeverGivesUpWhileTheSessionLives) {
         }
     });
 }
+
+TEST_F(Session, AColdIdleSessionSendsOnlyTheCClientsPingsAndStillGrants) {
+    // session_options::keep_lease_warm = false: while nothing is held and nothing acquired, no
+    // touches (the C client's pings keep the session); an acquire is then granted once the
+    // lease has a reply 5T/16 old (a renewal after its create), and touches resume while it
+    // holds or waits; after the release the session goes quiet again. (Issue 46: 4,000 idle
+    // sessions sent 2.5 touches a second each, where the C client alone pings 0.75 times.)
+    run_test([&]() -> awaitable<void> {
+        auto o = options();
+        o.session_timeout = 2000ms;
+        o.keep_lease_warm = false;
+        auto s = co_await connect_session(o);
+        CO_REQUIRE(s->negotiated_timeout() == 2000ms);
+        co_await sleep_for(1000ms); // (the connection's own requests answered)
+        const auto idle0 = s->statistics();
+        co_await sleep_for(1500ms); // 7 heartbeat periods
+        const auto idle1 = s->statistics();
+        EXPECT_EQ(idle1.touches, idle0.touches) << "touches while idle and cold";
+        EXPECT_EQ(idle1.heartbeats, idle0.heartbeats);
+        EXPECT_EQ(idle1.requests(), idle0.requests()) << "requests while idle and cold";
+        EXPECT_EQ(s->state(), zklock::session_state::connected);
+
+        auto path = unique_path("cold");
+        zklock::mutex m(*s, path);
+        const auto a0 = std::chrono::steady_clock::now();
+        auto g = co_await m.async_acquire_for(5s, use_awaitable);
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - a0).count();
+        std::printf("  granted %.3f s after the acquire began (5T/16 = 0.625 s)\n", took);
+        EXPECT_TRUE(g.owns_lock());
+        EXPECT_FALSE(g.is_lost());
+        EXPECT_GE(took, 0.5) << "granted before the lease could vouch for it by a reply 5T/16 old";
+        const auto held0 = s->statistics();
+        co_await sleep_for(1000ms);
+        EXPECT_GE(s->statistics().heartbeats, held0.heartbeats + 3) << "no heartbeats while holding";
+        EXPECT_FALSE(g.is_lost());
+        co_await g.async_release(use_awaitable);
+        co_await sleep_for(600ms); // (the release's delete answered, a last touch or heartbeat)
+        const auto after0 = s->statistics();
+        co_await sleep_for(1500ms);
+        const auto after1 = s->statistics();
+        EXPECT_EQ(after1.touches, after0.touches) << "touches after the release";
+        EXPECT_EQ(after1.requests(), after0.requests());
+        co_await expect_no_leftovers(*s, path);
+    });
+}
+
+TEST_F(Session, AWarmIdleSessionTouchesEveryPeriod) {
+    // The default (keep_lease_warm): a period (T/10) after the last request, a read of "/".
+    run_test([&]() -> awaitable<void> {
+        auto o = options();
+        o.session_timeout = 2000ms;
+        auto s = co_await connect_session(o);
+        co_await sleep_for(500ms);
+        const auto t0 = s->statistics().touches;
+        co_await sleep_for(1500ms);
+        const auto n = s->statistics().touches - t0;
+        EXPECT_GE(n, 3u) << "a touch every 200 ms: about 7 in 1.5 s (fewer if the timers run late)";
+        EXPECT_LE(n, 9u);
+    });
+}
