@@ -29,6 +29,7 @@ std::uint64_t held_lock::new_cancellable_waiter(wait_kind which, pending<void(er
 }
 
 void held_lock::cancel_waiter(wait_kind which, std::uint64_t id) {
+    if (!waiters_ && st != status::held) return; // (nothing parked, and nothing to remember)
     auto& waiters = waiting(which);
     auto it = waiters.find(id);
     if (it == waiters.end()) {

@@ -7,6 +7,8 @@
 #include "common.hpp"
 #include "raw_zk.hpp"
 
+#include "detail/lease.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -84,11 +86,19 @@ TEST_F(Scale, ASessionKeepsMoreLocksThanOneHeartbeatCouldOnceCheck) {
     // leases lapsed (12,000 locks with short paths; here 4,000 paths of 250 bytes, 1.2 MB of
     // checks). It checks at most session_impl::heartbeat_checks nodes now, a slice in turn.
     // Seen failing with every node in one heartbeat: the connection dropped and every lock lost.
+    // T = 10 s: 256 acquires in flight queue the heartbeats behind them at the server, and on a
+    // loaded machine (a ThreadSanitizer suite beside other builds) their round trips passed the
+    // lease's liveness premise at T = 4 s, ((f - 0.1) T - T/64) / 2 = 368 ms: locks were reported
+    // lost that nothing threatened (1 and 189 of 4,000, in two runs of the full suite under load;
+    // docs/lease.md, premise 5). That premise is not what this test is about.
     constexpr std::size_t n = 4000;
     const std::string pad(200, 'p');
+    const auto T = 10000ms;
     run_test(
         [&]() -> awaitable<void> {
-            auto s = co_await connect();
+            auto o = options();
+            o.session_timeout = T;
+            auto s = co_await connect(o);
             std::vector<zklock::mutex> ms;
             ms.reserve(n);
             std::vector<std::string> paths;
@@ -105,19 +115,26 @@ TEST_F(Scale, ASessionKeepsMoreLocksThanOneHeartbeatCouldOnceCheck) {
             const auto before = s->statistics();
             const auto reconnects = s->metrics().reconnects;
             const auto checks = s->impl()->heartbeat_checks_sent();
-            co_await sleep_for(4000ms); // T: ten heartbeat periods
+            co_await sleep_for(T / 2); // five heartbeat periods
             const auto after = s->statistics();
             std::size_t lost = 0;
             for (auto& g : guards) lost += g.is_lost() ? 1 : 0;
-            EXPECT_EQ(lost, 0u) << "locks reported lost while held";
+            const double bound_ms =
+                zklock::detail::session_lease::liveness_bound(zklock::loss_policy::default_lease_fraction) *
+                std::chrono::duration<double, std::milli>(s->negotiated_timeout()).count();
+            EXPECT_EQ(lost, 0u) << "locks reported lost while held; the slowest write took "
+                                << after.slowest_write.count() / 1000
+                                << " ms (the liveness premise: " << bound_ms << " ms)";
             EXPECT_EQ(s->metrics().reconnects, reconnects) << "the connection dropped while holding";
             EXPECT_EQ(s->state(), zklock::session_state::connected);
             const auto beats = after.heartbeats - before.heartbeats;
-            EXPECT_GE(beats, 5u) << "heartbeats while holding";
+            EXPECT_GE(beats, 3u) << "heartbeats while holding";
             const auto per_beat = static_cast<double>(s->impl()->heartbeat_checks_sent() - checks) /
                                   static_cast<double>(std::max<std::uint64_t>(beats, 1));
-            std::printf("  held for 4 s: %llu heartbeats, %.1f checks each, %zu lost\n",
-                        static_cast<unsigned long long>(beats), per_beat, lost);
+            std::printf(
+                "  held for T/2: %llu heartbeats, %.1f checks each, %zu lost; slowest write %lld ms\n",
+                static_cast<unsigned long long>(beats), per_beat, lost,
+                static_cast<long long>(after.slowest_write.count() / 1000));
             EXPECT_LE(per_beat, static_cast<double>(zklock::detail::session_impl::heartbeat_checks));
             co_await release_and_remove(*s, guards, paths); // (and the fixture checks each path)
         },
