@@ -102,13 +102,16 @@ void client_socket_slot::begin(const void* owner) {
     std::lock_guard lk(mu_);
     owner_ = owner;
     opening_ = true;
+    local_.reset();
 }
 
-void client_socket_slot::end(const void* owner, std::optional<endpoints> now, bool known) {
+void client_socket_slot::end(const void* owner, std::optional<endpoints> now, bool known,
+                             std::optional<tcp::endpoint> local) {
     std::lock_guard lk(mu_);
     if (owner_ != owner) return;
     now_ = now;
     opening_ = !known;
+    local_ = local;
 }
 
 void client_socket_slot::clear(const void* owner) {
@@ -117,13 +120,17 @@ void client_socket_slot::clear(const void* owner) {
     owner_ = nullptr;
     now_.reset();
     opening_ = false;
+    local_.reset();
 }
 
 client_socket_slot::verdict client_socket_slot::check(const tcp::endpoint& peer,
                                                       const tcp::endpoint& here) const {
     std::lock_guard lk(mu_);
     if (now_ && now_->first == peer && now_->second == here) return verdict::match;
-    return opening_ ? verdict::unsure : verdict::stranger;
+    // (while a socket is being made: a connection from any other address than its own is a
+    // stranger's, once that address is known)
+    if (!opening_ || (local_ && *local_ != peer)) return verdict::stranger;
+    return verdict::unsure;
 }
 
 std::optional<client_socket_slot::endpoints> client_socket_slot::current() const {

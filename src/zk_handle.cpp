@@ -324,16 +324,20 @@ void zk_handle::note_socket(int fd, bool fresh) {
     if (fd < 0) return relay_slot->end(this, std::nullopt);
     sockaddr_in here{}, there{};
     socklen_t a = sizeof here, b = sizeof there;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0 || here.sin_family != AF_INET)
-        return relay_slot->end(this, std::nullopt);
-    // (A connect still under way has no peer yet: the slot stays unsure, the strand decides.)
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0 || there.sin_family != AF_INET) {
-        noted_known_ = false; // (asked again at the next drive)
-        return relay_slot->end(this, std::nullopt, false);
-    }
     auto v4 = [](const sockaddr_in& in) {
         return asio::ip::tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
     };
+    // A connect still under way has no peer yet: the slot stays unsure of connections from the
+    // socket's own address (the strand decides those), and refuses any other. (Asked again at
+    // the next drive.)
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0 || here.sin_family != AF_INET) {
+        noted_known_ = false;
+        return relay_slot->end(this, std::nullopt, false);
+    }
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0 || there.sin_family != AF_INET) {
+        noted_known_ = false;
+        return relay_slot->end(this, std::nullopt, false, v4(here));
+    }
     relay_slot->end(this, std::make_pair(v4(here), v4(there)));
 }
 

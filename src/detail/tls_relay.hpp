@@ -70,12 +70,15 @@ public:
     /// `now` (nullopt: no socket) for `owner` (the handle).
     void begin(const void* owner);
     /// (A socket whose connect is still under way has no peer yet: `now` nullopt and `known`
-    /// false leave the slot unsure until the next end().)
-    void end(const void* owner, std::optional<endpoints> now, bool known = true);
+    /// false leave the slot unsure until the next end() of a connection from `local`, the
+    /// socket's own address; any other is a stranger's.)
+    void end(const void* owner, std::optional<endpoints> now, bool known = true,
+             std::optional<asio::ip::tcp::endpoint> local = std::nullopt);
     /// The handle `owner` is gone: no socket is expected from it.
     void clear(const void* owner);
     /// `peer` connected to `here`: the C client's socket, not it, or unsure (a zookeeper_interest
-    /// under way may have opened it: the strand decides, after it).
+    /// under way may have opened it, or it comes from the C client's new socket, whose connect
+    /// has not ended yet: the strand decides, after it).
     verdict check(const asio::ip::tcp::endpoint& peer, const asio::ip::tcp::endpoint& here) const;
     std::optional<endpoints> current() const;
 
@@ -83,6 +86,7 @@ private:
     mutable std::mutex mu_;
     const void* owner_ = nullptr;
     std::optional<endpoints> now_;
+    std::optional<asio::ip::tcp::endpoint> local_; // while opening_: the new socket's, once known
     bool opening_ = false;
 };
 

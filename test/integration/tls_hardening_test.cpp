@@ -273,10 +273,18 @@ TEST_F(TlsHardening, StrangersAreRefusedWhileTheSessionsStrandIsBusy) {
     // without the C client's lock): with the strand held by a long task, a flood of strangers is
     // still reset at once, and the session works on afterwards.
     asio::io_context ctx;
-    auto work = asio::make_work_guard(ctx);
-    std::vector<std::thread> threads;
-    for (int i = 0; i < 2; ++i) threads.emplace_back([&] { ctx.run(); });
-    {
+    struct runners { // (joined however the test ends: an exception of a future too)
+        asio::io_context& ctx;
+        asio::executor_work_guard<asio::io_context::executor_type> work{ctx.get_executor()};
+        std::vector<std::thread> threads;
+        ~runners() {
+            work.reset();
+            ctx.stop();
+            for (auto& t : threads) t.join();
+        }
+    } run{ctx};
+    for (int i = 0; i < 2; ++i) run.threads.emplace_back([&] { ctx.run(); });
+    try {
         const auto path = lock_path("flood");
         zklock::session s(ctx.get_executor(), tls_opts());
         s.async_connect(asio::use_future).get();
@@ -306,9 +314,16 @@ TEST_F(TlsHardening, StrangersAreRefusedWhileTheSessionsStrandIsBusy) {
             ::close(fd);
             if (reset <= i - 2) break; // (not refused: no need to wait out every read)
         }
+        // (what the slot says of a stranger now: 1 stranger, 2 unsure; and whether it knows the
+        // C client's socket)
+        const auto& slot = *s.impl()->relay()->slot();
+        const auto verdict = static_cast<int>(
+            slot.check({asio::ip::address_v4::loopback(), 1}, {asio::ip::address_v4::loopback(), port}));
+        const bool known = slot.current().has_value();
         go.set_value();
         blocked.get();
-        EXPECT_EQ(reset, strangers) << "strangers reset while the strand was busy";
+        EXPECT_EQ(reset, strangers) << "strangers reset while the strand was busy; the slot's verdict "
+                                    << verdict << ", it knows the client's socket: " << known;
         EXPECT_EQ(s.impl()->relay()->refused(), static_cast<std::uint64_t>(strangers));
         // the session's own connection was not disturbed
         EXPECT_EQ(s.state(), zklock::session_state::connected);
@@ -319,9 +334,9 @@ TEST_F(TlsHardening, StrangersAreRefusedWhileTheSessionsStrandIsBusy) {
         EXPECT_EQ(asio::post(strand, asio::use_future([&] { return s.impl()->relay()->relayed(); })).get(),
                   1u);
         s.async_close(asio::use_future).get();
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
     }
-    work.reset();
-    for (auto& t : threads) t.join();
 }
 
 TEST_F(TlsHardening, TheRelayKeepsNoSecretOnceItsContextIsLoaded) {
