@@ -161,6 +161,12 @@ public:
             return "TLS: the server did not answer the TLS handshake (a plain, non-TLS port?)";
         case errc::tls_handshake_failed:
             return "TLS: the handshake with the server failed (session::last_connect_attempts() says why)";
+        case errc::tls_relay_bypassed:
+            return "TLS: the C client would have connected somewhere other than the TLS relay (the "
+                   "credentials would have gone in clear): refused";
+        case errc::no_session_granted:
+            return "the server's answer to the connect named no session (session id 0 or timeout 0): not a "
+                   "ZooKeeper server";
         case errc::upgrade_not_supported:
             return "a read lock cannot be upgraded to a write lock (it would wait for itself): release it, "
                    "then acquire the write lock";

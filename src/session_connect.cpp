@@ -75,8 +75,7 @@ void session_impl::connect(pending<void(error_code)> h) {
         if (error_code ec; !s.make_relay(ec)) return h.complete(ec);
         // (With TLS the C client gets the relay's loopback listeners, made once the addresses are known.)
         if (!s.resolved_connect_.empty() || (!needs_resolution(s.opts_.connect) && !s.relay_)) {
-            s.start_handle();
-            if (!s.handle_) return h.complete(errc::invalid_connect_string);
+            if (auto ec = s.start_handle()) return h.complete(ec);
             s.connect_waiters_.emplace_back(id, std::move(h));
             s.set_state(session_state::connecting);
             s.arm_connect_timer();
@@ -93,10 +92,10 @@ void session_impl::connect(pending<void(error_code)> h) {
             auto& s = *self;
             if (epoch != s.resolve_epoch_ || s.state() != session_state::connecting || s.handle_)
                 return; // abandoned
-            if (!ec) s.start_handle();
-            if (ec || !s.handle_) {
+            if (!ec) ec = s.start_handle();
+            if (ec) {
                 s.set_state(session_state::disconnected);
-                s.complete_connect_waiters(ec ? ec : make_error_code(errc::invalid_connect_string));
+                s.complete_connect_waiters(ec);
                 s.notify(session_event::state_changed);
                 return;
             }
@@ -122,7 +121,9 @@ void session_impl::on_round_failed(std::uint64_t gen) {
     const auto before = resolved_connect_;
     resolve_hosts([self = shared_from_this(), gen, before](error_code ec) {
         self->round_resolution_ = false;
-        if (ec || gen != self->generation() || !self->handle_ || self->resolved_connect_ == before) return;
+        // (A handle started since the lookup began has an older list perhaps: it gets this one too.
+        // With TLS it must: the listeners of the addresses that went are closed.)
+        if (ec || !self->handle_ || (gen == self->generation() && self->resolved_connect_ == before)) return;
         // (zoo_set_servers takes the hosts without the chroot)
         auto hosts = self->resolved_connect_.substr(0, self->resolved_connect_.find('/'));
         log_line("zklock: the servers' addresses changed: " + name_relayed_servers(hosts));

@@ -200,26 +200,40 @@ void session_impl::on_watch(std::uint64_t id, int type) {
     fn(type);
 }
 
-void session_impl::start_handle() {
+error_code session_impl::start_handle() {
+    // Fail closed: with TLS the C client is given the relay's loopback listeners and nothing
+    // else. Were their address missing, opts_.connect would send the session's password and
+    // digest credentials in clear to the TLS port's host.
+    if (fault_injection::take(faults.lose_relay_address)) resolved_connect_.clear();
+    if (relay_ && resolved_connect_.substr(0, resolved_connect_.find('/')) != relay_->connect_string()) {
+        log_line("zklock: TLS: refusing to give the C client " +
+                 (resolved_connect_.empty() ? opts_.connect : resolved_connect_) +
+                 ": not the relay's listeners (" + relay_->connect_string() + ")");
+        return errc::tls_relay_bypassed;
+    }
     refused_ = false;
     auto gen = generation_.fetch_add(1) + 1;
     lease_->start(lease_clock::now()); // a new session: nothing of the old one vouches for it
     auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_);
     {
         std::lock_guard lk(handle_mu_);
-        if (shut_down_) return;
+        if (shut_down_) return errc::invalid_connect_string; // (as before: no handle)
         handle_ = h;
     }
     auto ms = static_cast<int>(opts_.session_timeout.count());
     auth_confirmed_ = opts_.auth.empty();
     auth_probe_needed_ = auth_probe_in_flight_ = false;
-    if (relay_) relay_->new_attempt();
+    if (relay_) {
+        relay_->new_attempt();
+        h->relay_slot = relay_->slot();
+    }
     if (!h->init(resolved_connect_.empty() ? opts_.connect : resolved_connect_, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
-        return;
+        return errc::invalid_connect_string;
     }
     h->start();
+    return {};
 }
 
 void session_impl::close_handle(std::shared_ptr<zk_handle> h) {
@@ -236,6 +250,18 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
                 if (auto s = w.lock()) s->on_session_event(gen, zstate);
             });
             return;
+        }
+    }
+    if (zstate == ZOO_CONNECTED_STATE && attempt_in_progress() && handle_) {
+        // The C client takes any answer to its connect as a session; one with id 0 or timeout 0
+        // (a server streaming zeros) is none: that attempt fails with its own error. (Once a
+        // session is established the C client itself ends it on an answer of another id.)
+        std::int64_t id = 0;
+        int ms = 0;
+        if (handle_->session_info(id, ms) && (id == 0 || ms <= 0)) {
+            log_line("zklock: the server's answer to the connect names no session (id " + std::to_string(id) +
+                     ", timeout " + std::to_string(ms) + " ms): dropping the connection");
+            return abandon_attempt(errc::no_session_granted);
         }
     }
     if (zstate == ZOO_CONNECTED_STATE)

@@ -6,13 +6,18 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <mutex>
@@ -36,10 +41,36 @@ bool is_ip(std::string_view host) {
     return !ec;
 }
 
-/// Asio's sockets are inherited across exec: a child process would keep the relay's connections
-/// open (no reset, no EOF would reach the other side) and could accept on its listeners.
-void close_on_exec(int fd) {
-    if (fd >= 0) ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
+/// A TCP socket for `protocol`, close-on-exec from its creation. Asio's open() makes it without
+/// SOCK_CLOEXEC: a fork+exec on another thread before a later fcntl would hand a child process
+/// the relay's connections (no reset, no EOF would reach the other side) or its listeners.
+template <class Socket>
+void open_cloexec(Socket& sock, const tcp& protocol, error_code& ec) {
+    const int fd = ::socket(protocol.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        ec.assign(errno, asio::error::get_system_category());
+        return;
+    }
+    sock.assign(protocol, fd, ec);
+    if (ec) ::close(fd);
+}
+
+/// Resets `fd` (RST, not FIN: a graceful close would read as an EOF) and closes it.
+void reset_close(int fd) {
+    linger l{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    ::close(fd);
+}
+
+/// TLS 1.2's suites: forward secrecy (ECDHE, DHE) and AEAD (AES-GCM, ChaCha20-Poly1305) only;
+/// no RSA key exchange, CBC or SHA-1 MACs. TLS 1.3's are OpenSSL's defaults (all of them AEAD
+/// with forward secrecy).
+constexpr const char* tls12_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20:DHE+AESGCM:DHE+CHACHA20:!aNULL";
+
+void cleanse(std::string& secret) {
+    if (!secret.empty()) OPENSSL_cleanse(secret.data(), secret.size());
+    secret.clear();
+    secret.shrink_to_fit();
 }
 
 std::string openssl_words(const error_code& ec) {
@@ -59,10 +90,61 @@ struct tls_relay::impl_state {
     ssl::context ctx{ssl::context::tls_client};
     tls_options opts;
     bool sends_certificate = false;
+    ~impl_state() { // (a make() that failed half-way)
+        cleanse(opts.private_key_password);
+        cleanse(opts.private_key_pem);
+    }
 };
+
+// ---------------------------------------------------------------------------------------------
+
+void client_socket_slot::begin(const void* owner) {
+    std::lock_guard lk(mu_);
+    owner_ = owner;
+    opening_ = true;
+    local_.reset();
+}
+
+void client_socket_slot::end(const void* owner, std::optional<endpoints> now, bool known,
+                             std::optional<tcp::endpoint> local) {
+    std::lock_guard lk(mu_);
+    if (owner_ != owner) return;
+    now_ = now;
+    opening_ = !known;
+    local_ = local;
+}
+
+void client_socket_slot::clear(const void* owner) {
+    std::lock_guard lk(mu_);
+    if (owner_ != owner) return;
+    owner_ = nullptr;
+    now_.reset();
+    opening_ = false;
+    local_.reset();
+}
+
+client_socket_slot::verdict client_socket_slot::check(const tcp::endpoint& peer,
+                                                      const tcp::endpoint& here) const {
+    std::lock_guard lk(mu_);
+    if (now_ && now_->first == peer && now_->second == here) return verdict::match;
+    // (while a socket is being made: a connection from any other address than its own is a
+    // stranger's, once that address is known)
+    if (!opening_ || (local_ && *local_ != peer)) return verdict::stranger;
+    return verdict::unsure;
+}
+
+std::optional<client_socket_slot::endpoints> client_socket_slot::current() const {
+    std::lock_guard lk(mu_);
+    return now_;
+}
+
+// ---------------------------------------------------------------------------------------------
 
 struct tls_relay::listener {
     explicit listener(const strand_type& s) : acceptor(s) {}
+    /// The acceptor is waited on and accepted from off the strand (a stranger's connection is
+    /// refused there), and closed on it: this orders the two.
+    std::mutex mu;
     tls_target target;
     std::string name; // target.name()
     tcp::acceptor acceptor;
@@ -93,8 +175,7 @@ public:
             if (!ec) self->on_deadline();
         });
         tcp::endpoint server(asio::ip::make_address(l_->target.address, ig), l_->target.port);
-        remote_.next_layer().open(server.protocol(), ig);
-        if (remote_.next_layer().is_open()) close_on_exec(remote_.next_layer().native_handle());
+        open_cloexec(remote_.next_layer(), server.protocol(), ig);
         remote_.next_layer().async_connect(
             server, [self = shared_from_this()](error_code ec) { self->on_connected(ec); });
     }
@@ -147,6 +228,9 @@ private:
         const std::string& name = verify_name();
         const bool ip = is_ip(name);
         if (!ip) SSL_set_tlsext_host_name(s, name.c_str()); // SNI (not for addresses: RFC 6066)
+        // The subject alternative names only (RFC 6125: a CN is not checked, as the docs say), and
+        // a wildcard only as a whole left-most label ("*.example", not "z*.example").
+        SSL_set_hostflags(s, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
         if (st_->opts.verify_server_name &&
             (ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(s), name.c_str())
                 : SSL_set1_host(s, name.c_str())) != 1) {
@@ -372,6 +456,9 @@ std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options
     auto& ctx = st->ctx;
     SSL_CTX* native = ctx.native_handle();
     SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+    SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION);
+    if (SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1)
+        return bad("OpenSSL has none of the TLS 1.2 suites");
     ctx.set_verify_mode(ssl::verify_peer);
     error_code e;
     ERR_clear_error();
@@ -384,8 +471,9 @@ std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options
     if (cert) {
         // Always a callback: without one, OpenSSL asks for an encrypted key's password on the
         // terminal, blocking the thread (the io_context).
-        ctx.set_password_callback(
-            [pw = o.private_key_password](std::size_t, ssl::context::password_purpose) { return pw; });
+        // (It reads the relay's copy, cleansed once the key is loaded: the context asks no more.)
+        ctx.set_password_callback([pw = &st->opts.private_key_password](
+                                      std::size_t, ssl::context::password_purpose) { return *pw; });
         if (!o.certificate_file.empty() && ctx.use_certificate_chain_file(o.certificate_file, e))
             return bad("cannot read the certificate file " + o.certificate_file + " (" + openssl_words(e) +
                        ")");
@@ -407,6 +495,10 @@ std::shared_ptr<tls_relay> tls_relay::make(strand_type strand, const tls_options
         if (SSL_CTX_check_private_key(native) != 1)
             return bad("the private key does not belong to the certificate");
     }
+    // The context holds the key now: the relay's copy of the secrets goes (the password, the key's
+    // PEM text), wiped, not just freed. (The application's tls_options are its own.)
+    cleanse(st->opts.private_key_password);
+    cleanse(st->opts.private_key_pem);
     r->st_ = std::move(st);
     return r;
 }
@@ -424,13 +516,14 @@ std::string tls_relay::listen(const std::vector<tls_target>& targets, error_code
             l->target = t;
             l->name = t.name();
             tcp::endpoint loop(asio::ip::address_v4::loopback(), 0);
-            l->acceptor.open(loop.protocol(), ec);
-            if (!ec) close_on_exec(l->acceptor.native_handle());
+            open_cloexec(l->acceptor, loop.protocol(), ec);
             if (!ec) l->acceptor.bind(loop, ec);
             if (!ec) l->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-            if (ec) return {};
-            l->port = l->acceptor.local_endpoint(ec).port();
-            if (ec) return {};
+            if (!ec) l->port = l->acceptor.local_endpoint(ec).port();
+            if (ec) {
+                close_listener(*l);
+                return {};
+            }
             {
                 std::lock_guard lk(g_names_mu);
                 g_names[l->port] = {this, l->name};
@@ -442,45 +535,116 @@ std::string tls_relay::listen(const std::vector<tls_target>& targets, error_code
         now.push_back(l);
         connect += (connect.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(l->port);
     }
+    // The listeners of addresses no longer listed go (their live connections stay with their
+    // links). The caller hands the C client the new list before it connects again: this strand
+    // runs its drives, so it never connects to a port closed here (which another local user could
+    // then bind, and read the session's credentials from).
+    std::erase_if(listeners_, [&](const std::shared_ptr<listener>& l) {
+        if (std::find(now.begin(), now.end(), l) != now.end()) return false;
+        close_listener(*l);
+        return true;
+    });
     current_ = std::move(now);
+    connect_ = connect;
     return connect;
 }
 
+void tls_relay::close_listener(listener& l) {
+    {
+        std::lock_guard lk(l.mu);
+        l.closed = true;
+        error_code ig;
+        l.acceptor.close(ig);
+    }
+    std::lock_guard lk(g_names_mu);
+    if (auto it = g_names.find(l.port); it != g_names.end() && it->second.first == this) g_names.erase(it);
+    g_any_names = !g_names.empty();
+}
+
 void tls_relay::accept(const std::shared_ptr<listener>& l) {
-    l->acceptor.async_accept(strand_, [self = shared_from_this(), l](error_code ec, tcp::socket sock) {
-        if (l->closed || self->closed_ || ec == asio::error::operation_aborted) return;
-        if (ec) { // (out of descriptors, say: try again a little later)
-            auto t = std::make_shared<asio::steady_timer>(self->strand_, std::chrono::milliseconds(50));
-            t->async_wait([self, l, t](error_code) {
-                if (!l->closed && !self->closed_) self->accept(l);
-            });
-            return;
-        }
-        error_code e;
-        close_on_exec(sock.native_handle());
-        const auto peer = sock.remote_endpoint(e);
+    std::lock_guard lk(l->mu);
+    if (l->closed) return;
+    // Off the strand (on its inner executor): a stranger's connection is refused there.
+    l->acceptor.async_wait(
+        tcp::acceptor::wait_read,
+        asio::bind_executor(strand_.get_inner_executor(), [self = shared_from_this(), l](error_code ec) {
+            if (ec == asio::error::operation_aborted) return;
+            self->accept_now(l);
+        }));
+}
+
+void tls_relay::accept_now(const std::shared_ptr<listener>& l) {
+    // (Any thread.) A stranger's connection is reset here, with no more than the slot's lock:
+    // not on the session's strand, not under the C client's lock. Only the C client's (or one
+    // that came while a zookeeper_interest may just have made it) goes to the strand. accept4
+    // makes each close-on-exec from its creation.
+    error_code ec;
+    {
+        std::lock_guard lk(l->mu);
+        if (l->closed) return;
         const tcp::endpoint here(asio::ip::address_v4::loopback(), l->port);
-        const auto expected = self->client_socket ? self->client_socket() : std::nullopt;
-        // The C client's current socket, connected to this very listener (its local port may
-        // be one it also uses towards another listener), and not relayed yet.
-        if (e || !expected || peer != expected->first || expected->second != here ||
-            self->claimed_.count({peer, here})) {
-            // Not the C client's current socket (another process, or a socket it gave up):
-            // reset before reading a byte, so nothing reaches the server with this session's
-            // certificate.
-            ++self->refused_;
-            sock.set_option(asio::socket_base::linger(true, 0), e);
-            sock.close(e);
-        } else {
-            ++self->relayed_;
-            ++self->active_;
-            self->claimed_.insert({peer, here});
-            auto ln = std::make_shared<link>(self->strand_, self->st_, std::move(sock), l, self,
-                                             std::make_pair(peer, here));
-            ln->start(self->handshake_timeout, self->flush_timeout, self->stall_timeout);
+        for (int n = 0;; ++n) {
+            if (n == 64) { // more may be waiting: go on after what else is queued
+                asio::post(strand_.get_inner_executor(),
+                           [self = shared_from_this(), l] { self->accept_now(l); });
+                return;
+            }
+            sockaddr_in peer{};
+            socklen_t len = sizeof peer;
+            const int fd = ::accept4(l->acceptor.native_handle(), reinterpret_cast<sockaddr*>(&peer), &len,
+                                     SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED) continue;
+                if (errno != EAGAIN && errno != EWOULDBLOCK)
+                    ec.assign(errno, asio::error::get_system_category());
+                break;
+            }
+            const tcp::endpoint from(asio::ip::address_v4(ntohl(peer.sin_addr.s_addr)), ntohs(peer.sin_port));
+            if (peer.sin_family != AF_INET ||
+                slot_->check(from, here) == client_socket_slot::verdict::stranger) {
+                // Not the C client's current socket (another process, or a socket it gave up):
+                // reset before reading a byte, so nothing reaches the server with this session's
+                // certificate.
+                refused_.fetch_add(1, std::memory_order_relaxed);
+                reset_close(fd);
+                continue;
+            }
+            asio::post(strand_, [self = shared_from_this(), l, fd, from] { self->take(l, fd, from); });
         }
-        self->accept(l);
-    });
+    }
+    if (!ec) return accept(l); // drained: wait for the next
+    // (out of descriptors, say: try again a little later)
+    auto t =
+        std::make_shared<asio::steady_timer>(strand_.get_inner_executor(), std::chrono::milliseconds(50));
+    t->async_wait([self = shared_from_this(), l, t](error_code) { self->accept(l); });
+}
+
+void tls_relay::take(const std::shared_ptr<listener>& l, int fd, const tcp::endpoint& peer) {
+    const tcp::endpoint here(asio::ip::address_v4::loopback(), l->port);
+    auto expected = slot_->current();
+    // (One that came while the C client's socket was being made: read its addresses now.)
+    if ((!expected || expected->first != peer) && client_socket) expected = client_socket();
+    // The C client's current socket, connected to this very listener (its local port may be one
+    // it also uses towards another listener), and not relayed yet.
+    if (closed_ || l->closed || !expected || peer != expected->first || expected->second != here ||
+        claimed_.count({peer, here})) {
+        refused_.fetch_add(1, std::memory_order_relaxed);
+        reset_close(fd);
+        return;
+    }
+    tcp::socket sock(strand_);
+    error_code e;
+    sock.assign(tcp::v4(), fd, e);
+    if (e) {
+        ::close(fd);
+        return;
+    }
+    ++relayed_;
+    ++active_;
+    claimed_.insert({peer, here});
+    auto ln = std::make_shared<link>(strand_, st_, std::move(sock), l, weak_from_this(),
+                                     std::make_pair(peer, here));
+    ln->start(handshake_timeout, flush_timeout, stall_timeout);
 }
 
 void tls_relay::new_attempt() {
@@ -535,10 +699,15 @@ void tls_relay::when_drained(std::function<void()> fn) {
 void tls_relay::close() {
     closed_ = true;
     for (auto& l : listeners_) {
+        std::lock_guard lk(l->mu);
         l->closed = true;
         error_code ig;
         l->acceptor.close(ig);
     }
+}
+
+bool tls_relay::holds_secrets() const {
+    return st_ && (!st_->opts.private_key_password.empty() || !st_->opts.private_key_pem.empty());
 }
 
 std::string name_relayed_servers(std::string_view line) {

@@ -54,8 +54,8 @@ namespace {
 void init_client_library() {
     static std::once_flag once;
     std::call_once(once, [] {
-        // Lines logged without a handle bypass the callback: send them nowhere.
-        if (FILE* devnull = std::fopen("/dev/null", "w")) zoo_set_log_stream(devnull);
+        // Lines logged without a handle bypass the callback: send them nowhere ("e": close-on-exec).
+        if (FILE* devnull = std::fopen("/dev/null", "we")) zoo_set_log_stream(devnull);
         zoo_set_debug_level(ZOO_LOG_LEVEL_WARN);
     });
 }
@@ -309,6 +309,38 @@ void zk_handle::note_failed_attempt(int err) {
     if (attempts_.size() < 64) attempts_.emplace_back(server, std::move(what));
 }
 
+void zk_handle::note_socket(int fd, bool fresh) {
+    if (!fresh) return;
+    noted_fd_ = fd;
+    noted_known_ = true;
+    if (fd >= 0) {
+        // The C client makes its sockets without SOCK_CLOEXEC: a program that execs would hand
+        // the child the session's connection. Set here, right after the zookeeper_interest that
+        // made it; the window left is that call (a fork+exec on another thread inside it).
+        const int flags = ::fcntl(fd, F_GETFD);
+        if (flags >= 0 && !(flags & FD_CLOEXEC)) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    if (!relay_slot) return;
+    if (fd < 0) return relay_slot->end(this, std::nullopt);
+    sockaddr_in here{}, there{};
+    socklen_t a = sizeof here, b = sizeof there;
+    auto v4 = [](const sockaddr_in& in) {
+        return asio::ip::tcp::endpoint(asio::ip::address_v4(ntohl(in.sin_addr.s_addr)), ntohs(in.sin_port));
+    };
+    // A connect still under way has no peer yet: the slot stays unsure of connections from the
+    // socket's own address (the strand decides those), and refuses any other. (Asked again at
+    // the next drive.)
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&here), &a) != 0 || here.sin_family != AF_INET) {
+        noted_known_ = false;
+        return relay_slot->end(this, std::nullopt, false);
+    }
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&there), &b) != 0 || there.sin_family != AF_INET) {
+        noted_known_ = false;
+        return relay_slot->end(this, std::nullopt, false, v4(here));
+    }
+    relay_slot->end(this, std::make_pair(v4(here), v4(there)));
+}
+
 std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>>
 zk_handle::client_socket_address() {
     std::lock_guard lk(client_lock());
@@ -402,6 +434,9 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         // and ends a connection whose server stopped answering; after an error (connection lost,
         // refused, timed out) it is asked again at once: the next call tries the next server.
         int rc = ZOK;
+        // (Connected, zookeeper_interest keeps the socket it has; else it may open one.)
+        const bool may_open = zoo_state(zh_) != ZOO_CONNECTED_STATE;
+        if (may_open && relay_slot) relay_slot->begin(this);
         for (int tries = 0;; ++tries) {
             fd = -1;
             interest = 0;
@@ -425,6 +460,7 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         round_failed = (rc == ZOK && fd < 0 && (tv.tv_sec != 0 || tv.tv_usec != 0)) || failed_round_;
         failed_round_ = false;
         if (dead) fd = -1;
+        note_socket(fd, may_open || fd != noted_fd_ || !noted_known_);
         if (!dead && fd < 0 && tv.tv_sec == 0 && tv.tv_usec == 0) tv = {0, 10'000};
         last_fd_ = fd;
         last_interest_ = dead ? 0 : interest;
@@ -634,6 +670,7 @@ void zk_handle::close() {
         }
         rest.swap(inflight_);
         writes_in_flight_ = 0;
+        if (relay_slot) relay_slot->clear(this);
     }
     for (c_op* op : rest) {
         op->res.rc = ZCLOSING;

@@ -91,6 +91,13 @@ enum class errc {
     tls_client_certificate_rejected, ///< the server refused the client certificate
     tls_not_tls_server,              ///< the server did not answer the TLS handshake (a plain port?)
     tls_handshake_failed,            ///< the TLS handshake failed for another reason
+    /// With TLS, the C client would have been given a server that is not one of the relay's
+    /// loopback listeners (its password and digest credentials would cross the network in clear):
+    /// refused, nothing was sent.
+    tls_relay_bypassed,
+    /// The server's answer to the connect names no session (session id 0 or negotiated timeout
+    /// 0): not a ZooKeeper server, whatever its certificate says. The connection is dropped.
+    no_session_granted,
 };
 
 /// Input limits, checked before anything is sent. ZooKeeper closes the connection on a request

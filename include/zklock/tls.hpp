@@ -7,8 +7,8 @@
 namespace zklock {
 
 /// TLS for a session (session_options::tls): every connection to a server of the connect string
-/// is a TLS connection (1.2 or 1.3), whose server certificate must chain to `ca` and name the
-/// server. zklock does the TLS itself (OpenSSL, through Boost.Asio), between the C client and the
+/// is a TLS connection (1.2 with forward-secret AEAD suites only, or 1.3; no renegotiation),
+/// whose server certificate must chain to `ca` and name the server. zklock does the TLS itself (OpenSSL, through Boost.Asio), between the C client and the
 /// server; see docs/operations.md ("TLS") for how and why.
 ///
 /// Files and PEM text: each of ca, certificate and key is given either as a file name (`*_file`)
@@ -39,11 +39,14 @@ struct tls_options {
     /// The same private key as PEM text, instead of private_key_file.
     std::string private_key_pem;
     /// The private key's password, if it is encrypted (for private_key_file and private_key_pem
-    /// alike; zklock never asks for it on a terminal).
+    /// alike; zklock never asks for it on a terminal). The session's TLS relay wipes its own copy
+    /// of this and of private_key_pem once the key is loaded; these members, and the session's
+    /// copy (session::options()), stay as given.
     std::string private_key_password;
 
     /// Check that the server's certificate names the server (its subject alternative names, by
-    /// DNS name or IP address): the host of the connect string, or `server_name` if set. On by
+    /// DNS name or IP address; never the subject's CN, and a wildcard only as a whole left-most
+    /// label): the host of the connect string, or `server_name` if set. On by
     /// default; turned off, any certificate the CA signed is accepted for any server.
     bool verify_server_name = true;
     /// The name every server's certificate must carry (and that is sent as SNI), instead of each

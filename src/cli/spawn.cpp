@@ -70,6 +70,8 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>
     std::vector<std::string> env_strings;
     for (char** e = environ; *e; ++e) {
         std::string_view kv(*e);
+        // The private key's password is zklock's, not the command's: it does not inherit it.
+        if (kv.rfind("ZK_TLS_KEY_PASSWORD=", 0) == 0) continue;
         bool ours = false;
         for (auto& x : extra_env)
             ours = ours || kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1);

@@ -70,6 +70,10 @@ struct fault_injection {
     /// on a parent whose sequence counter has wrapped (2147483647) after 2^31 creates.
     std::atomic<std::int64_t> cversion_override{-1};
 
+    /// The next N times a session with TLS starts a C-client handle, the relay's loopback
+    /// address is missing (as if lost): the session must refuse, not fall back to the servers.
+    std::atomic<int> lose_relay_address{0};
+
     /// When set: the address a host name of the connect string resolves to ("" for the real
     /// resolver), as a DNS whose answer changes (set and changed on the thread that runs the
     /// session's io_context).

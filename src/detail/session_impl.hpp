@@ -143,6 +143,9 @@ public:
     /// one per server, in the order first tried), for a connect that times out. Any thread.
     std::string attempts() const;
 
+    /// With TLS: the relay's record of the C client's socket, kept up to date by each drive (set
+    /// before start()).
+    std::shared_ptr<client_socket_slot> relay_slot;
     const std::weak_ptr<session_impl> session;
     const asio::strand<asio::any_io_executor> strand;
     const std::uint64_t generation;
@@ -171,6 +174,11 @@ private:
     /// Under the client lock: server -> what its last failed connection attempt got.
     std::vector<std::pair<std::string, std::string>> attempts_;
     void note_failed_attempt(int err); // (under the client lock)
+    /// (Under the client lock) zookeeper_interest reported `fd` (-1: none); `fresh`: it may be a
+    /// socket not seen yet. Sets FD_CLOEXEC on it, and tells relay_slot its addresses.
+    void note_socket(int fd, bool fresh);
+    int noted_fd_ = -1;        // under the client lock: the socket note_socket saw last
+    bool noted_known_ = false; // ... and whether its addresses were known then
     /// Under the client lock: the servers in the connect string, the connection attempts that
     /// failed since the last connected state or failed round, and whether a round just failed.
     int servers_ = 1, failed_in_row_ = 0;
@@ -497,7 +505,9 @@ private:
     void fire_lapse_waiters(bool all);
     void enter_closed();
     void notify(session_event e);
-    void start_handle();
+    /// (strand) A new zk_handle for resolved_connect_ (opts_.connect if empty, without TLS):
+    /// handle_, or an error (tls_relay_bypassed, invalid_connect_string) and no handle.
+    error_code start_handle();
     /// Closes a handle that is no longer the session one (never blocks: zk_handle::close).
     static void close_handle(std::shared_ptr<zk_handle> h);
     void run_cleanups();

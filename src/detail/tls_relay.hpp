@@ -7,7 +7,8 @@
 // The C client is given the listeners' loopback addresses instead of the servers', so its own
 // rotation, timeouts and reconnects stay as they are. A listener accepts only the connection
 // whose peer is the C client's current socket (its local address, read on the strand right
-// after the C client made it), once; anything else is reset before a byte is read.
+// after the C client made it), once; anything else is reset before a byte is read, off the
+// session's strand and without the C client's lock (client_socket_slot).
 #pragma once
 
 #include <zklock/error.hpp>
@@ -17,9 +18,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -55,6 +58,38 @@ struct tls_failure {
 tls_failure classify_tls_failure(const error_code& ec, long verify_result, bool sent_certificate,
                                  std::string_view server_name);
 
+/// The C client's current socket as the relay's listeners check it: set by the session's
+/// zk_handle (under the C client's lock, on the strand) right after zookeeper_interest made or
+/// kept it; read by the listeners on any thread, under a lock of its own, so that a stranger's
+/// connection is refused without the strand or the C client's lock.
+class client_socket_slot {
+public:
+    using endpoints = std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>; // (local, peer)
+    enum class verdict { match, stranger, unsure };
+    /// A zookeeper_interest that may open a socket begins (`begin`) or ended, having reported
+    /// `now` (nullopt: no socket) for `owner` (the handle).
+    void begin(const void* owner);
+    /// (A socket whose connect is still under way has no peer yet: `now` nullopt and `known`
+    /// false leave the slot unsure until the next end() of a connection from `local`, the
+    /// socket's own address; any other is a stranger's.)
+    void end(const void* owner, std::optional<endpoints> now, bool known = true,
+             std::optional<asio::ip::tcp::endpoint> local = std::nullopt);
+    /// The handle `owner` is gone: no socket is expected from it.
+    void clear(const void* owner);
+    /// `peer` connected to `here`: the C client's socket, not it, or unsure (a zookeeper_interest
+    /// under way may have opened it, or it comes from the C client's new socket, whose connect
+    /// has not ended yet: the strand decides, after it).
+    verdict check(const asio::ip::tcp::endpoint& peer, const asio::ip::tcp::endpoint& here) const;
+    std::optional<endpoints> current() const;
+
+private:
+    mutable std::mutex mu_;
+    const void* owner_ = nullptr;
+    std::optional<endpoints> now_;
+    std::optional<asio::ip::tcp::endpoint> local_; // while opening_: the new socket's, once known
+    bool opening_ = false;
+};
+
 class tls_relay : public std::enable_shared_from_this<tls_relay> {
 public:
     using strand_type = asio::strand<asio::any_io_executor>;
@@ -68,11 +103,17 @@ public:
     tls_relay& operator=(const tls_relay&) = delete;
 
     /// (strand) A loopback listener for each target (a target that had one keeps it, and its
-    /// port), and the connect string the C client gets: "127.0.0.1:p1,127.0.0.1:p2".
+    /// port), and the connect string the C client gets: "127.0.0.1:p1,127.0.0.1:p2". Listeners of
+    /// targets no longer listed are closed (their relayed connections go on): the descriptors
+    /// stay bounded when the servers' addresses churn. The caller gives the C client the new
+    /// string before its next zookeeper_interest (the drive is on the same strand).
     std::string listen(const std::vector<tls_target>& targets, error_code& ec);
 
+    /// The C client's current socket, which the session's handles keep up to date.
+    const std::shared_ptr<client_socket_slot>& slot() const noexcept { return slot_; }
     /// (strand) Set by the session before listen():
-    /// The local and the peer address of the C client's current socket, if it has one.
+    /// The local and the peer address of the C client's current socket, if it has one, read
+    /// now (under the C client's lock): only for a connection the slot is unsure of.
     std::function<std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>>()> client_socket;
     /// A connection to `server` failed (in its TCP connect, its TLS handshake, or the first read).
     std::function<void(const std::string& server, const tls_failure&)> on_failure;
@@ -85,6 +126,8 @@ public:
     /// then the connection is reset.
     std::chrono::milliseconds stall_timeout{10000};
 
+    /// (strand) The last listen()'s connect string ("127.0.0.1:p1,..."; "" before the first).
+    const std::string& connect_string() const noexcept { return connect_; }
     /// (strand) A new connection attempt begins: forget the failures seen so far.
     void new_attempt();
     /// (strand) The TLS failure every server of the last listen() got since new_attempt(), if each
@@ -101,7 +144,12 @@ public:
     void when_drained(std::function<void()> fn);
     /// (strand) Connections relayed so far, and connections refused (not the C client's).
     std::uint64_t relayed() const noexcept { return relayed_; }
-    std::uint64_t refused() const noexcept { return refused_; }
+    std::uint64_t refused() const noexcept { return refused_.load(std::memory_order_relaxed); }
+    /// (strand) Listeners open now (bounded by the last listen()'s targets).
+    std::size_t listeners() const noexcept { return listeners_.size(); }
+    /// True if the relay still holds the private key's password or PEM text (it should not,
+    /// once the context is loaded: they are cleansed). For tests.
+    bool holds_secrets() const;
     /// (strand) Stops listening. Relayed connections end on their own: when the C client closes
     /// its socket, what it sent is delivered within flush_timeout.
     void close();
@@ -112,6 +160,9 @@ private:
     class link;
     explicit tls_relay(strand_type strand);
     void accept(const std::shared_ptr<listener>& l);
+    void accept_now(const std::shared_ptr<listener>& l);
+    void take(const std::shared_ptr<listener>& l, int fd, const asio::ip::tcp::endpoint& peer);
+    void close_listener(listener& l);
     void link_ended();
     void fire_drained();
 
@@ -123,7 +174,10 @@ private:
     std::vector<std::function<void()>> drain_waiters_;
     std::vector<std::shared_ptr<listener>> listeners_;
     std::vector<std::shared_ptr<listener>> current_; // the last listen()'s, in order
-    std::uint64_t relayed_ = 0, refused_ = 0;
+    std::string connect_;                            // the last listen()'s connect string
+    std::shared_ptr<client_socket_slot> slot_ = std::make_shared<client_socket_slot>();
+    std::uint64_t relayed_ = 0;
+    std::atomic<std::uint64_t> refused_{0}; // (counted by the listeners, on any thread)
     bool closed_ = false;
 };
 

@@ -212,6 +212,16 @@ class CliTest(unittest.TestCase):
         self.assertEqual(len(set(tokens)), 3, tokens)
         self.assert_no_leftovers()
 
+    def test_the_command_does_not_inherit_the_key_password(self):
+        # ZK_TLS_KEY_PASSWORD is zklock's secret (the private key's password), not the command's
+        env = dict(os.environ, ZK_TLS_KEY_PASSWORD="s3cret-zklock", ZKLOCK_TEST_OTHER_VAR="kept")
+        r = zklock("run", self.path, "--", "env", env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("ZKLOCK_TEST_OTHER_VAR=kept", r.stdout)
+        self.assertNotIn("ZK_TLS_KEY_PASSWORD", r.stdout)
+        self.assertNotIn("s3cret-zklock", r.stdout)
+        self.assert_no_leftovers()
+
     def test_exit_status_of_the_command_passes_through(self):
         self.assertEqual(zklock("run", self.path, "--", "sh", "-c", "exit 7").returncode, 7)
         self.assertEqual(zklock("run", self.path, "--", "sh", "-c", "kill -KILL $$").returncode, 128 + 9)
