@@ -79,6 +79,17 @@ asio::awaitable<void> run(std::string connect) {
     std::cout << grants << " grants by hand-off, fencing tokens increasing: " << std::boolalpha << increasing << "\n";
     if (!increasing) throw std::runtime_error("fencing tokens did not increase");
 
+    // leader election: campaign, publish a value, observe, resign (a leadership is a guard:
+    // fencing token, loss signal, guarded commits)
+    zklock::election primary{zk, "/services/billing/leader"};
+    auto leader = co_await primary.async_campaign("10.0.0.7:8080", asio::use_awaitable);
+    co_await leader.async_proclaim("10.0.0.7:9090", asio::use_awaitable); // only while leading
+    auto now = co_await primary.async_leader(asio::use_awaitable);        // what everyone sees
+    std::cout << "leader " << now->value << " token " << now->fencing_token << "\n";
+    // (in a watcher: `now = co_await primary.async_observe(now, ...)` waits for the next change)
+    co_await leader.async_resign(asio::use_awaitable);
+    if (now->value != "10.0.0.7:9090") throw std::runtime_error("the proclaimed value was not seen");
+
     // who holds it? (holder first, with the holder's description and the age of each node)
     for (auto& c : co_await zklock::async_list_contenders(zk, "/locks/report", asio::use_awaitable))
         std::cout << (c.holder ? "holds " : "waits ") << c.data << " for " << c.age.count() << " ms\n";

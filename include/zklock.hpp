@@ -2,6 +2,7 @@
 #pragma once
 
 #include <zklock/acl.hpp>
+#include <zklock/election.hpp>
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
 #include <zklock/inspect.hpp>

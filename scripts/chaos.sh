@@ -6,7 +6,19 @@
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
 #                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--slow-stop-ms N]
-#                    [--tick MS] [--out DIR]
+#                    [--tick MS] [--recipe mutex|election] [--build DIR] [--out DIR]
+#   --recipe: what the zklock workers use on the paths (default mutex). election: each campaigns
+#            (zklock::election) with the value "w<id>-<n>" instead of acquiring the mutex, and while
+#            it leads it proclaims a new value and writes its fencing token and name to the path's
+#            data node "<path>-data" (a sibling, persistent) through leadership::async_commit, 1-3
+#            times per hold; after a loss signal it proclaims and commits once more, which must fail
+#            (zklock_chaos_worker's header has the log lines). Holds and loss signals are logged as
+#            in the mutex mode, so every check below applies ("never two leaders"), and the checker
+#            adds "no stale write": on each data node, the successful commits in the order of the
+#            versions they returned never go back in fencing token, and none that landed was sent
+#            after its leadership's end (the hold's E line: the loss signal, or the release; one in
+#            flight at the loss signal may be acknowledged after it, and is reported). Not with --peers.
+#   --build: take the binaries from this build dir, already built, instead of running scripts/build.sh
 #   --tick: the ensemble's tickTime (default 500 ms, a quarter of the workers' T = 2 s); 1000 runs at
 #            tickTime = T/2, the shortest T ZooKeeper allows for it, where the leader's pings are
 #            T/4 apart (docs/lease.md, premise 1). The checker's margin bound is the same.
@@ -38,7 +50,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=120 seed=1 workers=5 paths=2 policy=lease out="" faults=leader,follower,kill,drop,partition,delay,quorum,isolate,depose
-peers="" peer_workers=2 slow_stop_ms="" tick=500
+peers="" peer_workers=2 slow_stop_ms="" tick=500 recipe=mutex build=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2;;
@@ -51,11 +63,17 @@ while [ $# -gt 0 ]; do
     --peer-workers) peer_workers=$2; shift 2;;
     --slow-stop-ms) slow_stop_ms=$2; shift 2;;
     --tick) tick=$2; shift 2;;
+    --recipe) recipe=$2; shift 2;;
+    --build) build=$2; shift 2;;
     --out) out=$2; shift 2;;
     *) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d'; exit 2;;
   esac
 done
 case "$peers" in ""|none) peers=""; peer_workers=0;; curator|kazoo) ;; *) echo "chaos: --peers curator|kazoo" >&2; exit 2;; esac
+case "$recipe" in mutex|election) ;; *) echo "chaos: --recipe mutex|election" >&2; exit 2;; esac
+if [ "$recipe" = election ] && [ -n "$peers" ]; then
+  echo "chaos: --recipe election runs zklock workers only: --peers $peers is for the mutex recipe" >&2; exit 2
+fi
 total=$((workers + peer_workers))
 # The workers append to their logs and the checker reads every log in the directory: an old
 # run's logs would be checked as part of this one. (Seen: a reused --out gave "token order"
@@ -68,11 +86,15 @@ if [ "$tick" -lt 50 ] || [ $((tick * 2)) -gt "$T" ]; then echo "chaos: --tick mu
 # the slow stop of every other zklock worker: from the seed (the fault loop below seeds RANDOM again)
 if [ -z "$slow_stop_ms" ]; then RANDOM=$seed; slow_stop_ms=$(( RANDOM % (T * 3 / 10 + 1) )); fi
 "$root/scripts/setup.sh"
-build=$("$root/scripts/build.sh")
+if [ -z "$build" ]; then build=$("$root/scripts/build.sh"); fi
 [ -n "$out" ] || out=$(mktemp -d /tmp/zklock-chaos.XXXXXX)
 mkdir -p "$out"
-# private copies: a rebuild during a long soak must not swap the binaries under it
+# private copies: a rebuild during a long soak must not swap the binaries under it (nor the
+# shared library of a BUILD_SHARED_LIBS build: the binaries' RUNPATH yields to LD_LIBRARY_PATH)
 cp "$build/test/zklock_chaos_worker" "$build/test/zklock_interop_contender" "$out/"
+if [ -e "$build/libzklock.so.0" ]; then
+  cp -L "$build/libzklock.so.0" "$out/"; export LD_LIBRARY_PATH="$out${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 CURATOR_CP=$("$root/scripts/curator-classpath.sh")
 if [ "$peers" = curator ]; then
   javac -nowarn -d "$out" -cp "$CURATOR_CP" "$root/test/chaos/CuratorChaosWorker.java" 2>/dev/null
@@ -94,7 +116,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
 zkout=$("$root/scripts/zk.sh" start --servers 3 --relay --tick "$tick")
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
-echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); policy $policy; seed $seed; tickTime ${tick} ms; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
+echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); recipe $recipe; policy $policy; seed $seed; tickTime ${tick} ms; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
 
 start_worker() { # start_worker I
   local i=$1 s slow=0
@@ -106,7 +128,7 @@ start_worker() { # start_worker I
       name[$i]="w${i}g${gen[$i]}"
       "$worker_bin" --connect "$ZK_CONNECT" --paths "$paths" --log "$out/${name[$i]}.log" --name "${name[$i]}" \
         --seed "$s" --session-timeout "$T" --policy "$policy" --partition-ms $((T * 2)) \
-        --hold-ms 10:1500 --slow-stop-ms "$slow" \
+        --hold-ms 10:1500 --slow-stop-ms "$slow" --recipe "$recipe" \
         2>>"$out/workers.stderr" &;;
     curator)
       name[$i]="c${i}g${gen[$i]}"
@@ -123,7 +145,8 @@ holder_or_any() { # holder_or_any N: a worker among the first N that holds a loc
   local n=$1 holders=()
   if [ $((RANDOM % 4)) -ne 0 ]; then
     for i in $(seq 1 "$n"); do
-      [ "$(tail -n 1 "$out/${name[$i]}.log" 2>/dev/null | cut -c1)" = G ] && holders+=("$i")
+      # (the last G or E line: an election worker logs its proclaims and commits in between)
+      [ "$(grep '^[GE] ' "$out/${name[$i]}.log" 2>/dev/null | tail -n 1 | cut -c1)" = G ] && holders+=("$i")
     done
   fi
   if [ ${#holders[@]} -gt 0 ]; then echo "${holders[$((RANDOM % ${#holders[@]}))]}"; else echo $((1 + RANDOM % n)); fi
@@ -225,6 +248,6 @@ done
 # the servers' logs: the checker reads from the leaders' "Expiring session" lines whether a lost
 # lock was freed by the server (the margin bound applies) or by its holder's own delete
 mkdir -p "$out/servers" && cp "$zkdir"/server*.log "$out/servers/" 2>/dev/null || true
-/usr/bin/python3 "$root/scripts/chaos_check.py" "$out" --timeout-ms "$T" || fail=1
+/usr/bin/python3 "$root/scripts/chaos_check.py" "$out" --timeout-ms "$T" --recipe "$recipe" || fail=1
 [ $fail -eq 0 ] && echo "chaos: PASS (seed $seed, ${seconds}s)" || echo "chaos: FAIL (seed $seed; files in $out)"
 exit $fail

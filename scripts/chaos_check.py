@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """The overlap checker of scripts/chaos.sh.
 
-    chaos_check.py DIR [--timeout-ms T]   check the worker logs (DIR/*.log), DIR/events and the
+    chaos_check.py DIR [--timeout-ms T] [--recipe mutex|election]
+                                          check the worker logs (DIR/*.log), DIR/events and the
                                           servers' logs (DIR/servers/*.log)
     chaos_check.py --self-test            fabricated logs: a clean one must pass, bad ones must fail
 
@@ -27,6 +28,21 @@ follow the loss signal at once. Which of the two happened is read from the serve
 leader's "Expiring session 0x..." line, at or before the next grant. Without server logs, a loss
 counts as expired if the worker's next hold is on another session (which also counts a session
 that a later fault expired after the hand-over).
+
+Election runs (chaos.sh --recipe election; the worker logs begin "# recipe election"): the holds
+are leaderships, logged and checked as above ("never two leaders"). Their proclaims and guarded
+commits are logged too: "P path token sent_ns done_ns ok value", "C path token sent_ns done_ns ok
+data_path version", or "P|C path token sent_ns done_ns fail name category:code message"; each belongs
+to the hold of its worker, path and token. Fails (the "no stale write" check) on: two successful
+commits on one data node whose fencing tokens go down as their versions go up, or that returned the
+same version; a proclaim or commit that landed but was sent after its hold's E line (its loss
+signal or release: nothing may be sent once the loss is told); a P or C line without
+its hold; a leadership, not killed, without a proclaim and a commit; a lost one, not killed
+after the loss, without a commit sent after its loss signal (the worker's test that it fails);
+and, with --recipe election, a run without a single successful commit. A commit sent before the
+loss signal and acknowledged after it is reported, not failed: it was in flight when the lease ran
+out (a delay fault, say), and the server applied it while the leader's node existed, so before any
+later leader's grant and before its writes (which the token order checks).
 
 Peers (chaos.sh --peers): logs named c* (Curator) and k* (kazoo) are theirs, the others zklock's.
 A peer hold whose loss signal (SUSPENDED) came after the next grant of its path is that library's
@@ -139,14 +155,24 @@ def read_expiries(d, events):
     return expiries
 
 
-def read_holds(d, events):
-    """Returns (holds, problems): hold = dict(path, start, end, signal, token, who, reason, ...).
-    `end` is when the holder stopped (the S line if any, else the E line, or its kill); `signal`
-    when it was told (the E line; its kill for a killed holder)."""
+def kills_of(events):
+    """{worker name: [ns of its worker_kill events]}"""
     kills = collections.defaultdict(list)
     for ns, kind, rest in events:
         if kind == "worker_kill" and rest:
             kills[rest[0]].append(ns)
+    return kills
+
+
+def read_holds(d, events, ops=None, recipes=None):
+    """Returns (holds, problems): hold = dict(path, start, end, signal, token, who, reason, ...).
+    `end` is when the holder stopped (the S line if any, else the E line, or its kill); `signal`
+    when it was told (the E line; its kill for a killed holder). An election worker's proclaims
+    and commits (P and C lines) go to `ops` (dicts: kind, who, path, token, sent, done, ok,
+    data, version, value, error, where), the recipes its "# recipe" lines name to `recipes`."""
+    kills = kills_of(events)
+    ops = [] if ops is None else ops
+    recipes = set() if recipes is None else recipes
     holds, problems = [], []
     for f in sorted(glob.glob(os.path.join(d, "*.log"))):
         who = os.path.basename(f)[:-4]
@@ -159,6 +185,21 @@ def read_holds(d, events):
                 if p[0] == "#":
                     if p[1:2] == ["slow-stop-ms"] and int(p[2]) > 0:
                         slow = True
+                    if p[1:2] == ["recipe"]:
+                        recipes.add(p[2])
+                    continue
+                if p[0] in ("P", "C"):  # (they may come between a loss and its S line)
+                    op = dict(kind=p[0], who=who, path=p[1], token=int(p[2]), sent=int(p[3]), done=int(p[4]),
+                              ok=p[5] == "ok", data=None, version=None, value=None, error=None, where=f"{f}:{n}")
+                    if p[5] not in ("ok", "fail") or op["done"] < op["sent"]:
+                        raise ValueError
+                    if op["ok"] and p[0] == "C":
+                        op["data"], op["version"] = p[6], int(p[7])
+                    elif op["ok"]:
+                        op["value"] = p[6]
+                    else:
+                        op["error"] = p[6]
+                    ops.append(op)
                     continue
                 if stopping and p[0] != "S":
                     problems.append(f"{f}:{n}: a loss without its stop line (S) before this line")
@@ -208,14 +249,110 @@ def read_holds(d, events):
     return holds, problems
 
 
-def check(d, timeout_ms=None, quiet=False, bounds=None, output=None):
+def check_election(holds, ops, events, recipes, recipe, say, problems):
+    """The "no stale write" check of an election run (see the module's doc); returns the count of
+    failures. Reports the counts of commits and proclaims."""
+    kills = kills_of(events)
+    by_key = {(h["who"], h["path"], h["token"]): h for h in holds}
+    outside, late = 0, []
+    landed = collections.defaultdict(list)  # data node -> [commit]
+    counts = collections.Counter()
+    errors = collections.defaultdict(collections.Counter)  # (kind, when) -> error -> count
+    after_loss = collections.defaultdict(list)  # hold key -> [commit sent after its loss signal]
+    seen = collections.defaultdict(set)  # hold key -> {"P", "C"}
+    for op in ops:
+        key = (op["who"], op["path"], op["token"])
+        h = by_key.get(key)
+        if h is None:
+            problems.append(f"{op['where']}: a {'proclaim' if op['kind'] == 'P' else 'commit'} without its hold "
+                            f"(no grant of {op['path']} with token {op['token']} in this log)")
+            continue
+        seen[key].add(op["kind"])
+        lost = h["reason"].startswith("lost:")
+        when = "after the loss signal" if lost and op["sent"] >= h["signal"] else "while leading"
+        if op["kind"] == "C" and when != "while leading":
+            after_loss[key].append(op)
+        name = {"P": "proclaim", "C": "commit"}[op["kind"]]
+        if op["ok"]:
+            counts[op["kind"], "ok"] += 1
+            if op["kind"] == "C":
+                landed[op["data"]].append(dict(op, hold=h))
+            if op["sent"] >= h["signal"]:
+                outside += 1
+                say(f"OUTSIDE ITS HOLD: {op['who']}'s {name} on {op['path']} (token {op['token']}) was sent "
+                    f"{(op['sent'] - h['signal']) / 1e6:.3f} ms after the hold's end ({h['reason']}) and landed "
+                    f"({op['where']})")
+            elif op["done"] > h["signal"]:
+                # in flight at the loss signal: the server applied it while the node existed (the
+                # multi's check), so before the next leader's grant; the token order above holds it
+                late.append(op)
+                if len(late) <= 5:
+                    say(f"late acknowledgement: {op['who']}'s {name} on {op['path']} (token {op['token']}) was sent "
+                        f"{(h['signal'] - op['sent']) / 1e6:.3f} ms before the hold's end ({h['reason']}) and "
+                        f"acknowledged {(op['done'] - h['signal']) / 1e6:.3f} ms after it ({op['where']})")
+        else:
+            counts[op["kind"], when] += 1
+            errors[op["kind"], when][op["error"]] += 1
+    stale, dup = 0, 0
+    for data, cs in sorted(landed.items()):
+        cs.sort(key=lambda c: c["version"])
+        for a, b in zip(cs, cs[1:]):
+            if a["version"] == b["version"]:
+                dup += 1
+                say(f"DUPLICATE VERSION on {data}: {a['who']}'s and {b['who']}'s commits both returned version "
+                    f"{a['version']} ({a['where']}, {b['where']})")
+            if b["token"] < a["token"]:
+                stale += 1
+                say(f"STALE WRITE on {data}: version {b['version']} by {b['who']} with token {b['token']} after "
+                    f"version {a['version']} by {a['who']} with token {a['token']} ({b['where']}, {a['where']})")
+    # what the worker does in every leadership: a proclaim and a commit; after a loss, a commit
+    missing = 0
+    for h in holds:
+        key = (h["who"], h["path"], h["token"])
+        if kind_of(h["who"]) != "zklock" or h["reason"] == "killed":
+            continue
+        killed_after = any(k >= h["signal"] for k in kills[h["who"]])
+        lacks = [what for k, what in (("P", "proclaim"), ("C", "commit")) if k not in seen[key]]
+        if lacks and not killed_after:
+            missing += 1
+            problems.append(f"{h['who']}.log: the leadership of {h['path']} with token {h['token']} has no "
+                            f"{' and no '.join(lacks)}")
+        elif h["reason"].startswith("lost:") and not after_loss[key] and not killed_after:
+            missing += 1
+            problems.append(f"{h['who']}.log: the lost leadership of {h['path']} with token {h['token']} has no "
+                            f"commit sent after its loss signal")
+    no_commit = (recipe == "election" or "election" in recipes) and not counts["C", "ok"]
+    if no_commit:
+        say("NO COMMIT: an election run without a single successful commit")
+
+    def errs(kind, when):
+        e = errors[kind, when]
+        return f" ({', '.join(f'{k} {v}' for k, v in e.most_common())})" if e else ""
+    say(f"election: commits {counts['C', 'ok']} landed on {len(landed)} data node(s), "
+        f"{counts['C', 'while leading']} failed while leading{errs('C', 'while leading')}, "
+        f"{counts['C', 'after the loss signal']} failed after the loss signal{errs('C', 'after the loss signal')}; "
+        f"proclaims {counts['P', 'ok']} landed, {counts['P', 'while leading']} failed while leading"
+        f"{errs('P', 'while leading')}, {counts['P', 'after the loss signal']} failed after the loss signal"
+        f"{errs('P', 'after the loss signal')}")
+    say(f"no stale write: token order violations {stale}; duplicate versions {dup}; sent after their hold's "
+        f"end and landed {outside}; leaderships missing their writes {missing}")
+    if late:
+        latest = max(op["done"] - by_key[op["who"], op["path"], op["token"]]["signal"] for op in late)
+        say(f"  in flight at the loss signal and acknowledged after it (landed while the node existed; not a "
+            f"failure): {len(late)}, latest {latest / 1e6:.3f} ms after the signal")
+    return outside + stale + dup + no_commit
+
+
+def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None):
     """True if the run in d passes. bounds: the table of margin bounds per fault case (fractions
-    of T; default BOUND_BY_CASE). quiet: nothing printed; output: a list that gets the lines."""
+    of T; default BOUND_BY_CASE). quiet: nothing printed; output: a list that gets the lines.
+    recipe: "election" requires the election's writes (see the module's doc)."""
     out = output if output is not None else []
     say = (lambda s: out.append(s)) if quiet else print
     bounds = BOUND_BY_CASE if bounds is None else bounds
     events = read_events(d)
-    holds, problems = read_holds(d, events)
+    ops, recipes = [], set()
+    holds, problems = read_holds(d, events, ops, recipes)
     expiries = read_expiries(d, events)
     if expiries is None:
         say("(no server logs: a lease loss counts as expired if its worker's next hold is on another session)")
@@ -294,10 +431,15 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None):
             if km:
                 say(f"  {k}'s loss signal -> next grant: {len(km)} losses, smallest {km[0]:.3f} s")
         say(f"peer overlaps (a peer's loss signal after the next grant; not zklock's): {peer_overlaps}")
+    election_lines, election_failures = [], 0
+    if ops or recipe == "election" or "election" in recipes:  # (its problems are counted below)
+        election_failures = check_election(holds, ops, events, recipes, recipe, election_lines.append, problems)
     say("faults: " + (", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"))
     say(f"overlaps: {overlaps}; fencing-token order violations: {token_errors}; unreadable lines: {len(problems)}")
     for p in problems[:10]:
         say("  " + p)
+    for line in election_lines:
+        say(line)
     if margins:
         ms = sorted(m for m, _, _ in margins)
         say(f"loss signal -> next grant of the path: {len(ms)} losses, smallest {ms[0]:.3f} s, "
@@ -335,7 +477,7 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None):
         say(f"hand-over after a holder was killed: {len(hv)}, median {statistics.median(hv):.3f} s, "
             f"longest {hv[-1]:.3f} s")
     say(f"lease margins below the stated bound: {below_bound}")
-    ok = overlaps == 0 and token_errors == 0 and not problems and below_bound == 0
+    ok = overlaps == 0 and token_errors == 0 and not problems and below_bound == 0 and election_failures == 0
     say("chaos check: " + ("PASS" if ok else "FAIL"))
     return ok
 
@@ -346,7 +488,7 @@ def self_test():
         return (f"{clock_of(ns)} [SessionTracker] INFO org.apache.zookeeper.server.ZooKeeperServer - "
                 f"Expiring session 0x{session}, timeout of 2000ms exceeded\n")
 
-    def run(files, events="", bounds=None, output=None):
+    def run(files, events="", bounds=None, output=None, recipe=None):
         with tempfile.TemporaryDirectory() as d:
             for name, text in files.items():
                 os.makedirs(os.path.dirname(os.path.join(d, name)), exist_ok=True)
@@ -354,7 +496,7 @@ def self_test():
                     f.write(text)
             with open(os.path.join(d, "events"), "w") as f:
                 f.write(events)
-            return check(d, 2000, quiet=True, bounds=bounds, output=output)
+            return check(d, 2000, quiet=True, bounds=bounds, output=output, recipe=recipe)
 
     # a lease loss at 1.0 s whose session the server expired at 1.7 s, the next grant at 1.8 s: a
     # margin of 0.8 s, above the default bound less its allowance (0.575 - 0.15 s), below 0.85 s
@@ -364,6 +506,19 @@ def self_test():
                  "servers/server1.log": expiring(1_700_000_000, "1a")}, "0 start\n" + events)
     stricter = dict(BOUND_BY_CASE, leader_depose=0.5)  # 1.0 s, less the allowance 0.85 s
     slow = "# slow-stop-ms 600\nG /p 100 4096 1\nE /p 1000000000 lost lease_expired\n"
+
+    # an election run: a leads and resigns, b leads and loses; each proclaims and commits, and b
+    # tries once more after its loss signal (which fails)
+    lost_after = ("P /p 8192 410 420 fail lock_lost zklock:53 lock lost\n"
+                  "C /p 8192 430 440 fail lock_lost zklock:53 lock lost\n")
+
+    def elect(a_ops=None, b_ops=None, b_after=None, **swap):
+        a = ("# recipe election\nG /p 100 4096 1\n" + (a_ops if a_ops is not None else
+             "P /p 4096 110 120 ok a-1-p0\nC /p 4096 130 140 ok /p-data 1\n") + "E /p 200 released\n")
+        b = ("# recipe election\nG /p 300 8192 2\n" + (b_ops if b_ops is not None else
+             "P /p 8192 310 320 ok b-1-p0\nC /p 8192 330 340 ok /p-data 2\n") + "E /p 400 lost lease_expired\n" +
+             (b_after if b_after is not None else lost_after))
+        return {"a.log": a, "b.log": b}
 
     clean = {"a.log": "G /p 100 4096 1\nE /p 200 released\nG /p 500 12288 1\nE /p 600 lost lease_expired\n",
              "b.log": "G /p 300 8192 2\nE /p 400 released\nG /p 2000000000 16384 2\nE /p 2000000100 released\n"}
@@ -452,11 +607,59 @@ def self_test():
             *lost_at_1s("500000000 leader_isolate server3 6000ms\n1100000000 leader_depose server3 6000ms\n"),
             True, stricter, "  leader_isolate: 1"),
     }
+    cases.update({
+        # election runs (--recipe election): the "no stale write" check
+        "election: clean": (elect(), "", True, None,
+                            "election: commits 2 landed on 1 data node(s), 0 failed while leading, 1 failed after "
+                            "the loss signal (lock_lost 1); proclaims 2 landed", "election"),
+        "election: the versions go back in token (a stale write)": (
+            elect(a_ops="P /p 4096 110 120 ok a-1-p0\nC /p 4096 130 140 ok /p-data 2\n",
+                  b_ops="P /p 8192 310 320 ok b-1-p0\nC /p 8192 330 340 ok /p-data 1\n"),
+            "", False, None, "STALE WRITE on /p-data: version 2 by a with token 4096", "election"),
+        "election: two commits returned one version": (
+            elect(b_ops="P /p 8192 310 320 ok b-1-p0\nC /p 8192 330 340 ok /p-data 1\n"),
+            "", False, None, "DUPLICATE VERSION on /p-data", "election"),
+        "election: a commit sent after the loss signal landed": (
+            elect(b_after=lost_after + "C /p 8192 450 460 ok /p-data 3\n"), "", False, None,
+            "OUTSIDE ITS HOLD: b's commit on /p (token 8192) was sent 0.000 ms after the hold's end "
+            "(lost:lease_expired) and landed", "election"),
+        "election: a commit in flight at the loss signal, acknowledged after it: reported": (
+            elect(b_after="C /p 8192 390 410 ok /p-data 3\n" + lost_after), "", True, None,
+            "late acknowledgement: b's commit", "election"),
+        "election: ... and a stale write all the same if a later leader's commit came first": (
+            {**elect(b_after="C /p 8192 390 410 ok /p-data 4\n" + lost_after),
+             "c.log": "# recipe election\nG /p 405 12288 3\nP /p 12288 406 407 ok c-1-p0\n"
+                      "C /p 12288 407 408 ok /p-data 3\nE /p 500 released\n"}, "", False, None,
+            "STALE WRITE on /p-data: version 4 by b with token 8192", "election"),
+        "election: a proclaim after the resignation landed": (
+            elect(a_ops="P /p 4096 110 120 ok a-1-p0\nC /p 4096 130 140 ok /p-data 1\nP /p 4096 210 220 ok a-1-p1\n"),
+            "", False, None, "OUTSIDE ITS HOLD: a's proclaim", "election"),
+        "election: a commit without its hold": (
+            elect(b_after=lost_after + "C /p 12288 450 460 fail lock_lost zklock:53 lock lost\n"), "", False, None,
+            "a commit without its hold", "election"),
+        "election: a leadership without its commit": (
+            elect(a_ops="P /p 4096 110 120 ok a-1-p0\n"), "", False, None, "has no commit", "election"),
+        "election: a lost leadership that did not try after its loss": (
+            elect(b_after=""), "", False, None, "has no commit sent after its loss signal", "election"),
+        "election: ... unless its worker was killed after the loss": (elect(b_after=""), "450 worker_kill b\n", True),
+        "election: a killed leader needs no writes": (
+            {"a.log": "# recipe election\nG /p 100 4096 1\nP /p 4096 110 120 ok a-1-p0\nC /p 4096 130 140 ok /p-data 1\n"
+                      "E /p 200 released\n", "b.log": "# recipe election\nG /p 300 8192 2\n"}, "350 worker_kill b\n", True),
+        "election: a run without a successful commit": (
+            elect(a_ops="P /p 4096 110 120 ok a-1-p0\nC /p 4096 130 140 fail connection_loss zookeeper:-4 connection loss\n",
+                  b_ops="P /p 8192 310 320 ok b-1-p0\nC /p 8192 330 340 fail connection_loss zookeeper:-4 connection loss\n"),
+            "", False, None, "NO COMMIT", "election"),
+        "election: an unreadable commit line": (
+            elect(b_ops="P /p 8192 310 320 ok b-1-p0\nC /p 8192 330 340 ok /p-data\n"), "", False, None, None,
+            "election"),
+        "election: a mutex run checked as an election run fails (no commit)": (clean, "", False, None, "NO COMMIT",
+                                                                             "election"),
+    })
     bad = 0
     for name, (files, events, want, *more) in cases.items():
-        bounds, text = (more + [None, None])[:2]
+        bounds, text, recipe = (more + [None, None, None])[:3]
         lines = []
-        got = run(files, events, bounds, lines)
+        got = run(files, events, bounds, lines, recipe)
         shown = text is None or any(text in line for line in lines)
         print(f"self-test {name}: {'pass' if got else 'fail'} (expected {'pass' if want else 'fail'})"
               + ("" if shown else f"; the report lacks {text!r}"))
@@ -474,4 +677,10 @@ if __name__ == "__main__":
     t = None
     if "--timeout-ms" in sys.argv:
         t = int(sys.argv[sys.argv.index("--timeout-ms") + 1])
-    sys.exit(0 if check(sys.argv[1], t) else 1)
+    r = None
+    if "--recipe" in sys.argv:
+        r = sys.argv[sys.argv.index("--recipe") + 1]
+        if r not in ("mutex", "election"):
+            print("chaos_check.py: --recipe mutex|election")
+            sys.exit(2)
+    sys.exit(0 if check(sys.argv[1], t, recipe=r) else 1)

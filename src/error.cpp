@@ -41,7 +41,9 @@ public:
                    "to stop)";
         case errc::not_a_lock_node:
             return "not a lock node: the name has none of the lock markers (\"lock-\", \"__lock__\", "
-                   "\"__READ__\", \"__WRIT__\", \"__rlock__\", a semaphore's \"-lease-\"), so break refuses "
+                   "\"__READ__\", \"__WRIT__\", \"__rlock__\", \"latch-\", a semaphore's \"-lease-\"), so "
+                   "break "
+                   "refuses "
                    "to delete it";
         case errc::transaction_empty:
             return "empty transaction: async_commit needs at least one operation";
@@ -106,6 +108,11 @@ public:
         case errc::strategy_conflict:
             return "recipe conflict: lock_strategy::unique_node (one node \"<path>/lock\") and the "
                    "sequential lock nodes of the other strategies and recipes cannot share a path";
+        case errc::election_dialect_mixed:
+            return "recipe conflict: the election path holds a candidate named in another dialect "
+                   "(\"-lock-\": Curator's LeaderSelector, \"-latch-\": Curator's LeaderLatch, \"__lock__\": "
+                   "kazoo's Election); each peer sees only its own naming, so they could lead at once: set "
+                   "election_options::dialect to the one already on the path";
         case errc::invalid_session_timeout:
             return "invalid session_options::session_timeout: it must be between 100 ms and 2147483647 ms "
                    "(the server then negotiates it into [2, 20] x its tickTime)";

@@ -64,7 +64,15 @@ public:
         });
     }
 
-    lock_family family() const { return req_.rw ? lock_family::rw : lock_family::mutex; }
+    lock_family family() const {
+        return req_.rw ? lock_family::rw : req_.latch ? lock_family::latch : lock_family::mutex;
+    }
+    /// An election's naming: a candidate of any other fails the campaign (other_naming).
+    naming own_naming() const {
+        return req_.latch                            ? naming::curator_latch
+               : req_.dialect == lock_dialect::kazoo ? naming::kazoo
+                                                     : naming::curator_lock;
+    }
 
     void on_session_event(session_event e) override {
         switch (e) {
@@ -456,7 +464,8 @@ private:
                          op.req_.dialect);
         const auto prefix =
             protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
-        const auto& data = op.req_.node_data.empty() ? default_node_data() : op.req_.node_data;
+        const auto& data =
+            op.req_.node_data.empty() && !op.req_.election ? default_node_data() : op.req_.node_data;
         std::vector<std::string> children;
         parent_cversion cv; // the parent's cversion read with `children`
         bool listed = false;
@@ -542,6 +551,12 @@ private:
                     co_return co_await op.abandon(op.fail_code(rc));
                 }
             }
+            // One path, one naming for an election, checked on every listing while campaigning. (A
+            // leader lists no more: a peer of another naming that comes later is not seen here, and
+            // does not see us either. The dialect is the user's to set; this catches a mixed path
+            // whenever a campaign looks at it.)
+            if (op.req_.election && other_naming(children, op.own_naming()))
+                co_return co_await op.abandon(errc::election_dialect_mixed);
             // Another child with our guid is ours too: a create whose reply was lost, committed
             // at the leader but not yet visible when we looked for it, then created again. It
             // sorts before our node, so we would wait on ourselves: delete it, and decide without it.

@@ -42,6 +42,7 @@ bool is_semaphore_lease(std::string_view name) noexcept {
 
 std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcept {
     if (f == lock_family::mutex) return d == lock_dialect::kazoo ? "__lock__" : "-lock-";
+    if (f == lock_family::latch) return "-latch-";
     if (d == lock_dialect::kazoo) return reader ? "__rlock__" : "__lock__";
     return reader ? "-__READ__" : "-__WRIT__";
 }
@@ -59,9 +60,11 @@ std::optional<contender> parse_contender(std::string_view child, lock_family f, 
     bool writer = true;
     if (ends_with_marker("__READ__") || ends_with_marker("__rlock__")) {
         writer = false; // Curator's and kazoo's read nodes
-    } else if (!ends_with_marker("lock-") && !ends_with_marker("__lock__") && !ends_with_marker("__WRIT__")) {
+    } else if (!ends_with_marker("lock-") && !ends_with_marker("__lock__") && !ends_with_marker("__WRIT__") &&
+               !ends_with_marker("latch-")) {
         // Exclusive nodes: Curator's mutex "[_c_<uuid>-]lock-<seq>", kazoo's Lock and WriteLock
-        // "<hex>__lock__<seq>", Curator's write lock "_c_<uuid>-__WRIT__<seq>".
+        // "<hex>__lock__<seq>", Curator's write lock "_c_<uuid>-__WRIT__<seq>", Curator's
+        // LeaderLatch "[_c_<uuid>-]latch-<seq>".
         return std::nullopt;
     }
     auto seq_text = child.substr(child.size() - 10);
@@ -83,7 +86,7 @@ bool has_marker(std::string_view child) noexcept {
         return at != std::string_view::npos && at + marker.size() < child.size();
     };
     return after("lock-") || after("__lock__") || after("__READ__") || after("__WRIT__") ||
-           after("__rlock__");
+           after("__rlock__") || after("latch-");
 }
 } // namespace
 
@@ -235,6 +238,21 @@ std::string guid_in_name(std::string_view guid, lock_dialect d) {
     std::string g(guid);
     if (d == lock_dialect::kazoo) std::erase(g, '-');
     return g;
+}
+
+naming naming_of(std::string_view name) noexcept {
+    auto marker_at_end = [&](std::string_view m) {
+        return name.size() >= m.size() + 10 && name.substr(name.size() - 10 - m.size(), m.size()) == m;
+    };
+    if (marker_at_end("__lock__") || marker_at_end("__rlock__")) return naming::kazoo;
+    if (marker_at_end("latch-")) return naming::curator_latch;
+    return naming::curator_lock; // "lock-", "__READ__", "__WRIT__"
+}
+
+std::optional<std::string> other_naming(std::span<const std::string> children, naming ours) {
+    for (const auto& c : children)
+        if (parse_contender(c) && naming_of(c) != ours) return c;
+    return std::nullopt;
 }
 
 std::string protected_node_prefix(std::string_view parent, std::string_view guid, lock_dialect d,

@@ -68,6 +68,10 @@ enum class errc {
     path_used_by_semaphore = 70, ///< a mutex or read/write lock on a path whose semaphore has leases
     path_used_by_lock,           ///< a semaphore on a path that holds mutex or read/write lock nodes
     strategy_conflict,           ///< lock_strategy::unique_node and the sequential strategies on one path
+    /// An election's path holds a candidate named in another dialect (Curator's LeaderSelector,
+    /// Curator's LeaderLatch, kazoo's Election): each sees only its own naming, so two of them
+    /// could lead at once.
+    election_dialect_mixed,
     // -- bad input, one code per mistake (nothing was sent to ZooKeeper) --
     invalid_session_timeout = 80, ///< session_options::session_timeout outside [100 ms, 2^31 - 1 ms]
     invalid_connect_timeout,      ///< session_options::connect_timeout not positive

@@ -94,6 +94,10 @@ struct acquire_request {
     std::string own_writer; ///< with reader: our own write node's name, which does not block us (downgrade)
     std::shared_ptr<const acl> node_acl; ///< null: the open ACL
     bool metered = false; ///< a user's acquire (counted in session::metrics()), not an internal one
+    bool latch = false;   ///< Curator's LeaderLatch naming ("-latch-"; an election's curator_latch)
+    /// An election's campaign: node_data is the candidate's value, verbatim (empty stays empty),
+    /// and a candidate of another naming on the path fails it (errc::election_dialect_mixed).
+    bool election = false;
 };
 /// The request every lock type starts from.
 inline acquire_request

@@ -8,7 +8,8 @@ namespace zklock::cli {
 /// unchanged (128 + N if a signal N ended it).
 enum exit_code : int {
     ex_failure = 1,      ///< the server refused (e.g. not authorised, a TLS verdict)
-    ex_nothing = 3,      ///< revoke: nobody holds the lock; break: no such lock node (nothing was changed)
+    ex_nothing = 3,      ///< revoke: nobody holds the lock; break: no such lock node (nothing was changed);
+                         ///< leader: no leader
     ex_usage = 64,       ///< bad arguments: nothing was sent to ZooKeeper
     ex_unavailable = 69, ///< no ZooKeeper server reachable: none answered, no host resolved, or the
                          ///< connection was lost and not re-established before --timeout passed
@@ -36,6 +37,6 @@ constexpr const char* exit_codes_help =
      (no lock node is left)
   1 the server refused (e.g. not authorised, a TLS verdict)   70 internal error
 Other commands: 0 on success; 3 nothing to act on (revoke: nobody holds the lock;
-break: no such lock node); 1, 64, 69 or 70 as above.)";
+break: no such lock node; leader: no leader); 1, 64, 69 or 70 as above.)";
 
 } // namespace zklock::cli

@@ -1,5 +1,5 @@
 // zklock: flock(1) across machines, on ZooKeeper, plus the admin commands list, break and
-// revoke. See `zklock --help` and docs/operations.md ("On the command line").
+// revoke, and leader (an election's leader). See `zklock --help` and docs/operations.md ("On the command line").
 #include "cli/duration.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/spawn.hpp"
@@ -592,19 +592,101 @@ int revoke_command(const admin_args& a) {
     });
 }
 
+// ------------------------------------------------------------------------------------ leader
+struct leader_args {
+    admin_args admin;
+    bool watch = false;
+};
+
+/// One line per leader: its value, or the JSON object (null: no leader).
+void print_leader(const std::optional<zklock::leader_info>& l, bool json) {
+    if (json) {
+        if (!l)
+            std::cout << "null\n";
+        else
+            std::cout << "{\"value\":" << json_string(l->value) << ",\"node\":" << json_string(l->node_path)
+                      << ",\"fencing_token\":" << l->fencing_token
+                      << ",\"session\":" << json_string(hex(l->session_id)) << "}\n";
+    } else if (!l) {
+        std::cout << "(no leader)\n";
+    } else {
+        std::cout << printable(l->value) << "\n";
+    }
+    std::cout.flush();
+}
+
+/// zklock leader PATH: the current leader's value (exit 3 if there is none); --watch: that, then
+/// one line per change, until SIGINT, SIGTERM or SIGHUP (exit 0).
+int leader_command(const leader_args& la) {
+    const auto& a = la.admin;
+    zklock::session_options so;
+    zklock::lock_dialect dialect{};
+    if (int rc = make_session_options(a.conn, so, dialect)) return rc;
+    if (auto ec = zklock::validate_lock_path(a.path))
+        return fail(ex_usage, "bad election path '" + a.path + "': " + ec.message());
+    asio::io_context io;
+    zklock::session s(io.get_executor(), so);
+    if (int rc = connect(io, s)) return rc;
+    zklock::election e(s, a.path);
+    std::optional<asio::signal_set> signals; // (watching only: a plain read ends by itself)
+    if (la.watch) signals.emplace(io, SIGINT, SIGTERM, SIGHUP);
+    asio::cancellation_signal stop_observing;
+    int rc = ex_software;
+    bool done = false;
+    auto finish = [&](int code) {
+        rc = code;
+        done = true;
+        if (signals) signals->cancel();
+    };
+    std::function<void(std::optional<zklock::leader_info>)> observe =
+        [&](std::optional<zklock::leader_info> last) {
+            e.async_observe(
+                std::move(last),
+                asio::bind_cancellation_slot(
+                    stop_observing.slot(), [&](error_code ec, std::optional<zklock::leader_info> l) {
+                        if (ec == asio::error::operation_aborted) return finish(0); // interrupted
+                        if (ec) return finish(server_error("cannot watch " + a.path, ec));
+                        print_leader(l, a.json);
+                        observe(std::move(l));
+                    }));
+        };
+    e.async_leader([&](error_code ec, std::optional<zklock::leader_info> l) {
+        if (ec) return finish(server_error("cannot read the leader of " + a.path, ec));
+        print_leader(l, a.json);
+        if (!la.watch) {
+            if (!l) std::cerr << "zklock: no leader on " << a.path << " (no candidate, or no such path)\n";
+            return finish(l ? 0 : ex_nothing);
+        }
+        observe(std::move(l));
+    });
+    if (signals)
+        signals->async_wait([&](error_code ec, int) {
+            if (!ec) stop_observing.emit(asio::cancellation_type::terminal);
+        });
+    // (Not io.run(): a connected session keeps its io_context busy with its connection.)
+    while (!done && io.run_one()) {
+    }
+    io.restart();
+    bool closed = false;
+    s.async_close([&](error_code) { closed = true; });
+    while (!closed && io.run_one()) {
+    }
+    return rc;
+}
+
 } // namespace
 
 /// CLI11's parse errors, in zklock's words: an unknown subcommand or option is named as such.
 std::string usage_error(const CLI::ParseError& e, int argc, char** argv) {
-    static const std::set<std::string> subcommands{"run", "list", "break", "revoke"};
+    static const std::set<std::string> subcommands{"run", "list", "break", "revoke", "leader"};
     if (argc >= 2 && argv[1][0] != '-' && !subcommands.count(argv[1]))
-        return std::string("unknown subcommand '") + argv[1] + "': use run, list, break or revoke";
+        return std::string("unknown subcommand '") + argv[1] + "': use run, list, break, revoke or leader";
     if (argc >= 2 && argv[1][0] == '-' && std::string_view(argv[1]) != "-h" &&
         std::string_view(argv[1]) != "--help" && std::string_view(argv[1]) != "--version")
         return std::string("unknown option '") + argv[1] +
                "' (options go after the subcommand: zklock run --timeout 5s /path -- cmd)";
     if (dynamic_cast<const CLI::RequiredError*>(&e) && argc < 2)
-        return "a subcommand is required: run, list, break or revoke";
+        return "a subcommand is required: run, list, break, revoke or leader";
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
         // the first unexpected argument, as given (CLI11's list adds "--" separators of its own)
         for (int i = 1; i < argc; ++i) {
@@ -668,6 +750,18 @@ int main(int argc, char** argv) {
     rev->add_flag("--read-write", v.read_write, "(no effect: the first holder of any kind is asked)")
         ->group("");
     rev->add_option("path", v.path, "the lock path")->required();
+    leader_args ld;
+    auto* lead = app.add_subcommand("leader", "show an election's leader (its value); --watch: every change");
+    add_connection_options(*lead, ld.admin.conn, false);
+    lead->add_flag("-w,--watch", ld.watch,
+                   "print each change of leader (or of its value), one line each, "
+                   "until interrupted");
+    lead->add_flag("--json", ld.admin.json, "one JSON object per line (null: no leader)");
+    lead->add_option("path", ld.admin.path, "the election path")->required();
+    lead->footer("Prints the value the leader published (zklock::election's campaign or proclaim, a\n"
+                 "Curator LeaderSelector's or LeaderLatch's id, a kazoo Election's identifier, or\n"
+                 "`zklock run --data VALUE`'s), or \"(no leader)\" and exit status 3. To run a command\n"
+                 "as the leader: zklock run --data VALUE PATH -- command.");
 
     try {
         app.parse(argc, argv);
@@ -687,6 +781,7 @@ int main(int argc, char** argv) {
         if (list->parsed()) return list_command(l);
         if (brk->parsed()) return break_command(b);
         if (rev->parsed()) return revoke_command(v);
+        if (lead->parsed()) return leader_command(ld);
     } catch (const std::exception& e) {
         return fail(ex_software, std::string("internal error: ") + e.what());
     }

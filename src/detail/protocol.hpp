@@ -16,11 +16,21 @@ namespace zklock::detail {
 /// Our node prefix: "_c_" + 36-char uuid (Curator's "protected" naming).
 inline constexpr std::string_view protected_prefix = "_c_";
 
-/// Which recipe names a node: the exclusive lock ("lock-", "__lock__") or the read/write lock
-/// ("__READ__"/"__WRIT__", "__rlock__"/"__lock__"). It decides the names zklock creates, never
-/// which children count: every recipe counts every lock node on its path, so a mutex and a
-/// read/write lock on one path exclude each other (a mutex node is a writer to a reader).
-enum class lock_family { mutex, rw };
+/// Which recipe names a node: the exclusive lock ("lock-", "__lock__"), the read/write lock
+/// ("__READ__"/"__WRIT__", "__rlock__"/"__lock__"), or Curator's LeaderLatch ("-latch-": an
+/// election in election_dialect::curator_latch). It decides the names zklock creates, never which
+/// children count: every recipe counts every lock node on its path, so a mutex and a read/write
+/// lock on one path exclude each other (a mutex node is a writer to a reader).
+enum class lock_family { mutex, rw, latch };
+
+/// Whose naming a contender's name follows. Each peer orders only the nodes of its own naming
+/// (Curator sorts other names after its own, kazoo ignores them), so candidates of two namings on
+/// one path may both lead: an election refuses such a path (errc::election_dialect_mixed).
+enum class naming { curator_lock, curator_latch, kazoo };
+/// The naming of a contender's name (one that parse_contender accepts).
+naming naming_of(std::string_view contender_name) noexcept;
+/// The first contender among `children` whose naming differs from `ours`, if any.
+std::optional<std::string> other_naming(std::span<const std::string> children, naming ours);
 
 /// A child recognised as a lock contender.
 struct contender {
@@ -36,7 +46,8 @@ std::string_view node_marker(lock_family f, bool reader, lock_dialect d) noexcep
 /// Parses "<anything><marker><seq>" where <seq> is exactly what ZooKeeper appends: "%010d" of an
 /// int32, i.e. 10 digits, or '-' and 9 digits. Anything else is not a contender. The markers, in
 /// every family and dialect: writers "lock-" (Curator's mutex, with or without its "_c_<uuid>-"
-/// prefix), "__lock__" (kazoo's Lock and WriteLock), "__WRIT__" (Curator's write lock); readers
+/// prefix), "__lock__" (kazoo's Lock and WriteLock), "__WRIT__" (Curator's write lock), "latch-"
+/// (Curator's LeaderLatch); readers
 /// "__READ__" (Curator) and "__rlock__" (kazoo).
 std::optional<contender> parse_contender(std::string_view child,
                                          lock_dialect d = lock_dialect::curator) noexcept;

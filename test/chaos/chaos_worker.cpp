@@ -20,9 +20,31 @@
 //   # slow-stop-ms N                                        first line of such a worker's log (the
 //                                                           checker then knows an S line is due)
 //
+// With --recipe election the worker campaigns (zklock::election) instead of acquiring the mutex,
+// with the value "<name>-<n>" (n: its n-th campaign), and logs G, E and S exactly as above. While
+// it leads (the hold) it goes 1-3 rounds of: proclaim "<name>-<n>-p<k>", then a guarded write
+// (leadership::async_commit) of "t=<token> w=<name> n=<n> k=<k>" to the election path's data
+// node "<path>-data" (persistent, a sibling of the election path: its children are candidates;
+// created before the first campaign on the path), then a wait, the rounds spread over the hold
+// time. After a loss signal it proclaims and commits once more (both must fail: nothing may land
+// once the loss is told), and a slow stopper commits again at the end of its slow stop, before
+// the S line. Every proclaim and commit is logged with the fencing token of its leadership (the
+// checker finds its hold by worker, path and token), when it was sent and when it completed:
+//   # recipe election                                       first line of such a worker's log
+//   P <path> <token> <sent_ns> <done_ns> ok <value>          a proclaim that landed
+//   C <path> <token> <sent_ns> <done_ns> ok <data_path> <version>
+//                                                           a commit that landed: the data node's
+//                                                           new version (commit_result::ops[0])
+//   P|C <path> <token> <sent_ns> <done_ns> fail <name> <category>:<code> <message>
+//                                                           one that failed: the error's name (errc's
+//                                                           or zk_errc's; "other" for the rest), its
+//                                                           code, and its message (free text)
+// A P or C line of a lost hold may come after its E line (sent after the loss signal, or still in
+// flight when the signal came).
+//
 //   zklock_chaos_worker --connect H:P,H:P,... --paths N --log FILE [--seed S] [--session-timeout MS]
 //                       [--hold-ms MIN:MAX] [--policy lease|on_disconnect|on_expiry] [--partition-ms MS]
-//                       [--name NAME] [--slow-stop-ms N]
+//                       [--name NAME] [--slow-stop-ms N] [--recipe mutex|election]
 #include <zklock.hpp>
 
 #include "../integration/proxy.hpp"
@@ -41,6 +63,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,7 +81,7 @@ long long now_ns() {
 }
 
 struct options {
-    std::string connect, log = "/dev/stdout", name = "w", policy = "lease";
+    std::string connect, log = "/dev/stdout", name = "w", policy = "lease", recipe = "mutex";
     int paths = 2, hold_min = 5, hold_max = 60, partition_ms = 4000, slow_stop_ms = 0;
     unsigned seed = 1;
     std::chrono::milliseconds session_timeout{2000};
@@ -93,6 +116,8 @@ options parse(int argc, char** argv) {
             o.partition_ms = std::stoi(next());
         else if (a == "--slow-stop-ms")
             o.slow_stop_ms = std::stoi(next());
+        else if (a == "--recipe")
+            o.recipe = next();
         else if (a == "--session-timeout")
             o.session_timeout = std::chrono::milliseconds(std::stoi(next()));
         else if (a == "--hold-ms") {
@@ -107,6 +132,7 @@ options parse(int argc, char** argv) {
     if (o.connect.empty()) usage("--connect is required");
     if (o.paths < 1 || o.hold_min < 0 || o.hold_max < o.hold_min) usage("bad --paths or --hold-ms");
     if (o.slow_stop_ms < 0) usage("bad --slow-stop-ms");
+    if (o.recipe != "mutex" && o.recipe != "election") usage("--recipe is mutex or election");
     return o;
 }
 
@@ -124,6 +150,10 @@ public:
         if (!log_) usage(("cannot open " + o_.log).c_str());
         if (o_.slow_stop_ms > 0) {
             std::fprintf(log_, "# slow-stop-ms %d\n", o_.slow_stop_ms);
+            std::fflush(log_);
+        }
+        if (o_.recipe == "election") {
+            std::fprintf(log_, "# recipe election\n");
             std::fflush(log_);
         }
         // one proxy per server: the faults of this client are injected there
@@ -160,6 +190,10 @@ public:
             pick_slow_stop(0, o_.slow_stop_ms);
         while (!stop_) {
             const std::string path = "/zklock-chaos/lock" + std::to_string(pick_path(rng_));
+            if (o_.recipe == "election") {
+                co_await lead(s, path, pick_hold, pick_slow_stop);
+                continue;
+            }
             zklock::mutex m(s, path);
             auto [ec, g] = co_await m.async_acquire_for(10s, asio::as_tuple(use_awaitable));
             if (ec) {
@@ -197,7 +231,16 @@ public:
             ++holds_;
         }
         co_await s.async_close(asio::as_tuple(use_awaitable));
-        std::fprintf(stderr, "%s: %d holds, %d failed acquires\n", o_.name.c_str(), holds_, failed_acquires_);
+        if (o_.recipe == "election")
+            std::fprintf(
+                stderr,
+                "%s: %d leaderships, %d failed campaigns; commits %d landed, %d failed; proclaims %d "
+                "landed, %d failed\n",
+                o_.name.c_str(), holds_, failed_acquires_, commits_ok_, commits_failed_, proclaims_ok_,
+                proclaims_failed_);
+        else
+            std::fprintf(stderr, "%s: %d holds, %d failed acquires\n", o_.name.c_str(), holds_,
+                         failed_acquires_);
     }
 
     void on_signal(int sig) {
@@ -221,6 +264,148 @@ public:
     }
 
 private:
+    // One leadership's state, shared with its loss watcher.
+    struct hold_state {
+        explicit hold_state(const asio::any_io_executor& ex) : timer(ex) {}
+        bool ended = false;       // its E line is written
+        bool lost = false;        // ... and it was the loss signal's
+        asio::steady_timer timer; // the wait between rounds; the loss signal cancels it
+    };
+
+    // --recipe election: one campaign on `path`, and if it wins, one leadership (see the header).
+    asio::awaitable<void> lead(zklock::session& s, const std::string& path,
+                               std::uniform_int_distribution<int>& pick_hold,
+                               std::uniform_int_distribution<int>& pick_slow_stop) {
+        auto ex = co_await asio::this_coro::executor;
+        const std::string data = path + "-data";
+        if (!data_nodes_.count(data)) { // persistent; an existing node is no error
+            auto [ec] = co_await zklock::async_create_node(s, data, "", asio::as_tuple(use_awaitable));
+            if (ec) {
+                std::fprintf(stderr, "%s: create %s: %s\n", o_.name.c_str(), data.c_str(),
+                             ec.message().c_str());
+                asio::steady_timer pause(ex, 50ms);
+                co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                co_return;
+            }
+            data_nodes_.insert(data);
+        }
+        const std::string value = o_.name + "-" + std::to_string(++campaigns_);
+        zklock::election e(s, path);
+        auto [ec, l] = co_await e.async_campaign_for(value, 10s, asio::as_tuple(use_awaitable));
+        if (ec) {
+            ++failed_acquires_;
+            asio::steady_timer pause(ex, 50ms);
+            co_await pause.async_wait(asio::as_tuple(use_awaitable));
+            co_return;
+        }
+        const long long token = l.fencing_token();
+        std::fprintf(log_, "G %s %lld %lld %llx\n", path.c_str(), now_ns(), token,
+                     static_cast<unsigned long long>(l.session_id()));
+        std::fflush(log_);
+        // the loss signal ends the hold at once (its E line), as in the mutex mode; a proclaim or
+        // commit in flight then completes after it
+        auto st = std::make_shared<hold_state>(ex);
+        l.async_wait_lost([this, st, path](zklock::error_code lost) {
+            if (st->ended || !lost || lost == zklock::errc::lock_released) return;
+            st->ended = st->lost = true;
+            std::fprintf(log_, "E %s %lld lost %s\n", path.c_str(), now_ns(), reason_name(lost));
+            std::fflush(log_);
+            st->timer.cancel();
+        });
+        const auto hold = std::chrono::milliseconds(pick_hold(rng_));
+        const int rounds = 1 + static_cast<int>(rng_() % 3);
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < rounds && !st->ended; ++k) {
+            co_await proclaim(l, path, token, value + "-p" + std::to_string(k));
+            if (st->ended) break;
+            co_await commit(l, path, token, data, value, k);
+            if (st->ended) break;
+            st->timer.expires_at(t0 + hold * (k + 1) / rounds);
+            co_await st->timer.async_wait(asio::as_tuple(use_awaitable));
+        }
+        if (st->lost) {
+            // after the loss signal nothing may land: a proclaim and a commit that must fail
+            co_await proclaim(l, path, token, value + "-after-loss");
+            co_await commit(l, path, token, data, value, -1);
+            if (o_.slow_stop_ms > 0) { // as in the mutex mode, and one more commit at the end
+                asio::steady_timer acting(ex, std::chrono::milliseconds(pick_slow_stop(rng_)));
+                co_await acting.async_wait(asio::as_tuple(use_awaitable));
+                co_await commit(l, path, token, data, value, -2);
+                std::fprintf(log_, "S %s %lld\n", path.c_str(), now_ns());
+                std::fflush(log_);
+            }
+        } else {
+            st->ended = true;
+            std::fprintf(log_, "E %s %lld released\n", path.c_str(), now_ns());
+            std::fflush(log_);
+        }
+        co_await l.async_resign(asio::as_tuple(use_awaitable));
+        ++holds_;
+    }
+
+    asio::awaitable<void> proclaim(zklock::leadership& l, const std::string& path, long long token,
+                                   const std::string& value) {
+        const long long sent = now_ns();
+        auto [ec] = co_await l.async_proclaim(value, asio::as_tuple(use_awaitable));
+        const long long done = now_ns();
+        if (!ec) {
+            ++proclaims_ok_;
+            std::fprintf(log_, "P %s %lld %lld %lld ok %s\n", path.c_str(), token, sent, done, value.c_str());
+        } else {
+            ++proclaims_failed_;
+            std::fprintf(log_, "P %s %lld %lld %lld fail %s\n", path.c_str(), token, sent, done,
+                         error_text(ec).c_str());
+        }
+        std::fflush(log_);
+    }
+
+    // k: the round (-1: after the loss signal; -2: at the end of a slow stop)
+    asio::awaitable<void> commit(zklock::leadership& l, const std::string& path, long long token,
+                                 const std::string& data, const std::string& value, int k) {
+        zklock::transaction t;
+        t.set_data(data,
+                   "t=" + std::to_string(token) + " w=" + o_.name + " n=" + value + " k=" + std::to_string(k),
+                   -1);
+        const long long sent = now_ns();
+        auto [ec, r] = co_await l.async_commit(std::move(t), asio::as_tuple(use_awaitable));
+        const long long done = now_ns();
+        if (!ec && r.ops.size() == 1) {
+            ++commits_ok_;
+            std::fprintf(log_, "C %s %lld %lld %lld ok %s %d\n", path.c_str(), token, sent, done,
+                         data.c_str(), static_cast<int>(r.ops[0].version));
+        } else {
+            ++commits_failed_;
+            std::fprintf(log_, "C %s %lld %lld %lld fail %s\n", path.c_str(), token, sent, done,
+                         (ec ? error_text(ec) : std::string("none:0 success without its result")).c_str());
+        }
+        std::fflush(log_);
+    }
+
+    static std::string error_text(const zklock::error_code& ec) {
+        std::string m = ec.message();
+        for (auto& c : m)
+            if (c == '\n') c = ' ';
+        return std::string(error_name(ec)) + " " + ec.category().name() + ":" + std::to_string(ec.value()) +
+               " " + m;
+    }
+
+    static const char* error_name(const zklock::error_code& ec) {
+        using zklock::errc;
+        using zklock::zk_errc;
+        if (ec == errc::lock_lost) return "lock_lost";
+        if (ec == errc::not_held) return "not_held";
+        if (ec == errc::session_closed) return "session_closed";
+        if (ec == errc::session_expired) return "session_expired";
+        if (ec == errc::not_connected) return "not_connected";
+        if (ec == zk_errc::connection_loss) return "connection_loss";
+        if (ec == zk_errc::operation_timeout) return "operation_timeout";
+        if (ec == zk_errc::session_expired) return "zk_session_expired";
+        if (ec == zk_errc::closing) return "closing";
+        if (ec == zk_errc::invalid_state) return "invalid_state";
+        if (ec == zk_errc::no_node) return "no_node";
+        return "other";
+    }
+
     static const char* reason_name(const zklock::error_code& ec) {
         if (ec == zklock::errc::lease_expired) return "lease_expired";
         if (ec == zklock::errc::lock_lost_suspended) return "disconnected";
@@ -237,6 +422,9 @@ private:
     std::vector<std::unique_ptr<zt::tcp_proxy>> proxies_;
     bool stop_ = false;
     int holds_ = 0, failed_acquires_ = 0;
+    // --recipe election
+    std::set<std::string> data_nodes_; // created (or found) already
+    int campaigns_ = 0, commits_ok_ = 0, commits_failed_ = 0, proclaims_ok_ = 0, proclaims_failed_ = 0;
 };
 
 } // namespace

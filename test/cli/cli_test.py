@@ -489,6 +489,46 @@ class CliTest(unittest.TestCase):
         self.assertEqual(json.loads(zklock("list", "--json", self.path).stdout), [])
         self.assert_no_leftovers()
 
+    def test_leader_prints_the_value_of_a_run_and_watch_follows_each_change(self):
+        r = zklock("leader", self.path)
+        self.assertEqual(r.returncode, EX_NOTHING, r.stderr)
+        self.assertEqual(r.stdout.strip(), "(no leader)")
+        self.assertIn("no leader on " + self.path, self.assert_one_error_line(r))
+        first = self.spawn("run", "--data", "primary-a:8080", self.path, "--", "sleep", "30")
+        self.wait_children(1)
+        r = zklock("leader", self.path)
+        self.assertEqual((r.returncode, r.stdout), (0, "primary-a:8080\n"), r.stderr)
+        r = zklock("leader", "--json", self.path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        info = json.loads(r.stdout)
+        self.assertEqual(info["value"], "primary-a:8080")
+        stat = self.zk.exists(info["node"])
+        self.assertEqual(int(info["session"], 16), stat.ephemeralOwner)
+        self.assertEqual(info["fencing_token"], stat.czxid * 4096)
+        # --watch: the current leader, then one line per change, until SIGINT (exit 0)
+        watch = self.spawn("leader", "--watch", self.path)
+        second = self.spawn("run", "--data", "primary-b:8080", self.path, "--", "sleep", "30")
+        self.wait_children(2)
+        first.send_signal(signal.SIGTERM)  # the leader resigns: the next one leads
+        first.wait(timeout=15)
+        self.wait_children(1)
+        self.zk.set(self.path + "/" + self.children()[0], b"primary-b:9090")  # a new value
+        time.sleep(0.5)
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=15)
+        self.wait_children(0)
+        time.sleep(0.5)
+        self.wait_signal_caught(watch.pid, signal.SIGINT)
+        watch.send_signal(signal.SIGINT)
+        out, _ = watch.communicate(timeout=15)
+        self.assertEqual(watch.returncode, 0)
+        self.assertEqual(out.splitlines(),
+                         ["primary-a:8080", "primary-b:8080", "primary-b:9090", "(no leader)"])
+        r = zklock("leader", "no-slash")
+        self.assertEqual(r.returncode, EX_USAGE)
+        self.assertIn("bad election path", self.assert_one_error_line(r))
+        self.assert_no_leftovers()
+
     def test_list_json_stays_valid_for_binary_node_data(self):
         # a contender made by another client, with bytes that are not UTF-8 and control bytes
         node = self.zk.create(self.path + "/_c_0f1e2d3c-lock-", b"\xff\x00\xfe\x01\"\\ tail",

@@ -17,7 +17,7 @@ cli = sys.argv[2] if len(sys.argv) > 2 else None
 cli_help = None  # subcommand ("" for the program) -> its --help text
 if cli:
     cli_help = {}
-    for sub in ("", "run", "list", "break", "revoke"):
+    for sub in ("", "run", "list", "break", "revoke", "leader"):
         out = subprocess.run([cli] + ([sub] if sub else []) + ["--help"], capture_output=True, text=True, timeout=30)
         cli_help[sub] = out.stdout + out.stderr
 examples = {os.path.basename(f): open(f).read() for f in glob.glob(os.path.join(root, "examples", "*.cpp"))}
@@ -35,7 +35,7 @@ def commands(path):
             if s:
                 yield i, s
         else:
-            for m in re.finditer(r"`((?:scripts|bench|build)/[^`]+|zklock (?:run|list|break|revoke)\b[^`]*)`", l):
+            for m in re.finditer(r"`((?:scripts|bench|build)/[^`]+|zklock (?:run|list|break|revoke|leader)\b[^`]*)`", l):
                 yield i, m.group(1)
 
 

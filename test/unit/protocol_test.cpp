@@ -407,3 +407,43 @@ TEST(Protocol, AMarkerIsNoContenderOfAnyRecipe) {
     EXPECT_EQ(d.predecessor, "_c_x-lock-0000000001");
     EXPECT_TRUE(d.alone);
 }
+
+TEST(Protocol, LeaderLatchNamesAreWritersAndNamingsAreTold) {
+    // Curator's LeaderLatch: "_c_<uuid>-latch-<seq>" (protected) or "latch-<seq>"; every recipe
+    // counts it as an exclusive contender.
+    auto l = parse_contender("_c_5f3e1b52-9d7c-4f0e-8a4b-1234567890ab-latch-0000000003");
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->seq, 3);
+    EXPECT_TRUE(l->writer);
+    EXPECT_TRUE(parse_contender("latch-0000000004"));
+    EXPECT_FALSE(parse_contender("latch-000000004")); // 9 digits: not a sequence
+    EXPECT_EQ(
+        classify_child("latch-00000000x4", lock_family::mutex, zklock::lock_dialect::curator, std::nullopt),
+        child_kind::foreign);
+    EXPECT_EQ(node_marker(lock_family::latch, false, zklock::lock_dialect::curator), "-latch-");
+    EXPECT_EQ(protected_node_prefix("/e", "g", zklock::lock_dialect::curator, lock_family::latch),
+              "/e/_c_g-latch-");
+
+    EXPECT_EQ(naming_of("_c_x-lock-0000000001"), naming::curator_lock);
+    EXPECT_EQ(naming_of("lock-0000000001"), naming::curator_lock);
+    EXPECT_EQ(naming_of("_c_x-__WRIT__0000000001"), naming::curator_lock);
+    EXPECT_EQ(naming_of("_c_x-latch-0000000001"), naming::curator_latch);
+    EXPECT_EQ(naming_of("0123abcd__lock__0000000001"), naming::kazoo);
+    EXPECT_EQ(naming_of("0123abcd__rlock__0000000001"), naming::kazoo);
+
+    // A latch leader below a latch waiter: decided like any lock.
+    std::vector<std::string> kids{"_c_a-latch-0000000002", "_c_b-latch-0000000001"};
+    auto d = decide_exclusive(kids, "_c_a-latch-0000000002");
+    EXPECT_EQ(d.what, exclusive_decision::wait);
+    EXPECT_EQ(d.predecessor, "_c_b-latch-0000000001");
+    EXPECT_FALSE(other_naming(kids, naming::curator_latch));
+    // Mixed: each peer would see only its own, so an election refuses (the other one named).
+    kids.push_back("_c_c-lock-0000000003");
+    kids.push_back("leases");  // not a contender: never a reason
+    kids.push_back("zz-note"); // nor this
+    EXPECT_EQ(other_naming(kids, naming::curator_latch), "_c_c-lock-0000000003");
+    EXPECT_EQ(other_naming(kids, naming::curator_lock), "_c_a-latch-0000000002"); // (the first listed)
+    EXPECT_EQ(other_naming(std::vector<std::string>{"abc__lock__0000000001"}, naming::curator_lock),
+              "abc__lock__0000000001");
+    EXPECT_FALSE(other_naming(std::vector<std::string>{"abc__lock__0000000001"}, naming::kazoo));
+}
