@@ -31,7 +31,7 @@
 //                [--parallel 256] [--prefix /zklock-scale] [--cycle-seconds F]
 #include <zklock.hpp>
 
-#include "detail/session_impl.hpp" // heartbeat_checks_sent(): the checks the heartbeats carried
+#include "session/session_impl.hpp" // heartbeat_checks_sent(): the checks the heartbeats carried
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>

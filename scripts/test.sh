@@ -40,7 +40,7 @@ export ZK_RELAY_ENSEMBLE_DIR=$zk3r
 export ZKLOCK_SCRIPTS="$root/scripts"
 echo "test: ZooKeeper at $ZK_CONNECT, ensemble at $ZK_ENSEMBLE_CONNECT" >&2
 if [ "$mode" = --sanitize ]; then
-  # stack-use-after-return: a coroutine that reads a dead closure (see src/inspect.cpp) is caught every time
+  # stack-use-after-return: a coroutine that reads a dead closure (see src/recipes/inspect.cpp) is caught every time
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   # the C client's own leaks on a close mid-partition (see the file); zklock's are still reported
   export LSAN_OPTIONS="suppressions=$root/test/lsan.supp"

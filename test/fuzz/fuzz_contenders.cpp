@@ -6,7 +6,7 @@
 //
 // Input: byte 0 selects the family and dialect (bits 0-1) and the parent's cversion (bits 2-4:
 // unknown, or one of a few values), the rest is the list of children, one per line.
-#include "detail/protocol.hpp"
+#include "protocol/protocol.hpp"
 
 #include <algorithm>
 #include <climits>

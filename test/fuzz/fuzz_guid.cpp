@@ -1,7 +1,7 @@
 // libFuzzer target: guid lookup among children (recovering a create whose reply was lost).
 // Input: the guid, a NUL byte, then the children one per line. A found child contains the guid
 // and ends with a sequence suffix; a child that contains the guid and such a suffix is found.
-#include "detail/protocol.hpp"
+#include "protocol/protocol.hpp"
 
 #include <cstdint>
 #include <cstdlib>

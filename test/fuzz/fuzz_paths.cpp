@@ -3,7 +3,7 @@
 // the cap.
 #include <zklock/path.hpp>
 
-#include "detail/protocol.hpp"
+#include "protocol/protocol.hpp"
 
 #include <cstdint>
 #include <cstdlib>

@@ -4,8 +4,8 @@
 
 #include <zklock.hpp>
 
-#include "detail/protocol.hpp"
-#include "detail/session_impl.hpp"
+#include "protocol/protocol.hpp"
+#include "session/session_impl.hpp"
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>

@@ -6,7 +6,7 @@
 #include "common.hpp"
 #include "proxy.hpp"
 
-#include "detail/lease.hpp"
+#include "session/lease.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

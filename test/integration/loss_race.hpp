@@ -5,8 +5,8 @@
 
 #include "common.hpp"
 
-#include "detail/lease.hpp"
-#include "detail/session_impl.hpp"
+#include "session/lease.hpp"
+#include "session/session_impl.hpp"
 
 #include <cstdio>
 #include <ctime>

@@ -10,7 +10,7 @@
 #include "raw_zk.hpp"
 #include "relayed_ensemble.hpp"
 
-#include "detail/boot_timer.hpp"
+#include "bridge/boot_timer.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>

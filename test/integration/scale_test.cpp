@@ -7,7 +7,7 @@
 #include "common.hpp"
 #include "raw_zk.hpp"
 
-#include "detail/lease.hpp"
+#include "session/lease.hpp"
 
 #include <cmath>
 #include <cstdio>

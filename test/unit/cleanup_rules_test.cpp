@@ -1,7 +1,7 @@
-// The guaranteed deletes' decisions (src/detail/cleanup_rules.hpp): a background delete ends only
+// The guaranteed deletes' decisions (src/session/cleanup_rules.hpp): a background delete ends only
 // when the node is gone, is not ours, or went with the session; every other reply retries, on the
 // reconnect or after a bounded back-off. No server needed.
-#include "detail/cleanup_rules.hpp"
+#include "session/cleanup_rules.hpp"
 
 #include <gtest/gtest.h>
 

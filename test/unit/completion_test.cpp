@@ -1,7 +1,7 @@
 // The completion mechanism every zklock operation uses (detail::pending): exactly once, on the
 // handler's associated executor, never inside the initiating call, cancellation slot cleared
 // before the upcall, outstanding work kept while pending. No server needed.
-#include "detail/pending.hpp"
+#include "common/pending.hpp"
 
 #include <zklock/guard.hpp>
 #include <zklock/multi_lock.hpp>

@@ -11,7 +11,7 @@
 // deadline at v + 0.4125 T + f T) none inside its premises.
 #include <zklock/loss_policy.hpp>
 
-#include "detail/lease.hpp"
+#include "session/lease.hpp"
 
 #include <gtest/gtest.h>
 

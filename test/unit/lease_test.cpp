@@ -2,7 +2,7 @@
 // no sleeping. Each test names the evidence rule of session_lease it checks.
 #include <zklock/loss_policy.hpp>
 
-#include "detail/lease.hpp"
+#include "session/lease.hpp"
 
 #include <gtest/gtest.h>
 

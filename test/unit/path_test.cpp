@@ -1,6 +1,6 @@
 #include <zklock/path.hpp>
 
-#include "detail/protocol.hpp"
+#include "protocol/protocol.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// The session state machine (src/detail/session_fsm.hpp): each event's effects, in order, from
+// The session state machine (src/session/session_fsm.hpp): each event's effects, in order, from
 // each state. No server needed; the integration tests drive the same machine through the C client.
-#include "detail/session_fsm.hpp"
+#include "session/session_fsm.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // How the TLS relay names a failed handshake (classify_tls_failure): pure, no server.
-#include "detail/tls_relay.hpp"
+#include "bridge/tls_relay.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/error.hpp>

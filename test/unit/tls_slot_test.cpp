@@ -1,6 +1,6 @@
 // client_socket_slot: how the relay's listeners tell the C client's connection from a stranger's
-// off the session's strand (detail/tls_relay.hpp). Pure: no socket.
-#include "detail/tls_relay.hpp"
+// off the session's strand (bridge/tls_relay.hpp). Pure: no socket.
+#include "bridge/tls_relay.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,469 @@
+#include <zklock/guard.hpp>
+
+#include "recipes/held_lock.hpp"
+#include "protocol/protocol.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <algorithm>
+
+namespace zklock {
+namespace detail {
+
+namespace {
+void complete_all(held_lock::waiter_map& m, error_code ec) {
+    auto all = std::move(m);
+    m.clear();
+    for (auto& [id, w] : all) w.complete(ec);
+}
+} // namespace
+
+std::uint64_t held_lock::new_cancellable_waiter(wait_kind which, pending<void(error_code)>& h) {
+    auto id = next_waiter.fetch_add(1, std::memory_order_relaxed);
+    h.on_cancel([w = weak_from_this(), which, id](asio::cancellation_type) {
+        auto self = w.lock();
+        if (!self) return;
+        asio::post(self->session->strand(), [self, which, id] { self->cancel_waiter(which, id); });
+    });
+    return id;
+}
+
+void held_lock::cancel_waiter(wait_kind which, std::uint64_t id) {
+    if (!waiters_ && st != status::held) return; // (nothing parked, and nothing to remember)
+    auto& waiters = waiting(which);
+    auto it = waiters.find(id);
+    if (it == waiters.end()) {
+        if (st == status::held) wait_state().cancelled_early.insert(id); // not parked yet
+        return;
+    }
+    auto p = std::move(it->second);
+    waiters.erase(it);
+    p.complete(asio::error::operation_aborted);
+}
+
+void held_lock::park(wait_kind which, pending<void(error_code)> h, std::uint64_t id) {
+    if (id != 0 && waiters_ && waiters_->cancelled_early.erase(id))
+        return h.complete(asio::error::operation_aborted);
+    if (id == 0) id = next_waiter.fetch_add(1, std::memory_order_relaxed);
+    waiting(which).emplace(id, std::move(h));
+    arm_watch();
+}
+
+void held_lock::end_waits(error_code why, bool fire) {
+    if (!waiters_) return;
+    auto w = std::move(waiters_); // (a handler that parks again makes a new set: it completes at once)
+    w->cancelled_early.clear();
+    complete_all(w->loss, why);
+    complete_all(w->revoke, why);
+    if (fire)
+        for (auto& b : w->bindings)
+            if (auto sp = b.lock()) loss_binding::fire(sp);
+}
+
+void held_lock::start() {
+    listener_id = session->add_listener(weak_from_this());
+    policy = session->policy_for(policy_override);
+    if (policy.type() == loss_policy::kind::lease) {
+        lease_registered = true;
+        // (first: gaps from now on are recorded)
+        lease_id = session->lease_register(policy.lease_fraction(), node, [w = weak_from_this()] {
+            // a heartbeat's check failed (answered on the session: it lives; the node was deleted)
+            if (auto self = w.lock()) self->lose(errc::lock_node_deleted);
+        });
+        lease_since = lease_clock::now();
+        // Granted on a reply so slow that the lease has already lapsed: not vouched for.
+        if (session->lease_lapsed(policy.lease_fraction()))
+            lose_after_finding_the_cause(errc::lease_expired, true);
+    } else if (policy.type() == loss_policy::kind::on_disconnect &&
+               session->state() != session_state::connected) {
+        lose_by_policy(errc::lock_lost_suspended);
+    }
+}
+
+void held_lock::unregister() {
+    session->remove_listener(listener_id);
+    if (lease_registered) {
+        lease_registered = false;
+        session->lease_unregister(lease_id);
+    }
+}
+
+bool held_lock::is_lost_now() const noexcept {
+    if (lost.load(std::memory_order_acquire)) return true;
+    if (finding_cause.load(std::memory_order_acquire)) return true;
+    if (policy.type() != loss_policy::kind::lease) return false; // (fixed by start(), before the grant)
+    if (lease_seen_lapsed.load(std::memory_order_acquire)) return true;
+    if (!session->lease_lapsed_since(lease_since, policy.lease_fraction())) return false;
+    lease_seen_lapsed.store(true, std::memory_order_release);
+    return true;
+}
+
+error_code held_lock::loss_reason_now() const {
+    if (lost.load(std::memory_order_acquire)) return reason;
+    if (finding_cause.load(std::memory_order_acquire)) return tentative_reason;
+    if (is_lost_now()) return errc::lease_expired;
+    return {};
+}
+
+void held_lock::lose_by_policy(error_code why) {
+    if (st != status::held) return;
+    lose(why);
+    // The holder has only just been told. If the session survives, the node must not linger,
+    // but it must not go before the holder can have stopped either: it stays until the release
+    // or until the server could have expired the session anyway, whichever comes first.
+    // (A hand-off grant's node is its queue's, which does the same for it.)
+    if (hook) return;
+    delete_deferred = true;
+    // Until the earliest moment the session could have expired (v + T), and under the lease never
+    // sooner than the holder's stated window, (0.5875 - f) T, after the signal: a lapse found late
+    // (a T that shrank on a reconnect, which moves the deadline into the past; a late timer) must
+    // not hand the lock on as it is told. (Seen: QuorumLease.ATimeoutRenegotiated... granted the
+    // next holder 39 ms after the signal, the node deleted at once.)
+    const lease_ns now = lease_clock::now();
+    handover_at = session->lease_handover_at();
+    if (policy.type() == loss_policy::kind::lease)
+        handover_at =
+            std::max(handover_at,
+                     now + static_cast<lease_ns>(session_lease::guaranteed_margin(policy.lease_fraction()) *
+                                                 static_cast<double>(session->lease_view().timeout)));
+    const auto at = handover_at;
+    if (at <= now) return delete_lost_node();
+    // (weak: a held_lock that goes away was released, and its release deleted the node)
+    auto then = [w = weak_from_this()](error_code) {
+        if (auto self = w.lock()) self->delete_lost_node();
+    };
+    try {
+        handover_timer = std::make_unique<boot_timer>(session->strand());
+    } catch (const std::exception&) {
+        // A CLOCK_BOOTTIME timer is a descriptor; at the process's descriptor limit it cannot be
+        // made (seen: 5,000 sessions in one process, the exception out of io_context::run).
+        handover_timer.reset();
+        handover_fallback = std::make_unique<asio::steady_timer>(
+            session->strand(), std::chrono::nanoseconds(at - lease_clock::now()));
+        return handover_fallback->async_wait(then);
+    }
+    handover_timer->expires_at(at);
+    handover_timer->async_wait(then);
+}
+
+void held_lock::delete_lost_node() {
+    if (!delete_deferred) return;
+    delete_deferred = false;
+    if (handover_timer) handover_timer->cancel();
+    if (handover_fallback) handover_fallback->cancel();
+    session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
+}
+
+void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
+    if (st != status::held) return;
+    if (finding_cause.load(std::memory_order_relaxed)) return; // (one search at a time)
+    // Before the earliest expiry the session is alive (the lease's premises): `why` is the cause.
+    if (policy.type() != loss_policy::kind::lease || session->lease_handover_at() > lease_clock::now())
+        return by_policy ? lose_by_policy(why) : lose(why);
+    tentative_reason = why;
+    finding_cause.store(true, std::memory_order_release);
+    auto decide = [w = weak_from_this(), why, by_policy](bool alive) {
+        auto self = w.lock();
+        if (!self || !self->finding_cause.load(std::memory_order_relaxed) || self->st != status::held) return;
+        self->finding_cause.store(false, std::memory_order_release);
+        if (self->cause_timer) self->cause_timer->cancel();
+        // (an expiry reaches us as session_event::expired, which loses with its own reason)
+        if (!alive && self->session->state() == session_state::expired)
+            return self->lose(self->session->end_reason());
+        by_policy ? self->lose_by_policy(why) : self->lose(why);
+    };
+    // An answered write on this session proves it alive at the quorum (a read could be answered
+    // by a follower cut off from the leader); a reconnect to an expired session ends every request
+    // with ZSESSIONEXPIRED (and the expired event).
+    session->renew_lease(zk_handler([decide](zk_result r) {
+        if (is_server_reply(r.rc))
+            decide(true);
+        else if (r.rc == ZSESSIONEXPIRED || r.rc == ZINVALIDSTATE)
+            decide(false);
+        // else: connection trouble; the session event or the bound decides
+    }));
+    try {
+        cause_timer = std::make_unique<boot_timer>(session->strand());
+    } catch (const std::exception&) { // (no descriptor left for its bound: decide now)
+        cause_timer.reset();
+        return decide(false);
+    }
+    cause_timer->expires_after(session->negotiated_timeout() / 10);
+    cause_timer->async_wait([decide](error_code ec) {
+        if (!ec) decide(false);
+    });
+}
+
+void held_lock::lose(error_code why) {
+    if (st != status::held) return;
+    finding_cause.store(false, std::memory_order_release);
+    if (cause_timer) cause_timer->cancel();
+    st = status::lost;
+    reason = why;
+    end_hold(&why);
+    lost.store(true, std::memory_order_release);
+    unregister();
+    end_waits(why, true);
+}
+
+void held_lock::on_session_event(session_event e) {
+    switch (e) {
+    case session_event::suspended:
+        if (policy.type() == loss_policy::kind::on_disconnect) lose_by_policy(errc::lock_lost_suspended);
+        break;
+    case session_event::lease_check:
+        if (policy.type() == loss_policy::kind::lease &&
+            (lease_seen_lapsed.load(std::memory_order_acquire) ||
+             session->lease_lapsed_since(lease_since, policy.lease_fraction())))
+            lose_after_finding_the_cause(errc::lease_expired, true);
+        break;
+    case session_event::expired:
+        lose(session->end_reason());
+        break;
+    case session_event::closed:
+        lose(errc::session_closed);
+        break;
+    case session_event::reconnected:
+        // a watch whose request failed during the disconnect: arm it again
+        if (st == status::held && watch_id == 0 && wants_watch) arm_watch();
+        break;
+    case session_event::state_changed:
+        break;
+    }
+}
+
+void held_lock::release(std::optional<pending<void(error_code)>> done) {
+    if (st == status::released) {
+        if (done) done->complete({});
+        return;
+    }
+    if (--holds > 0) { // a reentrant hold: the node stays until the last one goes
+        if (done) done->complete({});
+        return;
+    }
+    bool was_held = st == status::held;
+    st = status::released;
+    end_hold();
+    unregister();
+    session->drop_watch(watch_id);
+    end_waits(errc::lock_released, false);
+    if (hook) return hook->local_release(*this, std::move(done)); // the node is the queue's
+    if (!was_held) {
+        // Lost: by policy (its delete was deferred: it goes now), with the session, or deleted
+        // by someone else. Nothing to wait for.
+        delete_lost_node();
+        if (done) done->complete({});
+        return;
+    }
+    const std::int64_t owner = fixed_name ? czxid : 0;
+    if (!done) return session->delete_in_background(node, std::nullopt, owner, marks_release);
+    // The release completes when the node is deleted, or once the lock's policy would no longer
+    // vouch for it (the lease's deadline; one session timeout with on_expiry), whichever comes
+    // first: a reconnect may never come (the connection can drop during the delete, too). The
+    // delete goes on in the background.
+    struct waiting {
+        std::optional<pending<void(error_code)>> p;
+        std::uint64_t lapse_id = 0;
+    };
+    auto w = std::make_shared<waiting>();
+    w->p.emplace(std::move(*done));
+    auto finish = [w, s = std::weak_ptr<session_impl>(session)](error_code ec) {
+        if (!w->p) return;
+        auto p = std::move(*w->p);
+        w->p.reset();
+        if (auto sp = s.lock(); sp && w->lapse_id) sp->cancel_lease_lapse(w->lapse_id);
+        p.complete(ec);
+    };
+    auto& s = *session;
+    // (other policies: one session timeout after the vouched time, the earliest expiry)
+    double bound = policy.type() == loss_policy::kind::lease ? policy.lease_fraction()
+                                                             : session_lease::expiry_after_reference;
+    w->lapse_id = s.on_lease_lapse(bound, [finish] { finish({}); });
+    s.delete_in_background(node,
+                           pending<void(error_code)>(asio::any_completion_handler<void(error_code)>(
+                                                         asio::bind_executor(s.strand(), finish)),
+                                                     s.executor()),
+                           owner, marks_release);
+}
+
+void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {
+    if (st == status::lost) return h.complete(reason);
+    if (st == status::released) return h.complete(errc::lock_released);
+    park(wait_kind::loss, std::move(h), id);
+}
+
+void held_lock::on_data(const std::string& data) {
+    if (!revocable || st != status::held || (data != "__REVOKE__" && data != "unlock")) return;
+    revoke_requested = true;
+    if (waiters_) complete_all(waiters_->revoke, errc::revocation_requested);
+}
+
+void held_lock::wait_revoked(pending<void(error_code)> h, std::uint64_t id) {
+    if (!revocable) return h.complete(errc::not_revocable);
+    if (st == status::lost) return h.complete(reason);
+    if (st == status::released) return h.complete(errc::lock_released);
+    if (revoke_requested) return h.complete(errc::revocation_requested);
+    park(wait_kind::revoke, std::move(h), id);
+}
+
+void held_lock::arm_watch() {
+    wants_watch = true;
+    if (st != status::held || watch_id != 0) return;
+    auto w = weak_from_this();
+    watch_id = session->add_watch([w](int type) {
+        auto self = w.lock();
+        if (!self) return;
+        self->watch_id = 0;
+        if (type == ZOO_DELETED_EVENT)
+            self->lose_after_finding_the_cause(errc::lock_node_deleted, false); // (maybe the expiry's)
+        else
+            self->arm_watch(); // data changed: keep watching
+    });
+    session->get_data(node, watch_id, zk_handler([w](zk_result r) {
+                          auto self = w.lock();
+                          if (!self) return;
+                          if (r.rc == ZOK) {
+                              self->on_data(r.data);
+                          } else if (r.rc == ZNONODE) {
+                              self->session->drop_watch(self->watch_id);
+                              self->watch_id = 0;
+                              self->lose(errc::lock_node_deleted); // (answered on the session: it lives)
+                          } else {
+                              // Connection trouble: the session events decide; re-arm after reconnecting.
+                              self->session->drop_watch(self->watch_id);
+                              self->watch_id = 0;
+                          }
+                      }));
+}
+
+} // namespace detail
+
+guard::guard() noexcept = default;
+guard::guard(std::shared_ptr<detail::held_lock> h) noexcept : h_(std::move(h)) {
+    if (h_) ex_ = h_->session->executor();
+}
+guard::guard(guard&& o) noexcept : h_(std::move(o.h_)), ex_(o.ex_) {}
+
+guard& guard::operator=(guard&& o) noexcept {
+    if (this != &o) {
+        release_in_background();
+        h_ = std::move(o.h_);
+        if (o.ex_) ex_ = o.ex_;
+    }
+    return *this;
+}
+
+guard::~guard() { release_in_background(); }
+
+void guard::release_in_background() noexcept {
+    auto h = std::move(h_);
+    if (!h) return;
+    try {
+        auto& strand = h->session->strand();
+        asio::post(strand, [h = std::move(h)] { h->release(std::nullopt); });
+    } catch (...) {
+        // Out of memory: the node goes with the session.
+    }
+}
+
+bool guard::is_lost() const noexcept { return h_ && h_->is_lost_now(); }
+
+error_code guard::loss_reason() const { return h_ ? h_->loss_reason_now() : error_code{}; }
+
+const std::string& guard::node_path() const noexcept {
+    static const std::string empty;
+    return h_ ? h_->node : empty;
+}
+std::int32_t guard::sequence() const noexcept { return h_ ? h_->seq : 0; }
+std::int64_t guard::fencing_token() const noexcept {
+    return h_ ? detail::fencing_token(h_->czxid, h_->local_index) : 0;
+}
+std::int64_t guard::node_czxid() const noexcept { return h_ ? h_->czxid : 0; }
+std::uint32_t guard::local_grant() const noexcept { return h_ ? h_->local_index : 0; }
+std::int64_t guard::session_id() const noexcept { return h_ ? h_->session_id : 0; }
+
+namespace detail {
+asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept {
+    return b ? b->signal.slot() : asio::cancellation_slot();
+}
+
+void loss_binding::fire(const std::shared_ptr<loss_binding>& b) {
+    asio::post(b->ex, [b] { b->signal.emit(asio::cancellation_type::terminal); });
+}
+} // namespace detail
+
+std::shared_ptr<detail::loss_binding> guard::start_loss_binding(const std::shared_ptr<detail::held_lock>& h,
+                                                                asio::any_io_executor ex) {
+    if (!h) return nullptr;
+    auto b = std::make_shared<detail::loss_binding>(std::move(ex));
+    // Registered on the strand, where the loss is decided: a loss before or after is not missed.
+    asio::post(h->session->strand(), [h, w = std::weak_ptr<detail::loss_binding>(b)] {
+        auto b = w.lock();
+        if (!b) return; // the operation is over already
+        if (h->st == detail::held_lock::status::lost) return detail::loss_binding::fire(b);
+        if (h->st != detail::held_lock::status::held) return; // released: nothing will be lost
+        auto& bindings = h->wait_state().bindings;
+        std::erase_if(bindings, [](const auto& x) { return x.expired(); });
+        bindings.push_back(w);
+        h->arm_watch();
+    });
+    return b;
+}
+
+namespace {
+/// Runs `fn(held_lock&, pending)` on the session's strand; an empty guard completes with `empty`.
+template <class Fn>
+void on_strand(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+               asio::any_completion_handler<void(error_code)> handler, error_code empty, Fn fn) {
+    if (!h) {
+        // An empty guard: complete on the session it belonged to (system_executor only for a
+        // default-constructed guard, which never had one).
+        detail::pending<void(error_code)> p(std::move(handler),
+                                            ex ? ex : asio::any_io_executor(asio::system_executor()));
+        return p.complete(empty);
+    }
+    auto s = h->session;
+    detail::pending<void(error_code)> p(std::move(handler), s->executor());
+    asio::post(s->strand(), [h = std::move(h), p = std::move(p), fn]() mutable { fn(*h, std::move(p)); });
+}
+} // namespace
+
+void guard::start_release(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                          handler_type handler) {
+    // Idempotent: an empty (released, moved-from) guard has nothing to release.
+    on_strand(std::move(h), ex, std::move(handler), {},
+              [](detail::held_lock& l, detail::pending<void(error_code)> p) { l.release(std::move(p)); });
+}
+
+namespace {
+/// A loss or revocation wait: its cancellation is installed here, in the initiating function.
+template <class Wait>
+void start_wait(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                asio::any_completion_handler<void(error_code)> handler, detail::held_lock::wait_kind which,
+                Wait wait) {
+    if (!h) return on_strand(nullptr, ex, std::move(handler), errc::not_held, [](auto&, auto) {});
+    auto s = h->session;
+    detail::pending<void(error_code)> p(std::move(handler), s->executor());
+    auto id = h->new_cancellable_waiter(which, p);
+    asio::post(s->strand(),
+               [h = std::move(h), p = std::move(p), id, wait]() mutable { wait(*h, std::move(p), id); });
+}
+} // namespace
+
+void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                               handler_type handler) {
+    start_wait(std::move(h), ex, std::move(handler), detail::held_lock::wait_kind::revoke,
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
+                   l.wait_revoked(std::move(p), id);
+               });
+}
+
+void guard::start_wait_lost(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                            handler_type handler) {
+    start_wait(std::move(h), ex, std::move(handler), detail::held_lock::wait_kind::loss,
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
+                   l.wait_lost(std::move(p), id);
+               });
+}
+
+} // namespace zklock

@@ -1,0 +1,707 @@
+// The exclusive lock recipe: an acquire is a coroutine on the session's strand.
+#include <zklock/mutex.hpp>
+#include <zklock/path.hpp>
+
+#include "recipes/held_lock.hpp"
+#include "recipes/lease_grant.hpp"
+#include "protocol/protocol.hpp"
+#include "session/session_impl.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <unistd.h>
+
+namespace zklock::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+using asio::use_awaitable;
+
+bool is_connection_rc(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+
+error_code zk_error(int rc) { return error_code(rc, zookeeper_category()); }
+
+class acquire_op final : public session_listener, public std::enable_shared_from_this<acquire_op> {
+public:
+    acquire_op(std::shared_ptr<session_impl> s, acquire_request r, pending<void(error_code, guard)> h)
+        : s_(std::move(s)), req_(std::move(r)), handler_(std::move(h)), wake_(s_->strand()),
+          deadline_timer_(s_->strand()), grace_timer_(s_->strand()) {}
+
+    /// How long after its deadline (or its cancellation) an acquire whose request the server does
+    /// not answer completes anyway. Its node, if the late reply shows one, goes in the background.
+    static constexpr std::chrono::milliseconds grace{40};
+
+    static void start(std::shared_ptr<acquire_op> op) {
+        op->handler_.on_cancel(
+            [w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type) {
+                asio::post(strand, [w] {
+                    if (auto o = w.lock()) o->cancel();
+                });
+            });
+        auto& strand = op->s_->strand();
+        // A deadline that has already passed when the operation starts (async_acquire_for(0)) is
+        // one try, as a try-acquire, whose "busy" is the deadline's acquire_timeout.
+        if (op->req_.deadline && *op->req_.deadline <= clock::now()) {
+            op->req_.deadline.reset();
+            op->req_.try_only = true;
+            op->zero_deadline_ = true;
+        }
+        // An acquire on a session closed before it started says so (not a bare "canceled").
+        if (op->s_->state() == session_state::closed) op->fatal_ = errc::session_closed;
+        if (op->req_.deadline && *op->req_.deadline != clock::time_point::max()) {
+            op->deadline_timer_.expires_at(*op->req_.deadline);
+            op->deadline_timer_.async_wait([w = op->weak_from_this()](error_code ec) {
+                if (auto o = w.lock(); o && !ec) o->stop_soon();
+            });
+        }
+        // An exception (out of memory, a bug) must not escape into the user's io_context::run()
+        // nor drop the user's handler: it completes it with errc::internal_error.
+        asio::co_spawn(strand, run(op), [op](std::exception_ptr e) {
+            if (e) op->on_exception();
+        });
+    }
+
+    lock_family family() const {
+        return req_.rw ? lock_family::rw : req_.latch ? lock_family::latch : lock_family::mutex;
+    }
+    /// An election's naming: a candidate of any other fails the campaign (other_naming).
+    naming own_naming() const {
+        return req_.latch                            ? naming::curator_latch
+               : req_.dialect == lock_dialect::kazoo ? naming::kazoo
+                                                     : naming::curator_lock;
+    }
+
+    void on_session_event(session_event e) override {
+        switch (e) {
+        case session_event::reconnected:
+        case session_event::state_changed:
+            recheck_ = true;
+            break;
+        case session_event::expired:
+            fatal_ = s_->end_reason();
+            session_ended_ = true;
+            break;
+        case session_event::closed:
+            fatal_ = asio::error::operation_aborted;
+            session_ended_ = true;
+            break;
+        case session_event::suspended:
+        case session_event::lease_check:
+            return; // ride it out; the watch survives
+        }
+        wake_.cancel();
+    }
+
+    void on_exception() {
+        if (!my_node_.empty() && !session_gone())
+            s_->delete_in_background(my_node_);
+        else if (!guid_.empty() && !session_gone())
+            s_->delete_by_guid_in_background(req_.path, guid_);
+        finish(errc::internal_error);
+    }
+
+private:
+    void cancel() {
+        cancelled_ = true;
+        stop_soon();
+    }
+    /// The deadline passed, or a cancel came: the coroutine stops at its next step (a parked wait
+    /// wakes at once). A request the server does not answer could hold it for up to 2/3 T, so
+    /// after `grace` the user's handler completes anyway; the coroutine goes on in the background
+    /// and deletes whatever node the late reply shows (finish and grant know: handler_ is empty).
+    void stop_soon() {
+        wake_.cancel();
+        if (!handler_ || grace_armed_) return;
+        grace_armed_ = true;
+        grace_timer_.expires_after(grace);
+        grace_timer_.async_wait([w = weak_from_this()](error_code ec) {
+            auto o = w.lock();
+            if (!o || ec || !o->handler_) return;
+            o->handler_.complete(o->fatal_       ? o->fatal_
+                                 : o->cancelled_ ? error_code(asio::error::operation_aborted)
+                                                 : error_code(errc::acquire_timeout),
+                                 guard{});
+        });
+    }
+    bool timed_out() const { return req_.deadline && clock::now() >= *req_.deadline; }
+    bool should_stop() const { return cancelled_ || fatal_ || timed_out(); }
+    /// A try that found the lock taken: lock_busy, or acquire_timeout for a zero deadline.
+    error_code busy_code() const {
+        return zero_deadline_ ? make_error_code(errc::acquire_timeout) : make_error_code(errc::lock_busy);
+    }
+    error_code stop_reason() const {
+        if (fatal_) return fatal_;
+        if (cancelled_) return asio::error::operation_aborted;
+        return errc::acquire_timeout;
+    }
+    /// The error for a failed request: the session's end takes precedence over its symptoms.
+    error_code fail_code(int rc) const {
+        if (fatal_) return fatal_;
+        if (rc == ZCLOSING || s_->state() == session_state::closed) return asio::error::operation_aborted;
+        if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) return errc::session_expired;
+        return zk_error(rc);
+    }
+    /// A create that kept failing with ZNONODE although we made the parents: under a chroot that
+    /// does not exist, every path does (zklock creates lock paths, never the chroot).
+    error_code no_parent_code() const {
+        if (!parse_connect_string(s_->options().connect).chroot.empty()) return errc::chroot_missing;
+        return fail_code(ZNONODE);
+    }
+    bool session_gone() const { return session_ended_ || s_->generation() != gen_; }
+
+    /// Suspends until something happened: a watch fired or the session reconnected (recheck_),
+    /// cancellation, the deadline, or the session ended.
+    asio::awaitable<void> wait_event() {
+        if (recheck_ || should_stop()) co_return;
+        wake_.expires_at(req_.deadline ? *req_.deadline : clock::time_point::max());
+        co_await wake_.async_wait(asio::as_tuple(use_awaitable));
+    }
+
+    /// Waits for a usable connection. False if the acquire must stop (stop_reason() says why).
+    asio::awaitable<bool> wait_connected() {
+        for (;;) {
+            if (should_stop()) co_return false;
+            switch (s_->state()) {
+            case session_state::connected:
+                co_return true;
+            case session_state::disconnected:
+                fatal_ = errc::not_connected;
+                co_return false;
+            case session_state::closed:
+                fatal_ = asio::error::operation_aborted;
+                session_ended_ = true;
+                co_return false;
+            default: // connecting, suspended, expired (renewing)
+                // A try-acquire does not wait for a reconnect that may take any time:
+                // it fails now, naming the connection.
+                if (req_.try_only) {
+                    fatal_ = zk_error(ZCONNECTIONLOSS);
+                    co_return false;
+                }
+                break;
+            }
+            recheck_ = false;
+            co_await wait_event();
+        }
+    }
+
+    /// Before a grant under the lease policy: detail::lease_for_grant (ZOK, ZOPERATIONTIMEOUT to
+    /// ask again, or the renewal's error).
+    asio::awaitable<int> lease_fresh() {
+        const int rc = co_await lease_for_grant(*s_, s_->policy_for(req_.loss), headroom_until_, my_node_);
+        // (should_stop: ends it) The renewal checks our node: ZNONODE says someone deleted it.
+        if (rc == lease_check_denied_rc) fatal_ = errc::lease_check_denied;
+        if (rc == ZNONODE) fatal_ = errc::lock_node_deleted;
+        co_return rc;
+    }
+    /// lease_fresh until it holds, waiting for the connection in between. False (my_node_
+    /// abandoned, the acquire completed) if it must stop.
+    asio::awaitable<bool> renew_before_grant() {
+        for (int rc; (rc = co_await lease_fresh()) != ZOK;) {
+            if (!is_connection_rc(rc)) {
+                co_await abandon(fail_code(rc));
+                co_return false;
+            }
+            if (!co_await wait_connected()) {
+                co_await abandon(stop_reason());
+                co_return false;
+            }
+        }
+        co_return true;
+    }
+
+    /// Creates the lock path and its ancestors as CONTAINER nodes.
+    asio::awaitable<int> ensure_parents() {
+        auto chain = ancestors(req_.path);
+        chain.push_back(req_.path);
+        for (const auto& p : chain) {
+            // The lock path gets the lock's ACL (ZooKeeper checks creates and deletes of the lock
+            // nodes against it); ancestors above it are shared namespace and stay open, or one
+            // service's ACL would lock every other out of "/locks".
+            // (A named variable, not a conditional inside the co_await: GCC 12 destroys such a
+            // temporary twice in a coroutine, freeing the ACL under the acquire; valgrind saw it.)
+            std::shared_ptr<const acl> node_acl;
+            if (&p == &chain.back()) node_acl = req_.node_acl;
+            auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
+            if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
+            if (r.rc == ZOK && &p == &chain.back()) made_path_ = true;
+            if (fault_injection::take(s_->faults.drop_parent_creates))
+                co_return ZCONNECTIONLOSS; // (not sent)
+            if (&p == &chain.front() && chain.size() > 1 && fault_injection::take(s_->faults.reap_ancestor))
+                (void)co_await s_->async_remove(p, use_awaitable); // as the container reaper may
+        }
+        co_return ZOK;
+    }
+
+    /// After a create whose outcome is unknown: find our node by its guid. Adopts it only if
+    /// this session owns it. True to go on (node adopted, or create again); false to stop.
+    asio::awaitable<bool> recover_create(std::vector<std::string>& children, parent_cversion& cv,
+                                         bool& listed) {
+        for (;;) {
+            if (!co_await wait_connected()) {
+                if (!session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
+                co_return false;
+            }
+            auto l = co_await s_->async_get_children(req_.path, use_awaitable);
+            if (is_connection_rc(l.rc)) continue;
+            if (l.rc == ZNONODE) co_return true; // the parent is gone, so is any node of ours
+            if (l.rc != ZOK) {
+                s_->delete_by_guid_in_background(req_.path, guid_);
+                fatal_ = zk_error(l.rc);
+                co_return false;
+            }
+            auto found = find_by_guid(l.children, guid_);
+            if (!found) co_return true; // never applied: create again
+            auto node = req_.path + "/" + *found;
+            auto e = co_await s_->async_exists(node, use_awaitable);
+            if (is_connection_rc(e.rc)) continue;
+            if (e.rc == ZNONODE) co_return true;
+            if (e.rc != ZOK) {
+                s_->delete_in_background(node);
+                fatal_ = zk_error(e.rc);
+                co_return false;
+            }
+            if (e.stat.ephemeralOwner != s_->session_id()) {
+                // Created by a session that is no longer ours: adopting it could make two holders.
+                s_->delete_in_background(node);
+                co_return true;
+            }
+            my_node_ = std::move(node);
+            czxid_ = e.stat.czxid;
+            children = std::move(l.children);
+            cv = s_->listed_cversion(l);
+            listed = true;
+            co_return true;
+        }
+    }
+
+    /// One path, one lock: a semaphore's path has a "leases" child (Curator's layout). If it holds
+    /// a lease, this lock would not exclude the lease holders: ZAPIERROR then (the caller fails with
+    /// errc::path_used_by_semaphore). Once is enough, on a listing made after our create: a lease
+    /// created after this check is followed by the semaphore's own listing of the path
+    /// (semaphore.cpp), which sees our node and refuses. An empty "leases" left behind (a container
+    /// the server has not reaped yet) is no conflict.
+    /// The same for the unique_node strategy's "<path>/lock" (errc::strategy_conflict: ZNODEEXISTS;
+    /// run_unique lists the path after its create and refuses when it sees our node).
+    asio::awaitable<int> check_no_semaphore(const std::vector<std::string>& children) {
+        if (std::find(children.begin(), children.end(), "lock") != children.end()) co_return ZNODEEXISTS;
+        if (std::find(children.begin(), children.end(), "leases") == children.end()) co_return ZOK;
+        auto l = co_await s_->async_get_children(req_.path + "/leases", use_awaitable);
+        if (l.rc == ZNONODE) co_return ZOK;
+        if (l.rc != ZOK) co_return l.rc;
+        for (const auto& c : l.children)
+            if (is_semaphore_lease(c)) co_return ZAPIERROR;
+        co_return ZOK;
+    }
+
+    /// Gives up: deletes our node (waiting for the delete when connected, so the caller sees
+    /// no leftover; in the background otherwise) and completes with `ec`.
+    asio::awaitable<void> abandon(error_code ec) {
+        if (!my_node_.empty() && !session_gone()) {
+            bool done = false;
+            if (s_->state() == session_state::connected) {
+                auto r = co_await s_->async_remove(my_node_, use_awaitable);
+                done = r.rc == ZOK || r.rc == ZNONODE;
+            }
+            if (!done && !session_gone()) s_->delete_in_background(my_node_);
+        }
+        finish(ec);
+    }
+
+    void finish(error_code ec, guard g = {}) {
+        if (ec == zk_errc::no_auth || ec == zk_errc::invalid_acl) // (an error_code cannot carry the path)
+            log_line("zklock: acquire of " + req_.path + " refused by the server: " + ec.message() +
+                     " (the session's credentials and the ACL of the lock path and its parents)");
+        s_->remove_listener(listener_id_);
+        wake_.cancel();
+        deadline_timer_.cancel();
+        grace_timer_.cancel();
+        if (made_path_ && !path_used_ && !session_gone() && s_->state() == session_state::connected) {
+            // We made the lock path and never created a node in it (we stopped in between, or
+            // the create was refused): the server never reaps a container that never had a
+            // child, so it goes now. Once: if someone's node is in it by now, the server refuses
+            // (ZNOTEMPTY); if someone is about to create one, that create finds no parent and
+            // makes it again.
+            s_->remove(req_.path, -1, zk_handler([](zk_result) {}));
+        }
+        if (handler_) handler_.complete(ec, std::move(g)); // (else: completed after the grace)
+    }
+
+    void grant() {
+        if (!handler_) { // the user was told "timed out" or "cancelled" already: the node goes
+            s_->delete_in_background(my_node_, std::nullopt,
+                                     req_.strategy == lock_strategy::unique_node ? czxid_ : 0);
+            return finish({});
+        }
+        auto parsed =
+            parse_contender(last_segment(my_node_), family(), req_.dialect); // (none for unique_node)
+        auto h =
+            std::make_shared<held_lock>(s_, my_node_, parsed ? parsed->seq : 0, czxid_, s_->session_id());
+        h->revocable = req_.revocable;
+        h->policy_override = req_.loss;
+        h->fixed_name = req_.strategy == lock_strategy::unique_node;
+        // A write node granted here was the lowest contender (decide, or a predecessor's deletion
+        // or marker that left it so): its release may say so to the waiter behind it. Only a node
+        // that waited can have such a waiter: one that lists while this node is the lowest is
+        // alone behind it, and needs no marker (so an uncontended cycle pays nothing for it).
+        h->marks_release = !h->fixed_name && parsed && parsed->writer && waited_;
+        h->start();
+        if (h->revocable) h->arm_watch(); // watch our own node's data for revocation requests
+        finish({}, guard(std::move(h)));
+    }
+
+    /// The seeds' first algorithm: everyone creates "<path>/lock"; the winner holds it, the others
+    /// watch it and race again when it goes (every release wakes every waiter).
+    static asio::awaitable<void> run_unique(std::shared_ptr<acquire_op> self) {
+        auto& op = *self;
+        auto& s = *op.s_;
+        const std::string node = op.req_.path + "/lock";
+        // The node's data starts with a guid of this acquire: a create whose reply was lost is
+        // recognised by it (and only by it: the session alone would also match a sibling's node).
+        const std::string guid = make_guid();
+        const std::string data =
+            guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
+        auto ours = [&](const zk_result& g) {
+            return g.rc == ZOK && g.data.compare(0, guid.size(), guid) == 0;
+        };
+        bool maybe_created = false; // a create failed with connection loss: it may have been applied
+        auto give_up = [&](error_code ec) -> asio::awaitable<void> {
+            if (maybe_created && s.state() == session_state::connected) {
+                auto g = co_await s.async_get_data(node, 0, use_awaitable);
+                if (ours(g)) op.my_node_ = node; // abandon deletes it
+            }
+            co_await op.abandon(ec);
+        };
+        int lost_parent_creates = 0;
+        for (int parent_attempts = 0;;) {
+            if (op.should_stop()) co_return co_await give_up(op.stop_reason());
+            auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable, op.req_.node_acl);
+            if (r.rc == ZOK || r.rc == ZNODEEXISTS || is_connection_rc(r.rc)) op.path_used_ = true;
+            if (r.rc == ZOK) {
+                op.my_node_ = node;
+                op.czxid_ = r.stat.czxid;
+                // One path, one lock: sequential lock nodes (of any recipe) or a semaphore's leases
+                // here would not see our node. Listed after our create, so that of two clients
+                // racing, one sees the other (their own check: check_no_semaphore).
+                for (;;) {
+                    auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
+                    if (is_connection_rc(l.rc)) {
+                        if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                        continue;
+                    }
+                    if (l.rc != ZOK) co_return co_await op.abandon(op.fail_code(l.rc));
+                    bool conflict =
+                        std::find(l.children.begin(), l.children.end(), "leases") != l.children.end();
+                    for (const auto& c : l.children) conflict = conflict || parse_contender(c).has_value();
+                    if (conflict) co_return co_await op.abandon(errc::strategy_conflict);
+                    break;
+                }
+                if (!co_await op.renew_before_grant()) co_return;
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                co_return op.grant();
+            }
+            if (r.rc == ZNONODE && parent_attempts < 5) {
+                int rc = co_await op.ensure_parents();
+                if (is_connection_rc(rc)) { // (not made: no attempt; see the sequential loop below)
+                    if (++lost_parent_creates > 5) co_return co_await give_up(errc::create_retries_exhausted);
+                    if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
+                    continue;
+                }
+                ++parent_attempts;
+                // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
+                if (rc != ZOK && rc != ZNONODE) co_return op.finish(op.fail_code(rc));
+                continue;
+            }
+            if (is_connection_rc(r.rc))
+                maybe_created = true;
+            else if (r.rc == ZNONODE)
+                co_return op.finish(op.no_parent_code());
+            else if (r.rc != ZNODEEXISTS)
+                co_return op.finish(op.fail_code(r.rc));
+            // Taken (or our reply was lost): see whose it is, and watch it.
+            op.recheck_ = false;
+            auto wid = s.add_watch([w = op.weak_from_this()](int) {
+                if (auto o = w.lock()) {
+                    o->recheck_ = true;
+                    o->wake_.cancel();
+                }
+            });
+            auto g = co_await s.async_get_data(node, wid, use_awaitable);
+            if (ours(g)) {
+                s.drop_watch(wid); // our create was applied; its reply was lost
+                op.my_node_ = node;
+                op.czxid_ = g.stat.czxid;
+                if (!co_await op.renew_before_grant()) co_return;
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                co_return op.grant();
+            }
+            if (g.rc == ZOK || g.rc == ZNONODE) maybe_created = false; // the answer is in: not ours
+            if (g.rc == ZOK && op.req_.try_only) {
+                s.drop_watch(wid, true);
+                co_return op.finish(op.busy_code());
+            }
+            if (g.rc == ZOK) co_await op.wait_event();
+            s.drop_watch(wid, g.rc == ZOK);
+            if (is_connection_rc(g.rc)) {
+                if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
+            }
+        }
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<acquire_op> self) {
+        auto& op = *self;
+        auto& s = *op.s_;
+        op.listener_id_ = s.add_listener(self);
+        if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
+        op.gen_ = s.generation();
+        if (fault_injection::take(s.faults.throw_in_acquire)) throw std::bad_alloc();
+        if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
+        op.guid_ =
+            guid_in_name(s.faults.next_guid.empty() ? make_guid() : std::exchange(s.faults.next_guid, {}),
+                         op.req_.dialect);
+        const auto prefix =
+            protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
+        const auto& data =
+            op.req_.node_data.empty() && !op.req_.election ? default_node_data() : op.req_.node_data;
+        std::vector<std::string> children;
+        parent_cversion cv; // the parent's cversion read with `children`
+        bool listed = false;
+
+        // 1. Create our node; the listing rides in the same flight.
+        int lost_creates = 0, lost_parent_creates = 0;
+        for (int parent_attempts = 0; op.my_node_.empty();) {
+            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            if (fault_injection::take(s.faults.orphan_creates))
+                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
+                                              op.req_.node_acl);
+            auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
+                                                      use_awaitable, op.req_.node_acl);
+            if (r.rc == ZOK || is_connection_rc(r.rc))
+                op.path_used_ = true; // (a lost reply may have made it)
+            if (fault_injection::take(s.faults.stop_after_parents) && r.rc == ZNONODE)
+                op.cancel_after_parents_ = true;
+            if (r.rc == ZOK) {
+                op.my_node_ = std::move(r.path);
+                op.czxid_ = r.stat.czxid;
+                if (r.list_rc == ZOK) {
+                    children = std::move(r.children);
+                    cv = s.listed_cversion(r);
+                    listed = true;
+                }
+            } else if (r.rc == ZNONODE && parent_attempts < 5) {
+                // No parent (or a container reaper removed it between our calls): make it, retry.
+                int rc = co_await op.ensure_parents();
+                if (is_connection_rc(rc)) {
+                    // The parents were not made (or not known to be): not one of the reaper's
+                    // races, which parent_attempts bounds. Counting these too ended acquires with
+                    // a bare "no node" while a server dropped the connection every heartbeat
+                    // (issue 46: 16 of 20,000). Bounded as the node's own lost creates are.
+                    if (++lost_parent_creates > 5) co_return op.finish(errc::create_retries_exhausted);
+                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                    continue;
+                }
+                ++parent_attempts;
+                // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
+                if (rc != ZOK && rc != ZNONODE) co_return op.finish(op.fail_code(rc));
+                if (op.cancel_after_parents_) op.cancel(); // (the fault: a cancel in between)
+            } else if (is_connection_rc(r.rc)) {
+                // Bounded: a request the server refuses to answer (it drops the connection) would
+                // otherwise be sent again forever, suspending the whole session each time.
+                if (++lost_creates > 5) {
+                    s.delete_by_guid_in_background(op.req_.path, op.guid_);
+                    co_return op.finish(errc::create_retries_exhausted);
+                }
+                if (!co_await op.recover_create(children, cv, listed))
+                    co_return co_await op.abandon(op.stop_reason());
+            } else {
+                co_return op.finish(r.rc == ZNONODE ? op.no_parent_code() : op.fail_code(r.rc));
+            }
+        }
+        const std::string my_name(last_segment(op.my_node_));
+
+        // 2. Wait in line, watching only the predecessor.
+        for (;;) {
+            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            if (!listed) {
+                auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
+                if (is_connection_rc(l.rc)) {
+                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                    continue;
+                }
+                if (l.rc != ZOK && l.rc != ZNONODE) co_return co_await op.abandon(op.fail_code(l.rc));
+                children = std::move(l.children); // NONODE: no parent, so no node of ours
+                cv = s.listed_cversion(l);
+                // Cancellation racing the grant: honour it, and leave no node.
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            }
+            listed = false;
+            if (!op.semaphore_checked_) {
+                op.semaphore_checked_ = true;
+                if (int rc = co_await op.check_no_semaphore(children); rc != ZOK) {
+                    if (rc == ZAPIERROR) co_return co_await op.abandon(errc::path_used_by_semaphore);
+                    if (rc == ZNODEEXISTS) co_return co_await op.abandon(errc::strategy_conflict);
+                    if (is_connection_rc(rc)) { // (decide on a fresh listing once reconnected)
+                        op.semaphore_checked_ = false;
+                        if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+                        continue;
+                    }
+                    co_return co_await op.abandon(op.fail_code(rc));
+                }
+            }
+            // One path, one naming for an election, checked on every listing while campaigning. (A
+            // leader lists no more: a peer of another naming that comes later is not seen here, and
+            // does not see us either. The dialect is the user's to set; this catches a mixed path
+            // whenever a campaign looks at it.)
+            if (op.req_.election && other_naming(children, op.own_naming()))
+                co_return co_await op.abandon(errc::election_dialect_mixed);
+            // Another child with our guid is ours too: a create whose reply was lost, committed
+            // at the leader but not yet visible when we looked for it, then created again. It
+            // sorts before our node, so we would wait on ourselves: delete it, and decide without it.
+            for (auto it = children.begin(); it != children.end();) {
+                if (*it != my_name && it->find(op.guid_) != std::string::npos) {
+                    s.delete_in_background(op.req_.path + "/" + *it);
+                    it = children.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, cv);
+            // The predecessor may be all that stands in the way: then its deletion grants us the lock
+            // without listing again (one round trip less on a contended hand-off: granted_once_gone).
+            const bool alone = d.what == exclusive_decision::wait &&
+                               op.req_.strategy != lock_strategy::watch_children && d.alone;
+            std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
+            if (d.what == exclusive_decision::ambiguous)
+                co_return co_await op.abandon(errc::sequence_overflow);
+            if (d.what == exclusive_decision::missing) {
+                op.my_node_.clear();
+                co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
+            }
+            if (d.what == exclusive_decision::acquired) {
+                // The lease must vouch for the session at the grant: if it has lapsed (a long
+                // wait with nothing held, or a slow reply), a sync renews it, or we list again.
+                if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                co_return op.grant();
+            }
+            if (op.req_.try_only) co_return co_await op.abandon(op.busy_code());
+            op.waited_ = true;
+
+            op.recheck_ = false;
+            op.pred_deleted_ = false;
+            op.marked_ = false;
+            auto wid = s.add_watch([w = op.weak_from_this()](int type) {
+                if (auto o = w.lock()) {
+                    o->recheck_ = true;
+                    o->pred_deleted_ = type == ZOO_DELETED_EVENT;
+                    o->wake_.cancel();
+                }
+            });
+            const auto pred_path = op.req_.path + "/" + d.predecessor;
+            // Behind a deeper queue, the predecessor's release marker too: created (in the
+            // transaction that deletes the predecessor) only if the predecessor was the lowest, so
+            // its creation grants us the lock as `alone` would, without listing again. Sent before
+            // the read of the predecessor: if that read finds the node, the marker's watch was in
+            // place before any release of it.
+            std::uint64_t mid = 0;
+            if (!alone && op.req_.strategy == lock_strategy::predecessor &&
+                may_mark_release(d.predecessor, op.family(), op.req_.dialect)) {
+                mid = s.add_watch([w = op.weak_from_this()](int type) {
+                    if (auto o = w.lock(); o && type == ZOO_CREATED_EVENT) {
+                        o->recheck_ = true;
+                        o->marked_ = true;
+                        o->wake_.cancel();
+                    }
+                });
+                s.exists_watch(release_marker(pred_path), mid, zk_handler([](zk_result) {}));
+                if (int ms = s.faults.pause_before_predecessor_ms.load(std::memory_order_relaxed); ms > 0) {
+                    asio::steady_timer pause(s.strand(), std::chrono::milliseconds(ms));
+                    co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                }
+            }
+            zk_result g;
+            if (op.req_.strategy == lock_strategy::watch_children) {
+                // The herd-prone variant: any change of the children wakes every waiter.
+                g = co_await s.async_get_children_watch(op.req_.path, wid, use_awaitable);
+                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect,
+                                          op.req_.own_writer, s.listed_cversion(g))
+                                           .predecessor == d.predecessor)
+                    co_await op.wait_event();
+            } else {
+                // getData, not exists: exists on a vanished node would leave a creation watch behind.
+                g = co_await s.async_get_data(pred_path, wid, use_awaitable);
+                if (g.rc == ZOK && !op.marked_) co_await op.wait_event();
+            }
+            if (mid) {
+                // Not fired: its node may never be created, so the server must forget it too.
+                s.drop_watch(mid, true, true);
+                if (op.marked_ && !op.should_stop()) {
+                    // The predecessor went in the marker's transaction: its deletion event is on
+                    // its way, so its watch is forgotten here, not removed.
+                    s.drop_watch(wid);
+                    s.n_marked_grants.fetch_add(1, std::memory_order_relaxed);
+                    if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
+                    if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                    co_return op.grant();
+                }
+            }
+            s.drop_watch(wid, g.rc == ZOK);
+            if (is_connection_rc(g.rc)) {
+                if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
+            } else if (g.rc != ZOK && g.rc != ZNONODE) {
+                co_return co_await op.abandon(op.fail_code(g.rc));
+            } else if (alone && (g.rc == ZNONODE || op.pred_deleted_) && !op.should_stop()) {
+                // Granted without a new listing. (Our own node is not looked at again: if someone
+                // deleted it while we waited, that is a break, as one just after the grant would be;
+                // the holder learns it through its loss signal if it watches its node.)
+                if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
+                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+                co_return op.grant();
+            }
+        }
+    }
+
+    std::shared_ptr<session_impl> s_;
+    acquire_request req_;
+    pending<void(error_code, guard)> handler_;
+    asio::steady_timer wake_;
+    asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
+    bool zero_deadline_ = false;        // a deadline already past at the start: one try
+    asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
+    bool grace_armed_ = false;
+    std::uint64_t listener_id_ = 0;
+    std::uint64_t gen_ = 0;
+    std::string guid_;
+    std::string my_node_;
+    std::int64_t czxid_ = 0;
+    bool cancelled_ = false;
+    bool recheck_ = false;
+    bool pred_deleted_ = false;         // the watch that woke us was the predecessor's deletion
+    bool marked_ = false;               // the predecessor's release marker was created
+    bool waited_ = false;               // some listing put another contender before our node
+    bool made_path_ = false;            // ensure_parents created the lock path itself
+    bool path_used_ = false;            // a create of ours in it succeeded, or may have
+    bool cancel_after_parents_ = false; // (faults.stop_after_parents)
+    bool semaphore_checked_ = false;    // check_no_semaphore passed on a listing made after our create
+    lease_ns headroom_until_ = 0; // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
+    error_code fatal_;
+    bool session_ended_ =
+        false; // expired (for whatever end_reason) or closed: its nodes are not ours to delete
+};
+
+} // namespace
+
+void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
+                        asio::any_completion_handler<void(error_code, guard)> handler) {
+    pending<void(error_code, guard)> p(std::move(handler), s->executor());
+    if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
+    if (req.loss && req.loss->validate()) return p.complete(req.loss->validate(), guard{});
+    if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
+    if (req.metered) s->meter_acquire(req.path, p);
+    acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));
+}
+
+} // namespace zklock::detail

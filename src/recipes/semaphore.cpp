@@ -1,0 +1,414 @@
+// The counting semaphore: an internal lock serialises the lease takers; only its holder watches
+// the leases, so a released lease wakes one client.
+#include <zklock/path.hpp>
+#include <zklock/semaphore.hpp>
+
+#include "recipes/held_lock.hpp"
+#include "recipes/lease_grant.hpp"
+#include "protocol/protocol.hpp"
+#include "session/session_impl.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace zklock::detail {
+namespace {
+
+using asio::use_awaitable;
+using clock = std::chrono::steady_clock;
+
+/// start_acquire as an Asio operation, with the given cancellation slot.
+template <class Token>
+auto async_acquire_internal(std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot,
+                            Token&& token) {
+    return asio::async_initiate<Token, void(error_code, guard)>(
+        [](auto h, std::shared_ptr<session_impl> s, acquire_request r, asio::cancellation_slot slot) {
+            start_acquire(s, std::move(r),
+                          asio::any_completion_handler<void(error_code, guard)>(
+                              asio::bind_cancellation_slot(slot, std::move(h))));
+        },
+        token, std::move(s), std::move(r), slot);
+}
+
+class lease_op final : public session_listener, public std::enable_shared_from_this<lease_op> {
+public:
+    lease_op(std::shared_ptr<session_impl> s, std::string path, int n, std::string data,
+             std::optional<clock::time_point> deadline, pending<void(error_code, guard)> h)
+        : s_(std::move(s)), path_(std::move(path)), n_(n), data_(std::move(data)), deadline_(deadline),
+          handler_(std::move(h)), wake_(s_->strand()), deadline_timer_(s_->strand()),
+          grace_timer_(s_->strand()) {}
+
+    std::shared_ptr<const acl> node_acl_; // null: open
+    bool try_only_ = false;               // async_try_acquire: errc::lock_busy instead of waiting
+
+    static void start(std::shared_ptr<lease_op> op) {
+        op->handler_.on_cancel(
+            [w = op->weak_from_this(), strand = op->s_->strand()](asio::cancellation_type t) {
+                asio::post(strand, [w, t] {
+                    if (auto o = w.lock()) {
+                        o->cancelled_ = true;
+                        o->inner_.emit(t);
+                        o->stop_soon();
+                    }
+                });
+            });
+        auto& strand = op->s_->strand();
+        if (op->deadline_ && *op->deadline_ != clock::time_point::max()) {
+            op->deadline_timer_.expires_at(*op->deadline_);
+            op->deadline_timer_.async_wait([w = op->weak_from_this()](error_code ec) {
+                if (auto o = w.lock(); o && !ec) o->stop_soon();
+            });
+        }
+        // An exception must not escape into the user's io_context::run() nor drop the handler.
+        asio::co_spawn(strand, run(op), [op](std::exception_ptr e) {
+            if (!e) return;
+            if (!op->lease_node_.empty()) op->s_->delete_in_background(op->lease_node_);
+            op->internal_.release_in_background();
+            op->s_->remove_listener(op->listener_id_);
+            op->deadline_timer_.cancel();
+            op->grace_timer_.cancel();
+            if (op->handler_) op->handler_.complete(errc::internal_error, guard{});
+        });
+    }
+
+    void on_session_event(session_event e) override {
+        if (e == session_event::expired)
+            fatal_ = s_->end_reason();
+        else if (e == session_event::closed)
+            fatal_ = asio::error::operation_aborted;
+        else if (e != session_event::reconnected && e != session_event::state_changed)
+            return;
+        wake_.cancel();
+    }
+
+private:
+    /// The deadline passed, or a cancel came: as in the mutex's acquire, the user's handler
+    /// completes at most `grace` later even if the server sits on a request; the coroutine goes
+    /// on in the background and lets go of whatever it gets (finish knows: handler_ is empty).
+    static constexpr std::chrono::milliseconds grace{40};
+    void stop_soon() {
+        wake_.cancel();
+        if (!handler_ || grace_armed_) return;
+        grace_armed_ = true;
+        grace_timer_.expires_after(grace);
+        grace_timer_.async_wait([w = weak_from_this()](error_code ec) {
+            auto o = w.lock();
+            if (!o || ec || !o->handler_) return;
+            o->handler_.complete(o->reason(), guard{});
+        });
+    }
+    bool stop() const { return cancelled_ || fatal_ || (deadline_ && clock::now() >= *deadline_); }
+    error_code reason() const {
+        if (fatal_) return fatal_;
+        return cancelled_ ? error_code(asio::error::operation_aborted) : error_code(errc::acquire_timeout);
+    }
+    /// The error for a failed request: the session's end takes precedence over its symptoms
+    /// (as in the mutex: the end can reach a request before its event reaches us).
+    error_code fail_code(int rc) const {
+        if (fatal_) return fatal_;
+        if (rc == ZCLOSING || s_->state() == session_state::closed) return asio::error::operation_aborted;
+        if (rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE) return errc::session_expired;
+        return error_code(rc, zookeeper_category());
+    }
+
+    /// A watch on the leases' listing: it wakes the waiter to count again.
+    std::uint64_t watch_leases() {
+        return s_->add_watch([w = weak_from_this()](int) {
+            if (auto o = w.lock()) {
+                o->recheck_ = true;
+                o->wake_.cancel();
+            }
+        });
+    }
+
+    asio::awaitable<zk_result> create_leases_node() {
+        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER,
+                                           use_awaitable, node_acl_);
+        co_return r;
+    }
+
+    /// Lets go of what we hold (our lease unless granted, the internal lock) and completes.
+    asio::awaitable<void> finish(error_code ec, guard lease = {}) {
+        if (!lease && !lease_node_.empty() && s_->state() == session_state::connected) {
+            auto r = co_await s_->async_remove(lease_node_, use_awaitable);
+            if (r.rc != ZOK && r.rc != ZNONODE) s_->delete_in_background(lease_node_);
+        } else if (!lease && !lease_node_.empty()) {
+            s_->delete_in_background(lease_node_);
+        }
+        internal_.release_in_background(); // (not awaited: a partition must not hold up the caller)
+        s_->remove_listener(listener_id_);
+        deadline_timer_.cancel();
+        grace_timer_.cancel();
+        if (handler_)
+            handler_.complete(ec, std::move(lease));
+        else if (lease.owns_lock())
+            lease.release_in_background(); // the user was told it timed out: let go
+    }
+
+    static asio::awaitable<void> run(std::shared_ptr<lease_op> self) {
+        auto& op = *self;
+        auto& s = *op.s_;
+        op.listener_id_ = s.add_listener(self);
+        if (fault_injection::take(s.faults.throw_in_acquire)) throw std::bad_alloc();
+        if (op.n_ < 1) co_return co_await op.finish(errc::invalid_max_leases);
+
+        for (;;) { // a round; a round starts over when the internal lock is lost while we wait
+            if (op.stop()) co_return co_await op.finish(op.reason());
+            // 1. the internal lock (Curator's "<path>/locks")
+            acquire_request r;
+            r.path = op.path_ + "/locks";
+            r.node_data = op.data_;
+            r.deadline = op.deadline_;
+            r.try_only = op.try_only_; // (busy while another acquire waits for a lease)
+            r.node_acl = op.node_acl_;
+            auto [ec, lock] = co_await async_acquire_internal(op.s_, std::move(r), op.inner_.slot(),
+                                                              asio::as_tuple(use_awaitable));
+            if (ec) co_return co_await op.finish(ec);
+            op.internal_ = std::move(lock);
+            // Only the internal lock's holder may wait on the leases: if it is lost (expiry, deleted
+            // by someone else), another waiter gets it and adds its lease, and both would wait on a
+            // count that never drops to N. So its loss wakes us to start over.
+            op.internal_lost_ = false;
+            op.internal_.async_wait_lost(
+                asio::bind_executor(s.strand(), [w = op.weak_from_this()](error_code why) {
+                    auto o = w.lock();
+                    if (!o || why == errc::lock_released || why == asio::error::operation_aborted) return;
+                    o->internal_lost_ = true;
+                    o->wake_.cancel();
+                }));
+
+            // 2. N, the path's source of truth, and our lease, in one flight: the server runs a
+            // session's requests in order, so the read of N is answered first, and a lease made
+            // under another N is deleted (finish) before anyone can count it against theirs.
+            const std::string leases = op.path_ + "/leases";
+            const auto guid = make_guid();
+            auto read = std::make_shared<std::optional<zk_result>>();
+            auto made = std::make_shared<std::optional<zk_result>>();
+            s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
+            // (the fault: "<path>/leases" goes between N's read and the create, as the container
+            // reaper may take it)
+            if (fault_injection::take(s.faults.reap_leases_before_create))
+                s.remove(leases, -1, zk_handler([](zk_result) {}));
+            auto create = [&](auto token) {
+                // The path's children ride in the same flight (one path, one lock: see below).
+                return s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
+                                               ZOO_EPHEMERAL_SEQUENTIAL, op.path_, std::move(token),
+                                               op.node_acl_);
+            };
+            create([made](zk_result r) { *made = std::move(r); });
+            // ... and step 3's first listing of the leases, with its watch: if all went well, it
+            // is the count our lease is in.
+            op.recheck_ = false;
+            std::uint64_t first_wid = op.watch_leases();
+            zk_result first = co_await s.async_get_children_watch(leases, first_wid, use_awaitable);
+            // Answered before the listing, so their completions have run: unless a request was
+            // refused before it was sent, or the handle closed, whose completions may come in
+            // another order. A create with no result may have been applied: as on a connection
+            // loss, its lease is deleted by its guid.
+            zk_result c = *made ? std::move(**made) : zk_result{};
+            zk_result d = *read ? std::move(**read) : zk_result{};
+            if (!*made) c.rc = ZCONNECTIONLOSS;
+            if (!*read) {
+                s.drop_watch(first_wid, first.rc == ZOK);
+                if (c.rc == ZOK)
+                    op.lease_node_ = c.path; // (finish deletes it)
+                else if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT)
+                    s.delete_by_guid_in_background(leases, guid);
+                co_return co_await op.finish(errc::internal_error);
+            }
+            bool prefetched = c.rc == ZOK && c.list_rc == ZOK && d.rc == ZOK && first.rc == ZOK &&
+                              d.data == std::to_string(op.n_);
+            if (!prefetched) s.drop_watch(first_wid, first.rc == ZOK);
+            if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
+                s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
+                co_return co_await op.finish(op.fail_code(c.rc));
+            }
+            if (c.rc == ZOK) op.lease_node_ = c.path; // (from here on, finish deletes it)
+            bool made_leases = false;
+            if (d.rc == ZNONODE) {
+                // No "<path>/leases" at the read (the first lease, or reaped): make it. Our create
+                // failed too, unless someone made it between the two requests.
+                auto mk = co_await op.create_leases_node();
+                if (mk.rc != ZOK && mk.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(mk.rc));
+                made_leases = true;
+                d = co_await s.async_get_data(leases, 0, use_awaitable);
+            }
+            if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
+            if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::semaphore_size_mismatch);
+            for (int attempt = 1; c.rc == ZNONODE && attempt <= 5; ++attempt) {
+                // "<path>/leases" (a container) was not there at our create (reaped, or not made
+                // yet): make it (unless just made above), and create again
+                if (attempt > 1 || !made_leases) {
+                    auto mk = co_await op.create_leases_node();
+                    if (mk.rc != ZOK && mk.rc != ZNODEEXISTS) {
+                        c.rc = mk.rc;
+                        break;
+                    }
+                }
+                c = co_await create(use_awaitable);
+            }
+            if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
+                s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
+                co_return co_await op.finish(op.fail_code(c.rc));
+            }
+            if (c.rc != ZOK) co_return co_await op.finish(op.fail_code(c.rc));
+            op.lease_node_ = c.path;
+            const std::string mine(last_segment(c.path));
+            // One path, one lock: the path's listing, made after our lease was created, must hold no
+            // lock node (of a mutex, a read/write lock, or the unique_node strategy's "lock"). A lock
+            // node created after this listing is followed by its owner's own listing, which sees
+            // our lease and refuses (mutex.cpp, check_no_semaphore): of two racing, one sees the other.
+            for (;;) {
+                if (c.list_rc == ZOK) {
+                    bool conflict = false;
+                    for (const auto& k : c.children)
+                        conflict = conflict || k == "lock" || parse_contender(k).has_value();
+                    if (conflict) {
+                        if (prefetched) s.drop_watch(first_wid, true);
+                        co_return co_await op.finish(errc::path_used_by_lock); // (deletes our lease)
+                    }
+                    break;
+                }
+                if (c.list_rc != ZCONNECTIONLOSS && c.list_rc != ZOPERATIONTIMEOUT)
+                    co_return co_await op.finish(op.fail_code(c.list_rc));
+                while (!op.stop() && s.state() != session_state::connected) { // list again once reconnected
+                    op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                    co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                }
+                if (op.stop()) co_return co_await op.finish(op.reason());
+                auto l = co_await s.async_get_children(op.path_, use_awaitable);
+                c.list_rc = l.rc;
+                c.children = std::move(l.children);
+            }
+
+            // 3. wait while more than N leases exist (only the internal lock's holder waits)
+            bool restart = false;
+            lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
+            while (!restart) {
+                const bool pre = std::exchange(prefetched, false); // (the flight's listing: first round only)
+                if (op.stop() || op.internal_lost_ || op.internal_.is_lost()) {
+                    if (pre) s.drop_watch(first_wid, true);
+                    if (op.stop()) co_return co_await op.finish(op.reason());
+                    restart = true;
+                    break;
+                }
+                std::uint64_t wid = first_wid;
+                zk_result l;
+                if (pre) {
+                    l = std::move(first);
+                } else {
+                    op.recheck_ = false;
+                    wid = op.watch_leases();
+                    l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
+                }
+                if (l.rc != ZOK) {
+                    s.drop_watch(wid);
+                    if ((l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) && !op.try_only_) {
+                        // wait for the reconnect (or the deadline, a cancel, the session's end)
+                        while (!op.recheck_ && !op.stop() && !op.internal_lost_ &&
+                               s.state() != session_state::connected) {
+                            op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                            co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                        }
+                        continue;
+                    }
+                    co_return co_await op.finish(op.fail_code(l.rc));
+                }
+                std::size_t count = 0;
+                bool present = false;
+                for (auto& k : l.children) {
+                    if (!is_semaphore_lease(k)) continue;
+                    ++count;
+                    present = present || k == mine;
+                }
+                if (!present) {
+                    s.drop_watch(wid);
+                    op.lease_node_.clear();
+                    co_return co_await op.finish(errc::lock_node_deleted);
+                }
+                if (count <= static_cast<std::size_t>(op.n_)) {
+                    s.drop_watch(wid);
+                    if (op.stop()) co_return co_await op.finish(op.reason());
+                    // The lease must vouch for the session at the grant, with room for the first
+                    // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
+                    const int rc =
+                        co_await lease_for_grant(s, s.options().loss, headroom_until, op.lease_node_);
+                    if (rc == lease_check_denied_rc) co_return co_await op.finish(errc::lease_check_denied);
+                    if (rc == ZNONODE) co_return co_await op.finish(errc::lock_node_deleted); // (our lease)
+                    if (rc != ZOK) {
+                        if (rc != ZOPERATIONTIMEOUT && rc != ZCONNECTIONLOSS)
+                            co_return co_await op.finish(op.fail_code(rc));
+                        continue; // list again (after a reconnect, if the connection went)
+                    }
+                    if (op.stop()) co_return co_await op.finish(op.reason());
+                    auto h = std::make_shared<held_lock>(op.s_, op.lease_node_,
+                                                         *parse_sequence(mine.substr(mine.size() - 10)),
+                                                         c.stat.czxid, s.session_id());
+                    h->start();
+                    co_return co_await op.finish({}, guard(std::move(h)));
+                }
+                if (op.try_only_) { // N are held: a try does not wait (finish deletes our lease)
+                    s.drop_watch(wid);
+                    co_return co_await op.finish(errc::lock_busy);
+                }
+                if (!op.recheck_ && !op.stop() && !op.internal_lost_) {
+                    op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
+                    co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
+                }
+                s.drop_watch(wid, true);
+            }
+            // Start over: our lease goes, the internal lock too (it is lost already).
+            if (s.state() == session_state::connected) {
+                auto rm = co_await s.async_remove(op.lease_node_, use_awaitable);
+                if (rm.rc != ZOK && rm.rc != ZNONODE) s.delete_in_background(op.lease_node_);
+            } else {
+                s.delete_in_background(op.lease_node_);
+            }
+            op.lease_node_.clear();
+            op.internal_.release_in_background();
+        }
+    }
+
+    std::shared_ptr<session_impl> s_;
+    std::string path_;
+    int n_;
+    std::string data_;
+    std::optional<clock::time_point> deadline_;
+    pending<void(error_code, guard)> handler_;
+    asio::steady_timer wake_;
+    asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
+    asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
+    bool grace_armed_ = false;
+    asio::cancellation_signal inner_;
+    guard internal_;
+    std::string lease_node_;
+    std::uint64_t listener_id_ = 0;
+    bool cancelled_ = false;
+    bool recheck_ = false;
+    bool internal_lost_ = false; // strand: the internal lock was lost while we waited
+    error_code fatal_;
+};
+
+} // namespace
+
+void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int max_leases, std::string data,
+                 std::optional<std::chrono::steady_clock::time_point> deadline,
+                 asio::any_completion_handler<void(error_code, guard)> handler, acl node_acl, bool try_only) {
+    pending<void(error_code, guard)> p(std::move(handler), s->executor());
+    if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
+    if (max_leases < 1) return p.complete(errc::invalid_max_leases, guard{});
+    if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
+    if (data.empty()) data = default_node_data(); // (the mutex's: zklock list shows who holds a lease)
+    s->meter_acquire(path, p);
+    auto op =
+        std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
+    if (!node_acl.is_open()) op->node_acl_ = std::make_shared<const acl>(std::move(node_acl));
+    op->try_only_ = try_only;
+    lease_op::start(std::move(op));
+}
+
+} // namespace zklock::detail

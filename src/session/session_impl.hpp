@@ -1,0 +1,606 @@
+// The session bridge: one zhandle_t of libzookeeper_st driven from one strand, its completions
+// and watch events posted to that strand, plus the session-wide machinery the lock recipes share
+// (listeners, watch registry, guaranteed background deletes).
+//
+// The parts, one file each:
+//   zk_handle.cpp          the bridge to the C client (class zk_handle below)
+//   c_callbacks.cpp        the C client's completions and watchers (bridge/c_op.hpp: a request in flight)
+//   session_connect.cpp    making the connection: checks, resolution, the TLS relay, the connect timeout
+//   session_impl.cpp       the driver of the state machine; authentication, close; listeners, watches
+//   session_fsm.hpp        the state machine's decisions, pure (events in, effects out)
+//   session_heartbeat.cpp  the lease: its timer, heartbeats and touches (session/lease.hpp: its rules)
+//   session_requests.cpp   the requests
+//   session_cleanup.cpp    the guaranteed deletes (session/cleanup_rules.hpp: their decisions, pure)
+#pragma once
+
+#include "bridge/boot_timer.hpp"
+#include "session/fault_injection.hpp"
+#include "session/lease.hpp"
+#include <zklock/guard.hpp>
+#include "session/metrics.hpp"
+#include "common/pending.hpp"
+#include "session/session_fsm.hpp"
+#include "bridge/tls_relay.hpp"
+
+#include <zklock/session.hpp>
+#include <zklock/transaction.hpp>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+namespace zklock::detail {
+
+/// What a ZooKeeper request returned (copied out of the C client's buffers).
+struct zk_result {
+    int rc = 0;                        ///< ZOK or a ZooKeeper error code
+    std::string path;                  ///< create: the created path
+    Stat stat{};                       ///< create2, exists, get: the node's stat
+    std::vector<std::string> children; ///< get_children, create_and_list
+    std::optional<std::int32_t>
+        cversion; ///< get_children, create_and_list: the parent's cversion, read with the children
+    /// multi: one per operation (its code; a create's path; a set's new version)
+    struct op_outcome {
+        int rc = ZOK;
+        std::string path;
+        std::int32_t version = -1;
+    };
+    std::vector<op_outcome> multi;
+    std::string data;  ///< get_data
+    int list_rc = ZOK; ///< create_and_list: the getChildren's code
+};
+using zk_handler = asio::any_completion_handler<void(zk_result)>;
+
+/// Session events delivered to listeners (on the strand).
+enum class session_event {
+    reconnected,   ///< connected (again): re-check and re-arm
+    suspended,     ///< the connection dropped; the client reconnects with the same session
+    lease_check,   ///< the lease timer fired: lease-policy locks check whether theirs lapsed
+    expired,       ///< the session is gone
+    closed,        ///< closed by us
+    state_changed, ///< another change (connect timeout, no renewal): re-check the state
+};
+
+/// Anything whose fate follows the session: an acquire in progress, a held lock.
+class session_listener {
+public:
+    virtual ~session_listener() = default;
+    virtual void on_session_event(session_event e) = 0;
+};
+
+class session_impl;
+struct c_op;
+
+/// A line of zklock's own to the log handler (set_log_handler), if any. Any thread.
+void log_line(std::string_view line);
+
+/// One zhandle_t generation of the single-threaded C client (libzookeeper_st), driven from the
+/// session's strand: a reactor wait on (a duplicate of) the client's socket for the interest
+/// that zookeeper_interest reports, a timer for its timeout, zookeeper_process on readiness.
+/// Neither zklock nor the C client starts a thread; the C client's callbacks run inside
+/// zookeeper_process, on the strand, and post their results to it.
+/// Every call into the C client holds one process-wide lock: the strands of several sessions
+/// may run on several threads, and the client's request ids come from one unguarded global
+/// counter. close() may come from any thread (the session's destructor).
+class zk_handle : public std::enable_shared_from_this<zk_handle> {
+public:
+    zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen,
+              std::shared_ptr<session_lease> lease);
+    ~zk_handle();
+    /// zookeeper_init2; false (with errno) if the C client refused the arguments. Then start().
+    /// `auth`: added with zoo_add_auth before the first connection (the C client presents them
+    /// again on every reconnect); their outcome reaches session_impl::on_auth_result.
+    bool init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth);
+    /// Starts driving the C client on the strand (the first zookeeper_interest connects).
+    void start();
+    /// Registers `op` and runs `call(zh, op)` unless closed. Returns the synchronous code.
+    /// (Defined in bridge/c_op.hpp: a thin wrapper over submit_call.)
+    template <class F>
+    int submit(c_op* op, F&& call);
+    using request_call = int (*)(void* ctx, zhandle_t* zh, c_op* op);
+    /// submit's body: `call(ctx, zh, op)` runs the C client's request call.
+    int submit_call(c_op* op, request_call call, void* ctx);
+    /// Ends the session at the server without waiting for its answer, frees the C handle, and
+    /// completes every request still registered with ZCLOSING. Any thread; never blocks on the
+    /// network (see close_without_waiting in the .cpp).
+    void close();
+    /// Called by a C completion: true if `op` was still registered (caller owns it now).
+    bool take(c_op* op);
+    /// (Inside the C client's calls) `op`'s handler gets its result on the strand: at the end of
+    /// the drive whose zookeeper_process completed it, in order with the drive's other results
+    /// and events; else (a close, a read inside a request call) posted.
+    void complete(c_op* op);
+    /// The same for a session event, a watch, an auth result...
+    void to_strand(std::function<void()> fn);
+    /// True while a write (vouch::commit) other than a lease heartbeat, handed to the C client,
+    /// has not completed: a grant may come at its reply. Any thread.
+    bool write_in_flight() const;
+    /// zoo_set_servers: the C client moves to the new list (addresses, no chroot).
+    void set_servers(const std::string& hosts);
+    /// The session id and negotiated timeout, unless closed.
+    bool session_info(std::int64_t& id, int& timeout_ms);
+    /// The local and peer addresses of the C client's current socket (strand: right after the
+    /// drive that made it), for the TLS relay to know its connection from any other.
+    std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> client_socket_address();
+    /// What the last connection attempt to each server got ("127.0.0.1:1: connection refused",
+    /// one per server, in the order first tried), for a connect that times out. Any thread.
+    std::string attempts() const;
+
+    /// With TLS: the relay's record of the C client's socket, kept up to date by each drive (set
+    /// before start()).
+    std::shared_ptr<client_socket_slot> relay_slot;
+    const std::weak_ptr<session_impl> session;
+    const asio::strand<asio::any_io_executor> strand;
+    const std::uint64_t generation;
+    /// The session's lease: replies to this handle's requests renew it.
+    const std::shared_ptr<session_lease> lease;
+
+private:
+    /// (strand) Hands the readiness `events` (ZOOKEEPER_READ / _WRITE, 0 for the timer) of socket
+    /// generation `sock_gen` to zookeeper_process, then asks zookeeper_interest what to wait for.
+    void drive(int events, std::uint64_t sock_gen);
+    /// Any thread: a drive soon on the strand (a request was queued), at most one pending.
+    void schedule_drive();
+    /// (strand) Waits for what `interest` asks on socket `fd` (-1: none), and at most `tv`.
+    /// `connected`: the C client's state was connected after that zookeeper_interest.
+    void wait_for(int fd, int interest, const timeval& tv, bool connected);
+    /// (strand, outside the client lock) Runs what a drive collected, in order.
+    void run_ready(std::vector<std::variant<c_op*, std::function<void()>>>& ready);
+    void drop_socket(); // (strand)
+    void stop_waits();  // (strand)
+
+    zhandle_t* zh_ = nullptr;            // under the client lock
+    bool closed_ = false;                // under the client lock
+    std::unordered_set<c_op*> inflight_; // under the client lock
+    int writes_in_flight_ = 0; // under the client lock: those of inflight_ that are writes, not heartbeats
+    int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
+    /// Under the client lock: server -> what its last failed connection attempt got.
+    std::vector<std::pair<std::string, std::string>> attempts_;
+    void note_failed_attempt(int err); // (under the client lock)
+    /// (Under the client lock) zookeeper_interest reported `fd` (-1: none); `fresh`: it may be a
+    /// socket not seen yet. Sets FD_CLOEXEC on it, and tells relay_slot its addresses.
+    void note_socket(int fd, bool fresh);
+    int noted_fd_ = -1;        // under the client lock: the socket note_socket saw last
+    bool noted_known_ = false; // ... and whether its addresses were known then
+    /// Under the client lock: the servers in the connect string, the connection attempts that
+    /// failed since the last connected state or failed round, and whether a round just failed.
+    int servers_ = 1, failed_in_row_ = 0;
+    bool failed_round_ = false;
+    /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
+    /// The next drive takes the cork off, and the requests of one strand turn go out together.
+    int corked_fd_ = -1;
+    /// Under the client lock: a drive is in zookeeper_process / zookeeper_interest, and what they
+    /// complete is collected in ready_ (run when the drive lets go of the lock: no post each).
+    bool collecting_ = false;
+    std::vector<std::variant<c_op*, std::function<void()>>> ready_;
+    /// (Under the client lock) zookeeper_process(READ) until the socket has nothing more or the
+    /// connection failed: true; false if it stopped at max_replies_per_drive with more to read.
+    bool read_replies();
+    void uncork(); // (under the client lock)
+    // strand only:
+    asio::posix::stream_descriptor sd_;    // a duplicate of the C client's socket (it closes its own)
+    std::uint64_t ino_ = 0;                // which socket sd_ duplicates (its inode)
+    int sd_of_ = -1;                       // ... and the C client's number for it
+    bool checked_while_connected_ = false; // the last check of that socket was in the connected state
+    std::uint64_t sock_gen_ = 0;           // moves whenever the socket changes: stale readiness is ignored
+    bool read_waiting_ = false, write_waiting_ = false, timer_waiting_ = false;
+    bool out_registered_ = false; // a write wait was made on sd_: the reactor watches EPOLLOUT too
+    asio::steady_timer timer_;
+    std::chrono::steady_clock::time_point timer_at_{};
+    std::atomic<bool> drive_posted_{false};
+};
+
+/// The longest time one call into the C client (zookeeper_process, zookeeper_interest, a request,
+/// zookeeper_close) held its thread, in this process so far (ns).
+std::int64_t longest_client_call_ns() noexcept;
+
+class session_impl : public std::enable_shared_from_this<session_impl> {
+public:
+    using strand_type = asio::strand<asio::any_io_executor>;
+
+    session_impl(asio::any_io_executor ex, session_options opts);
+    ~session_impl();
+
+    const asio::any_io_executor& executor() const noexcept { return ex_; }
+    strand_type& strand() noexcept { return strand_; }
+    const session_options& options() const noexcept { return opts_; }
+    /// What the last connect that timed out got from each server (zk_handle::attempts); "" if none.
+    std::string last_connect_attempts() const {
+        std::lock_guard lk(attempts_mu_);
+        return last_attempts_;
+    }
+
+    // -- thread-safe snapshots --
+    session_state state() const noexcept { return state_.load(std::memory_order_acquire); }
+    std::int64_t session_id() const noexcept { return session_id_.load(std::memory_order_acquire); }
+    std::chrono::milliseconds negotiated_timeout() const noexcept {
+        return std::chrono::milliseconds(timeout_ms_.load(std::memory_order_acquire));
+    }
+    session_statistics statistics() const noexcept;
+    std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+
+    // -- the lease (loss_policy::lease); thread-safe reads --
+    /// True once no request sent within the last `fraction` x T got a reply that went through
+    /// the leader (see loss_policy).
+    bool lease_lapsed(double fraction) const noexcept;
+    /// True if a grant now would likely be lost before its first heartbeats could renew it:
+    /// session_lease::too_short_to_grant (two heartbeat periods, at most half the fraction, from
+    /// when heartbeats can first renew it). A grant seeks such a lease by renewing, for T/2 at
+    /// most (lease_for_grant): slow replies can leave it a few milliseconds, and right after a
+    /// connection nothing can be vouched for before T/4.
+    bool lease_too_short_to_grant(double fraction) const noexcept;
+    /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
+    /// now, or lapsed at some time after `since` that a later renewal revealed (final).
+    bool lease_lapsed_since(lease_ns since, double fraction) const noexcept;
+    /// (lease_clock) Until when a lock lost by its lease keeps its node: the last renewing send
+    /// plus session_lease::handover_fraction() x T (0: never renewed).
+    lease_ns lease_handover_at() const noexcept;
+    /// Tests: how often the heartbeat timer was armed (a timerfd_settime and a reactor wait each).
+    std::uint64_t heartbeat_timer_arms() const noexcept {
+        return heartbeat_timer_arms_.load(std::memory_order_relaxed);
+    }
+    /// Tests: how many node checks the heartbeats carried in all.
+    std::uint64_t heartbeat_checks_sent() const noexcept {
+        return heartbeat_checks_sent_.load(std::memory_order_relaxed);
+    }
+    /// The most held nodes one heartbeat checks (session_heartbeat.cpp: a slice taken in turn).
+    static constexpr std::size_t heartbeat_checks = 64;
+    /// Strand: lease locks check their lease now (a renewal revealed a lapse).
+    void check_lease();
+    /// Strand only: why the session ended, for what it held or was waiting for when
+    /// session_event::expired came: errc::session_expired, or zk_errc::auth_failed when the
+    /// server refused the credentials on a reconnect.
+    error_code end_reason() const noexcept { return end_reason_; }
+    /// The policy a lock follows: its own override, else the session's.
+    loss_policy policy_for(const std::optional<loss_policy>& override_) const noexcept {
+        return override_ ? *override_ : opts_.loss;
+    }
+    /// (strand) A held lock under a lease of `fraction` on `node`: while one is registered, the
+    /// heartbeat checks every held node in one multi every T/10. `on_gone` runs (strand) when
+    /// a heartbeat finds the node deleted. Returns an id for lease_unregister.
+    std::uint64_t lease_register(double fraction, std::string node, std::function<void()> on_gone);
+    void lease_unregister(std::uint64_t id);
+    /// (strand) Runs `fn` once the lease of `fraction` lapses, or the session ends, whichever
+    /// comes first (bounds a release that waits for a reconnect).
+    /// Returns an id for cancel_lease_lapse (0 if `fn` ran at once).
+    std::uint64_t on_lease_lapse(double fraction, std::function<void()> fn);
+    void cancel_lease_lapse(std::uint64_t id);
+
+    // -- public operations (any thread) --
+    void connect(pending<void(error_code)> h);
+    void close(pending<void(error_code)> h);
+    void wait_state(session_state last_seen, pending<void(error_code, session_state)> h);
+    /// Synchronous close for the destructor of `session`.
+    void shutdown() noexcept;
+
+    // -- requests (call on the strand); the handler runs on the strand --
+    // (The async_ wrappers copy their arguments: with use_awaitable the initiation runs later.)
+    /// `acl`: null for the open ACL.
+    void create(const std::string& path, const std::string& data, int flags, zk_handler h,
+                const std::shared_ptr<const acl>& acl = nullptr);
+    /// create2 immediately followed by getChildren(parent) in the same flight: ZooKeeper runs one
+    /// session's requests in order, so the listing already contains the new node.
+    void create_and_list(const std::string& path, const std::string& data, int flags,
+                         const std::string& parent, zk_handler h,
+                         const std::shared_ptr<const acl>& acl = nullptr);
+    /// getChildren; with watch_id != 0 a child watch is armed (the herd-prone strategy only).
+    /// A multi-op (zoo_amulti) of `ops`, all or nothing; a success renews the lease (a write).
+    void multi(const std::vector<transaction::op>& ops, zk_handler h);
+    void multi(const std::vector<transaction::op>& ops, zk_handler h, std::atomic<std::uint64_t>& counter);
+    void get_children(const std::string& path, zk_handler h, std::uint64_t watch_id = 0);
+    /// getData; with watch_id != 0 a watch is armed that calls the registered watch function.
+    void get_data(const std::string& path, std::uint64_t watch_id, zk_handler h);
+    /// Records which path (and kind) a registered watch is armed on, for drop_watch.
+    void note_watch_path(std::uint64_t watch_id, const std::string& path, bool child);
+    void exists(const std::string& path, zk_handler h);
+    /// exists with a watch (`watch_id`): on a missing node it fires on the node's creation.
+    void exists_watch(const std::string& path, std::uint64_t watch_id, zk_handler h);
+    void remove(const std::string& path, int version, zk_handler h);
+    void set_data(const std::string& path, const std::string& data, int version, zk_handler h);
+    /// A multi holding one check of `node` ("/" if empty): committed by a quorum, so its success
+    /// renews the lease (session_lease); an acquire sends it before a grant when the lease is
+    /// short, checking its own node (which it can read: "/" may not be readable).
+    void renew_lease(zk_handler h, const std::string& node = {});
+    template <class Token>
+    auto async_renew_lease(const std::string& node, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, node](auto h) { renew_lease(zk_handler(std::move(h)), node); }, t);
+    }
+
+    template <class Token>
+    auto async_create_and_list(const std::string& path, const std::string& data, int flags,
+                               const std::string& parent, Token&& t, std::shared_ptr<const acl> a = nullptr) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path, data, flags, parent, a](auto h) {
+                create_and_list(path, data, flags, parent, zk_handler(std::move(h)), a);
+            },
+            t);
+    }
+    template <class Token>
+    auto async_create(const std::string& path, const std::string& data, int flags, Token&& t,
+                      std::shared_ptr<const acl> a = nullptr) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path, data, flags, a](auto h) { create(path, data, flags, zk_handler(std::move(h)), a); },
+            t);
+    }
+    template <class Token>
+    auto async_get_children(const std::string& path, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path](auto h) { get_children(path, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token>
+    auto async_get_children_watch(const std::string& path, std::uint64_t watch_id, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path, watch_id](auto h) { get_children(path, zk_handler(std::move(h)), watch_id); }, t);
+    }
+    template <class Token>
+    auto async_get_data(const std::string& path, std::uint64_t watch_id, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path, watch_id](auto h) { get_data(path, watch_id, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token>
+    auto async_exists(const std::string& path, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path](auto h) { exists(path, zk_handler(std::move(h))); }, t);
+    }
+    template <class Token>
+    auto async_remove(const std::string& path, Token&& t) {
+        return asio::async_initiate<Token, void(zk_result)>(
+            [this, path](auto h) { remove(path, -1, zk_handler(std::move(h))); }, t);
+    }
+
+    // -- watch registry (strand) --
+    /// Registers `fn(event type)`, called once on the strand when the node watch fires.
+    std::uint64_t add_watch(std::function<void(int)> fn);
+    /// Forgets a watch. With `armed` (the request that set it succeeded) and the watch not fired,
+    /// its watcher is also removed from the C client (zoo_aremove_watches), which otherwise
+    /// keeps it until the node changes: a waiter that gives up behind a long hold would leave
+    /// one watcher per attempt.
+    /// `everywhere`: remove the session's watches on the path from the server too
+    /// (zoo_aremove_all_watches), for a watch on a node that may never change: a release marker's.
+    void drop_watch(std::uint64_t id, bool armed = false, bool everywhere = false);
+
+    /// Per-session state of a recipe (strand), created by the recipe on first use.
+    std::shared_ptr<void>& extension(std::uint64_t key) { return extensions_[key]; }
+
+    // -- listeners (strand) --
+    std::uint64_t add_listener(std::weak_ptr<session_listener> l);
+    /// Strand: session_options::keep_lease_warm is false and nothing needs the lease now (no
+    /// lock held, no acquire in progress, no write in flight): no touches.
+    bool idle_and_cold() const noexcept;
+    void remove_listener(std::uint64_t id) { listeners_.erase(id); }
+
+    // -- guaranteed deletes (strand) --
+    /// Deletes `node` now if connected, else on the next reconnect, until it is gone or the
+    /// session ends. `done` (optional) completes when that happens.
+    /// With `owner_czxid` != 0 the node is deleted only while it is still the one created with
+    /// that czxid (a fixed name that someone else may have recreated: the unique_node strategy).
+    /// With `marked`, the holder of a write node releases it with its release marker
+    /// (protocol.hpp, release_marker), and deletes it plainly if the server refuses that.
+    void delete_in_background(std::string node, std::optional<pending<void(error_code)>> done = std::nullopt,
+                              std::int64_t owner_czxid = 0, bool marked = false);
+    /// Same, for a node known only by the guid in its name (a create whose reply was lost).
+    void delete_by_guid_in_background(std::string parent, std::string guid);
+    std::size_t background_deletes() const noexcept { return cleanups_.size(); }
+    /// The lease's inputs (diagnostics: tests' failure messages).
+    session_lease::view lease_view() const noexcept { return lease_->inspect(); }
+
+    // -- called by the C-client bridge (on the strand) --
+    void on_session_event(std::uint64_t gen, int state);
+    /// The server's verdict on session_options::auth for handle generation `gen`.
+    void on_auth_result(std::uint64_t gen, int rc);
+    void on_watch(std::uint64_t id, int type);
+
+    /// Faults tests inject (fault_injection.hpp); never set outside tests.
+    fault_injection faults;
+    /// The parent's cversion that listing `r` reports (or the one faults.cversion_override sets).
+    std::optional<std::int32_t> listed_cversion(const zk_result& r) const noexcept {
+        if (auto o = faults.cversion_override.load(std::memory_order_relaxed); o >= 0)
+            return static_cast<std::int32_t>(o);
+        return r.cversion;
+    }
+
+    // metrics (session::metrics())
+    metrics_registry& metrics() noexcept { return metrics_; }
+    bool metrics_enabled() const noexcept { return opts_.metrics; }
+    /// Counts an acquire of `path` from now to its completion (`p` completes it). Any thread.
+    void meter_acquire(const std::string& path, pending<void(error_code, guard)>& p);
+    metrics_snapshot metrics_snapshot_now() const;
+    std::atomic<std::uint64_t> n_reconnects{0}, n_expiries{0}, n_cleanup_retries{0}, n_cleanups_pending{0};
+    std::atomic<std::int64_t> oldest_cleanup_ns{0}; // steady-clock ns of the oldest pending delete (0: none)
+
+    // statistics
+    std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_renewal{0}, n_touch{0}, n_multi{0}, n_marked_grants{0};
+
+private:
+    struct cleanup_job {
+        std::string node;   // known path, or empty while looking it up by guid
+        std::string parent; // with guid
+        std::string guid;
+        std::int64_t owner_czxid = 0; // with a fixed name: delete only this incarnation
+        bool marked = false;          // a release with its marker (until the server refuses it)
+        std::vector<pending<void(error_code)>> waiters;
+        bool running = false;
+        std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
+        int failures = 0;                            // in a row: the back-off's exponent
+        std::shared_ptr<asio::steady_timer> backoff; // a retry that waits
+    };
+    /// The metrics' view of cleanups_ (strand): how many, since when (the list is in age order).
+    void cleanup_gauges() noexcept {
+        n_cleanups_pending.store(cleanups_.size(), std::memory_order_relaxed);
+        oldest_cleanup_ns.store(cleanups_.empty() ? 0
+                                                  : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                        cleanups_.front().since.time_since_epoch())
+                                                        .count(),
+                                std::memory_order_relaxed);
+    }
+
+    void set_state(session_state s);
+    /// At `at`, or connect_timeout from now.
+    void arm_connect_timer(std::optional<std::chrono::steady_clock::time_point> at = std::nullopt);
+    /// Resolves the connect string's host names with asio's resolver (never a getaddrinfo on the
+    /// io_context), then `then(ec)` on the strand; the addresses land in resolved_connect_.
+    void resolve_hosts(std::function<void(error_code)> then);
+    std::string resolved_connect_;    // strand: what the C client is given ("": opts_.connect as it is)
+    std::uint64_t resolve_epoch_ = 0; // strand: moved when an attempt is abandoned
+    bool round_resolution_ = false;   // strand: a lookup after a failed round is under way
+    std::chrono::steady_clock::time_point last_round_resolution_{};
+
+public:
+    /// (strand) The connect string the C client was given: addresses only, once the host names
+    /// have been resolved (the options' string as it is when it names no host).
+    const std::string& client_connect_string() const {
+        return resolved_connect_.empty() ? opts_.connect : resolved_connect_;
+    }
+    /// (strand) Every server of handle `gen` failed once: look the host names up again, and give
+    /// the C client the new addresses if they changed.
+    void on_round_failed(std::uint64_t gen);
+
+private:
+public:
+    /// (strand) The TLS relay (null without TLS), for tests.
+    const std::shared_ptr<tls_relay>& relay() const noexcept { return relay_; }
+
+private:
+    /// (strand) The TLS relay of session_options::tls: made at the first connect; its listeners
+    /// outlive handles and reconnects. Null without TLS.
+    std::shared_ptr<tls_relay> relay_;
+    /// (strand) Makes relay_ if TLS is on and it is not made yet: false (with ec) if the options
+    /// are bad.
+    bool make_relay(error_code& ec);
+    /// (strand) A connection through the relay failed: a first connect fails at once with the
+    /// TLS error once every server refused the handshake.
+    void on_tls_failure(const std::string& server, const tls_failure& f);
+    void cancel_connect(std::uint64_t id);
+    void abandon_attempt(error_code why);
+    void arm_lease_timer();
+    void on_lease_timer();
+    /// (strand) Sends a heartbeat (or a touch) now (`now`), and arms the next one unless one is
+    /// armed already (`restart`: re-arm it anyway): T/10 later while a lock is held, else T/10
+    /// after the last send.
+    void arm_heartbeat(bool now, bool restart = false);
+    /// (strand) The heartbeat (or touch) goes at `at` (lease_clock): the timer is armed for it,
+    /// unless it is armed already for no later (it then waits on when it fires: heartbeat_due_).
+    void schedule_heartbeat(lease_ns at);
+    void arm_heartbeat_timer(lease_ns at);
+    void send_heartbeat();
+    void fire_lapse_waiters(bool all);
+    void enter_closed();
+    void notify(session_event e);
+    /// (strand) A new zk_handle for resolved_connect_ (opts_.connect if empty, without TLS):
+    /// handle_, or an error (tls_relay_bypassed, invalid_connect_string) and no handle.
+    error_code start_handle();
+    /// Closes a handle that is no longer the session one (never blocks: zk_handle::close).
+    static void close_handle(std::shared_ptr<zk_handle> h);
+    void run_cleanups();
+    void run_cleanup(std::list<cleanup_job>::iterator it);
+    /// A request of the job failed with `rc`, and the node may still be there: try again, never
+    /// give up while the session lives (reconnect, or a capped back-off while connected).
+    void retry_cleanup(std::list<cleanup_job>::iterator it, int rc);
+    /// Sends a guaranteed delete's request, or fakes its failure (faults.cleanup_errors).
+    template <class F>
+    void cleanup_request(F&& send, zk_handler h);
+    void finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec);
+    void finish_all_cleanups();
+    bool cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const noexcept;
+    std::uint64_t cleanup_epoch_ = 0; // strand: moved by finish_all_cleanups (see cleanup_alive)
+    bool refused_ = false;            // strand: the credentials were refused; no new handle yet
+    template <class F>
+    void submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter);
+
+    asio::any_io_executor ex_;
+    strand_type strand_;
+    session_options opts_;
+    metrics_registry metrics_{opts_.metrics_max_paths};
+
+    std::atomic<session_state> state_{session_state::disconnected};
+    std::atomic<std::int64_t> session_id_{0};
+    std::atomic<int> timeout_ms_{0};
+    std::atomic<std::uint64_t> generation_{0};
+    std::atomic<bool> shut_down_{false};
+    bool closed_done_ = false; // strand: enter_closed() ran
+
+    std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
+    std::mutex handle_mu_;              // guards handle_ against shutdown()
+    mutable std::mutex attempts_mu_;    // guards last_attempts_
+    std::string last_attempts_;         // see session::last_connect_attempts
+    asio::steady_timer connect_timer_;
+    std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
+    boot_timer lease_timer_; // fires at the earliest lease deadline in use
+    boot_timer
+        heartbeat_timer_; // while connected: a heartbeat every T/10, or a touch T/10 after the last send
+    std::map<double, std::size_t> lease_fractions_; // strand: held locks per lease fraction
+    struct held_node {
+        double fraction;
+        std::string node;
+        std::function<void()> on_gone;
+    };
+    std::map<std::uint64_t, held_node> held_; // strand: lease_register
+    std::uint64_t heartbeat_cursor_ = 0;      // strand: the last held_ id a heartbeat checked
+    lease_ns lease_checked_at_ = 0;           // strand: the lease timer's last turn
+    std::map<std::uint64_t, std::pair<double, std::function<void()>>> lapse_waiters_;
+    int heartbeats_in_flight_ = 0;
+    bool heartbeat_armed_ = false;
+    lease_ns heartbeat_due_ = 0; // strand: when the heartbeat (or touch) scheduled last is due
+    std::atomic<std::uint64_t> heartbeat_timer_arms_{0};  // (tests: heartbeat_timer_arms())
+    std::atomic<std::uint64_t> heartbeat_checks_sent_{0}; // (tests: heartbeat_checks_sent())
+    std::vector<std::pair<std::uint64_t, pending<void(error_code)>>> connect_waiters_;
+    error_code end_reason_ = make_error_code(errc::session_expired); // strand: see end_reason()
+    bool auth_probe_needed_ = false;                                 // strand: see probe_auth()
+    bool auth_probe_in_flight_ = false;
+    bool auth_confirmed_ = true; // strand: the current handle's credentials were accepted (or none)
+    /// The session state machine (session/session_fsm.hpp): its inputs, and its driver, which
+    /// carries out the effects of `e` in order.
+    session_fsm::facts fsm_facts() const noexcept;
+    void feed(session_fsm::event e);
+    void read_session_info();
+    void complete_connect_waiters(error_code ec);
+    /// Connected: completes the connect waiters once the connect string's chroot, if any, is
+    /// known to exist (an exists on "/" under it, until one says so), else with
+    /// errc::chroot_missing. No answer (the connection went) completes them as connected.
+    void connect_waiters_connected();
+    bool chroot_seen_ = false;            // strand: the chroot existed (or there is none to check)
+    bool chroot_check_in_flight_ = false; // strand
+    /// The credentials' verdict was lost with the connection: a request sent after them on the
+    /// next connection tells (a reply means the server accepted them; a refusal closes it).
+    void probe_auth();
+    /// An attempt to connect is still under way: no connection yet, or one whose credentials
+    /// the server has not accepted yet.
+    bool attempt_in_progress() const noexcept;
+    std::set<std::uint64_t> connects_cancelled_early_; // strand
+    std::vector<pending<void(error_code)>> close_waiters_;
+    std::map<std::uint64_t, std::pair<session_state, pending<void(error_code, session_state)>>>
+        state_waiters_;
+    std::atomic<std::uint64_t> next_state_waiter_{1};
+    std::set<std::uint64_t> state_waits_cancelled_early_; // strand
+    std::uint64_t next_id_ = 1;
+    struct watch_entry {
+        std::function<void(int)> fn;
+        std::string path; ///< set when a request arms it
+        bool child = false;
+    };
+    std::unordered_map<std::uint64_t, watch_entry> watches_;
+    std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;
+    std::list<cleanup_job> cleanups_;
+    std::map<std::uint64_t, std::shared_ptr<void>> extensions_;
+};
+
+} // namespace zklock::detail
