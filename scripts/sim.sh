@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The deterministic simulator (test/sim/): clients that take and release one lock, deciding with
+# zklock's own pure protocol code, against a model ZooKeeper server, under every delivery order a
+# seeded scheduler picks, with connection losses and expiries. Prints each failing seed's replay
+# command; --trace (with --seed) prints the run step by step.
+#   scripts/sim.sh [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--trace]
+#                  [--bug no-guid-recovery|herd|always-alone]
+# --bug re-introduces a past defect in the simulator's client: the run passes when a seed finds it.
+# The suite runs 10,000 seeds, and each --bug (sim.* in ctest). See docs/internals.md, "The
+# deterministic simulator".
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+"$root/scripts/setup.sh" >&2
+build=$("$root/scripts/build.sh")
+exec "$build/test/zklock_sim" "$@"
