@@ -4,6 +4,7 @@
 
 #include "recipes/held_lock.hpp"
 #include "recipes/lease_grant.hpp"
+#include "protocol/acquire_steps.hpp"
 #include "protocol/protocol.hpp"
 #include "session/session_impl.hpp"
 
@@ -66,6 +67,18 @@ public:
 
     lock_family family() const {
         return req_.rw ? lock_family::rw : req_.latch ? lock_family::latch : lock_family::mutex;
+    }
+    /// The request's shape, for the decisions of acquire_steps.hpp.
+    acquire_shape shape() const {
+        acquire_shape a;
+        a.family = family();
+        a.dialect = req_.dialect;
+        a.own_writer = req_.own_writer;
+        a.try_only = req_.try_only;
+        a.election = req_.election;
+        a.own_naming = own_naming();
+        a.watch_children = req_.strategy == lock_strategy::watch_children;
+        return a;
     }
     /// An election's naming: a candidate of any other fails the campaign (other_naming).
     naming own_naming() const {
@@ -551,43 +564,29 @@ private:
                     co_return co_await op.abandon(op.fail_code(rc));
                 }
             }
-            // One path, one naming for an election, checked on every listing while campaigning. (A
-            // leader lists no more: a peer of another naming that comes later is not seen here, and
-            // does not see us either. The dialect is the user's to set; this catches a mixed path
-            // whenever a campaign looks at it.)
-            if (op.req_.election && other_naming(children, op.own_naming()))
-                co_return co_await op.abandon(errc::election_dialect_mixed);
-            // Another child with our guid is ours too: a create whose reply was lost, committed
-            // at the leader but not yet visible when we looked for it, then created again. It
-            // sorts before our node, so we would wait on ourselves: delete it, and decide without it.
-            for (auto it = children.begin(); it != children.end();) {
-                if (*it != my_name && it->find(op.guid_) != std::string::npos) {
-                    s.delete_in_background(op.req_.path + "/" + *it);
-                    it = children.erase(it);
-                } else {
-                    ++it;
-                }
-            }
-            auto d = decide(children, my_name, op.family(), op.req_.dialect, op.req_.own_writer, cv);
-            // The predecessor may be all that stands in the way: then its deletion grants us the lock
-            // without listing again (one round trip less on a contended hand-off: granted_once_gone).
-            const bool alone = d.what == exclusive_decision::wait &&
-                               op.req_.strategy != lock_strategy::watch_children && d.alone;
+            // What the listing says (src/protocol/acquire_steps.hpp): grant, wait, busy or fail.
+            auto step = after_listing(std::move(children), my_name, op.guid_, op.shape(), cv);
             std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
-            if (d.what == exclusive_decision::ambiguous)
-                co_return co_await op.abandon(errc::sequence_overflow);
-            if (d.what == exclusive_decision::missing) {
-                op.my_node_.clear();
+            for (const auto& dup : step.duplicates) s.delete_in_background(op.req_.path + "/" + dup);
+            if (step.what == listing_step::fail) {
+                if (step.why == listing_step::dialect_mixed)
+                    co_return co_await op.abandon(errc::election_dialect_mixed);
+                if (step.why == listing_step::sequence_overflow)
+                    co_return co_await op.abandon(errc::sequence_overflow);
+                op.my_node_.clear(); // node_missing
                 co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
             }
-            if (d.what == exclusive_decision::acquired) {
+            if (step.what == listing_step::grant) {
                 // The lease must vouch for the session at the grant: if it has lapsed (a long
                 // wait with nothing held, or a slow reply), a sync renews it, or we list again.
                 if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
                 if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
                 co_return op.grant();
             }
-            if (op.req_.try_only) co_return co_await op.abandon(op.busy_code());
+            if (step.what == listing_step::busy) co_return co_await op.abandon(op.busy_code());
+            // The predecessor may be all that stands in the way: then its deletion grants us the lock
+            // without listing again (one round trip less on a contended hand-off: granted_once_gone).
+            const bool alone = step.alone;
             op.waited_ = true;
 
             op.recheck_ = false;
@@ -600,15 +599,14 @@ private:
                     o->wake_.cancel();
                 }
             });
-            const auto pred_path = op.req_.path + "/" + d.predecessor;
+            const auto pred_path = op.req_.path + "/" + step.predecessor;
             // Behind a deeper queue, the predecessor's release marker too: created (in the
             // transaction that deletes the predecessor) only if the predecessor was the lowest, so
             // its creation grants us the lock as `alone` would, without listing again. Sent before
             // the read of the predecessor: if that read finds the node, the marker's watch was in
             // place before any release of it.
             std::uint64_t mid = 0;
-            if (!alone && op.req_.strategy == lock_strategy::predecessor &&
-                may_mark_release(d.predecessor, op.family(), op.req_.dialect)) {
+            if (step.watch_marker) {
                 mid = s.add_watch([w = op.weak_from_this()](int type) {
                     if (auto o = w.lock(); o && type == ZOO_CREATED_EVENT) {
                         o->recheck_ = true;
@@ -628,7 +626,7 @@ private:
                 g = co_await s.async_get_children_watch(op.req_.path, wid, use_awaitable);
                 if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect,
                                           op.req_.own_writer, s.listed_cversion(g))
-                                           .predecessor == d.predecessor)
+                                           .predecessor == step.predecessor)
                     co_await op.wait_event();
             } else {
                 // getData, not exists: exists on a vanished node would leave a creation watch behind.
@@ -638,7 +636,8 @@ private:
             if (mid) {
                 // Not fired: its node may never be created, so the server must forget it too.
                 s.drop_watch(mid, true, true);
-                if (op.marked_ && !op.should_stop()) {
+                if (op.marked_ && !op.should_stop() &&
+                    after_wake(wake::marker_created, alone) == wake_step::grant) {
                     // The predecessor went in the marker's transaction: its deletion event is on
                     // its way, so its watch is forgotten here, not removed.
                     s.drop_watch(wid);
@@ -653,7 +652,10 @@ private:
                 if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
             } else if (g.rc != ZOK && g.rc != ZNONODE) {
                 co_return co_await op.abandon(op.fail_code(g.rc));
-            } else if (alone && (g.rc == ZNONODE || op.pred_deleted_) && !op.should_stop()) {
+            } else if (!op.should_stop() && after_wake(g.rc == ZNONODE    ? wake::predecessor_missing
+                                                       : op.pred_deleted_ ? wake::predecessor_deleted
+                                                                          : wake::other,
+                                                       alone) == wake_step::grant) {
                 // Granted without a new listing. (Our own node is not looked at again: if someone
                 // deleted it while we waited, that is a break, as one just after the grant would be;
                 // the holder learns it through its loss signal if it watches its node.)

@@ -3,10 +3,11 @@
 // order the model allows and injects connection losses (a request applied or not, its reply
 // lost) and session expiries. Every decision a client makes about the children is zklock's own
 // pure protocol code (src/protocol/protocol.hpp: decide, the `alone` rule, release markers, node
-// names, the guid recovery's lookup). The sequencing around it (create and list, watch the
-// predecessor and its marker, relist, recover a lost create, release with the marker) mirrors the
-// coroutine of src/recipes/mutex.cpp, which does not yet run as a state machine of its own: until
-// it does, this is a model of that coroutine, not the coroutine.
+// names, the guid recovery's lookup) and the acquire's steps that src/recipes/mutex.cpp runs
+// (src/protocol/acquire_steps.hpp: after a listing, after a wake-up). The sequencing around them
+// (create and list, the requests each step asks for, recover a lost create, release with the
+// marker, the guaranteed deletes) mirrors mutex.cpp's coroutine, which is not yet a state machine
+// of its own: that part is a model of the coroutine, not the coroutine.
 //
 // Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free).
 // At the end: every client finished its cycles within the step bound (liveness), and the lock path
@@ -17,6 +18,7 @@
 //   zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--trace]
 //              [--bug no-guid-recovery|herd|always-alone]
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds the bug, and says which).
+#include "protocol/acquire_steps.hpp"
 #include "protocol/protocol.hpp"
 
 #include "model_zk.hpp"
@@ -223,26 +225,22 @@ private:
         log(who(c) + " acquire: create " + c.prefix);
     }
 
+    /// After a listing: zklock's own step (src/protocol/acquire_steps.hpp), then its requests.
     void decide(client& c, std::vector<std::string> children, std::int32_t cv) {
         const std::string mine(zd::last_segment(c.my_node));
-        // another child with our guid is ours too (a lost create applied twice): it goes
-        for (auto it = children.begin(); it != children.end();) {
-            if (*it != mine && cfg_.b != bug::no_guid_recovery && it->find(c.guid) != std::string::npos) {
-                delete_in_background(c, lock_path + "/" + *it);
-                it = children.erase(it);
-            } else {
-                ++it;
-            }
-        }
-        auto d = zd::decide(children, mine, zd::lock_family::mutex, lock_dialect::curator, {}, cv);
-        if (d.what == zd::exclusive_decision::missing) return fail(c, "its node is gone");
-        if (d.what == zd::exclusive_decision::ambiguous) return fail(c, "sequence overflow");
-        if (d.what == zd::exclusive_decision::acquired) return grant(c, "lowest");
+        zd::acquire_shape shape;
+        shape.watch_children = cfg_.b == bug::herd; // (the herd-prone variant, a strategy of its own)
+        auto step = zd::after_listing(std::move(children), mine,
+                                      cfg_.b == bug::no_guid_recovery ? "" : c.guid, shape, cv);
+        for (auto& dup : step.duplicates) delete_in_background(c, lock_path + "/" + dup);
+        if (step.what == zd::listing_step::fail)
+            return fail(c, step.why == zd::listing_step::node_missing ? "its node is gone" : "refused");
+        if (step.what == zd::listing_step::grant) return grant(c, "lowest");
         c.waited = true;
-        c.pred = lock_path + "/" + d.predecessor;
-        c.alone = cfg_.b == bug::always_alone ? true : d.alone;
+        c.pred = lock_path + "/" + step.predecessor;
+        c.alone = cfg_.b == bug::always_alone ? true : step.alone; // (the defect: alone on every wait)
         c.st = client::state::waiting;
-        if (cfg_.b == bug::herd) {
+        if (shape.watch_children) {
             request w;
             w.kind = op::get_children;
             w.path = lock_path;
@@ -251,7 +249,7 @@ private:
             log(who(c) + " waits: watches the children (herd)");
             return;
         }
-        if (!c.alone && zd::may_mark_release(d.predecessor, zd::lock_family::mutex, lock_dialect::curator)) {
+        if (step.watch_marker && cfg_.b != bug::always_alone) {
             request m;
             m.kind = op::exists;
             m.path = zd::release_marker(c.pred);
@@ -263,7 +261,7 @@ private:
         g.path = c.pred;
         g.watch = true;
         send(c, g, tag::pred);
-        log(who(c) + " waits behind " + d.predecessor + (c.alone ? " (alone)" : ""));
+        log(who(c) + " waits behind " + step.predecessor + (c.alone ? " (alone)" : ""));
     }
 
     void grant(client& c, const std::string& why) {
@@ -316,13 +314,16 @@ private:
             }
             return;
         }
-        if (e.path == zd::release_marker(c.pred) && e.type == created_event) {
-            acted(c.pred, c);
-            return grant(c, "marker");
-        }
-        if (e.path != c.pred) return; // (a watch of an earlier wait: forgotten)
+        zd::wake w = zd::wake::other;
+        if (e.path == zd::release_marker(c.pred) && e.type == created_event)
+            w = zd::wake::marker_created;
+        else if (e.path == c.pred)
+            w = e.type == deleted_event ? zd::wake::predecessor_deleted : zd::wake::other;
+        else
+            return; // (a watch of an earlier wait: forgotten)
         acted(c.pred, c);
-        if (e.type == deleted_event && c.alone) return grant(c, "predecessor gone, alone");
+        if (zd::after_wake(w, c.alone) == zd::wake_step::grant)
+            return grant(c, w == zd::wake::marker_created ? "marker" : "predecessor gone, alone");
         send_list(c, client::state::listing);
     }
 
@@ -377,7 +378,8 @@ private:
             break;
         case tag::pred:
             if (c.st == client::state::waiting && r.rc == no_node) {
-                if (c.alone) return grant(c, "predecessor already gone, alone");
+                if (zd::after_wake(zd::wake::predecessor_missing, c.alone) == zd::wake_step::grant)
+                    return grant(c, "predecessor already gone, alone");
                 send_list(c, client::state::listing);
             }
             break;
