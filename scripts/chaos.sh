@@ -17,7 +17,8 @@
 #            adds "no stale write": on each data node, the successful commits in the order of the
 #            versions they returned never go back in fencing token, and none that landed was sent
 #            after its leadership's end (the hold's E line: the loss signal, or the release; one in
-#            flight at the loss signal may be acknowledged after it, and is reported). Not with --peers.
+#            flight at the loss signal may be acknowledged after it, and is reported). With --peers,
+#            see there.
 #   --build: take the binaries from this build dir, already built, instead of running scripts/build.sh
 #   --tick: the ensemble's tickTime (default 500 ms, a quarter of the workers' T = 2 s); 1000 runs at
 #            tickTime = T/2, the shortest T ZooKeeper allows for it, where the leader's pings are
@@ -27,11 +28,21 @@
 #   --slow-stop-ms: every other zklock worker (the even-numbered ones) goes on acting for a random
 #            time up to N ms after its loss signal before it releases (zklock_chaos_worker
 #            --slow-stop-ms), so the library's deferred delete of a lost lock is exercised; default:
-#            chosen per run from the seed, between 0 and 0.3 T
+#            chosen per run from the seed, between 0 and 0.2875 T (what the library leaves a lost
+#            holder before it deletes the node: a longer stop would break the holder's side of the
+#            contract, not the library's)
 #   --peers: N more workers (default 2) of Curator's InterProcessMutex or kazoo's Lock on the same
 #            paths (test/chaos/CuratorChaosWorker.java, kazoo_chaos_worker.py), logging the same
 #            way; their loss signal is the connection leaving CONNECTED (SUSPENDED or LOST), as
 #            their documentation advises. Curator cannot read kazoo's node names: one kind per run.
+#            With --recipe election the peers are candidates on the same election paths: Curator's
+#            LeaderSelector (id: the worker's name; takeLeadership is one hold) or kazoo's Election
+#            (identifier: the worker's name; run(func) is one hold), logging their holds as above, so
+#            "never two leaders" is checked across libraries. kazoo's Election sees only kazoo-named
+#            nodes (it takes no extra_lock_patterns) and zklock's election refuses a path of mixed
+#            namings, so beside kazoo the zklock workers campaign in election_dialect::kazoo
+#            (zklock_chaos_worker --dialect kazoo); beside Curator in the default, LeaderSelector's.
+#            Peers neither proclaim nor commit: the stale-write check covers the zklock workers.
 #
 # Faults (one at a time, 1-3 s apart): leader SIGKILL then restart, follower SIGSTOP for 1.5-3 T
 # then SIGCONT, a follower's links to the leader frozen for 1.5-3 T (the ensemble's server links go
@@ -71,9 +82,11 @@ while [ $# -gt 0 ]; do
 done
 case "$peers" in ""|none) peers=""; peer_workers=0;; curator|kazoo) ;; *) echo "chaos: --peers curator|kazoo" >&2; exit 2;; esac
 case "$recipe" in mutex|election) ;; *) echo "chaos: --recipe mutex|election" >&2; exit 2;; esac
-if [ "$recipe" = election ] && [ -n "$peers" ]; then
-  echo "chaos: --recipe election runs zklock workers only: --peers $peers is for the mutex recipe" >&2; exit 2
-fi
+# the zklock workers' node naming (zklock_chaos_worker --dialect): kazoo's only beside kazoo's
+# Election, which sees nothing else (the mutex workers keep Curator's, which kazoo's Lock sees
+# through extra_lock_patterns)
+dialect=curator
+if [ "$recipe" = election ] && [ "$peers" = kazoo ]; then dialect=kazoo; fi
 total=$((workers + peer_workers))
 # The workers append to their logs and the checker reads every log in the directory: an old
 # run's logs would be checked as part of this one. (Seen: a reused --out gave "token order"
@@ -84,7 +97,8 @@ fi
 T=2000 # session timeout, ms (the ensemble's tickTime: --tick, 500 ms unless given)
 if [ "$tick" -lt 50 ] || [ $((tick * 2)) -gt "$T" ]; then echo "chaos: --tick must be in [50, T/2 = $((T / 2))] ms" >&2; exit 2; fi
 # the slow stop of every other zklock worker: from the seed (the fault loop below seeds RANDOM again)
-if [ -z "$slow_stop_ms" ]; then RANDOM=$seed; slow_stop_ms=$(( RANDOM % (T * 3 / 10 + 1) )); fi
+# (at most 0.2875 T: the time the library leaves a lost holder before it deletes the node)
+if [ -z "$slow_stop_ms" ]; then RANDOM=$seed; slow_stop_ms=$(( RANDOM % (T * 2875 / 10000 + 1) )); fi
 "$root/scripts/setup.sh"
 if [ -z "$build" ]; then build=$("$root/scripts/build.sh"); fi
 [ -n "$out" ] || out=$(mktemp -d /tmp/zklock-chaos.XXXXXX)
@@ -116,7 +130,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM # (cleanup runs on exit)
 zkout=$("$root/scripts/zk.sh" start --servers 3 --relay --tick "$tick")
 ZK_CONNECT=$(echo "$zkout" | sed -n 's/^ZK_CONNECT=//p'); zkdir=$(echo "$zkout" | sed -n 's/^ZK_DIR=//p')
-echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} on $paths path(s); recipe $recipe; policy $policy; seed $seed; tickTime ${tick} ms; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
+echo "chaos: ensemble at $ZK_CONNECT; $workers workers${peers:+ and $peer_workers $peers workers} (dialect $dialect) on $paths path(s); recipe $recipe; policy $policy; seed $seed; tickTime ${tick} ms; ${seconds}s; slow stop ${slow_stop_ms} ms (even workers); files in $out" >&2
 
 start_worker() { # start_worker I
   local i=$1 s slow=0
@@ -128,16 +142,16 @@ start_worker() { # start_worker I
       name[$i]="w${i}g${gen[$i]}"
       "$worker_bin" --connect "$ZK_CONNECT" --paths "$paths" --log "$out/${name[$i]}.log" --name "${name[$i]}" \
         --seed "$s" --session-timeout "$T" --policy "$policy" --partition-ms $((T * 2)) \
-        --hold-ms 10:1500 --slow-stop-ms "$slow" --recipe "$recipe" \
+        --hold-ms 10:1500 --slow-stop-ms "$slow" --recipe "$recipe" --dialect "$dialect" \
         2>>"$out/workers.stderr" &;;
     curator)
       name[$i]="c${i}g${gen[$i]}"
       java -Xmx256m -XX:+UseSerialGC -cp "$out:$CURATOR_CP" CuratorChaosWorker "$ZK_CONNECT" "$paths" \
-        "$out/${name[$i]}.log" "$s" "$T" 10 1500 2>>"$out/workers.stderr" &;;
+        "$out/${name[$i]}.log" "$s" "$T" 10 1500 "$recipe" "${name[$i]}" 2>>"$out/workers.stderr" &;;
     kazoo)
       name[$i]="k${i}g${gen[$i]}"
       /usr/bin/python3 "$root/test/chaos/kazoo_chaos_worker.py" "$ZK_CONNECT" "$paths" "$out/${name[$i]}.log" "$s" "$T" \
-        10 1500 2>>"$out/workers.stderr" &;;
+        10 1500 "$recipe" "${name[$i]}" 2>>"$out/workers.stderr" &;;
   esac
   pid[$i]=$!
 }
@@ -226,6 +240,11 @@ for s in 1 2 3; do
   fi
 done
 fail=0
+# a worker started just now (after a kill near the end) gets its TERM only once it is up: a JVM told
+# to stop before its main() has handled nothing yet, and exits 143 (seen with a Curator peer)
+for i in $(seq 1 "$total"); do
+  for _ in $(seq 1 150); do [ -e "$out/${name[$i]}.log" ] && break; sleep 0.1; done
+done
 for i in $(seq 1 "$total"); do kill -TERM "${pid[$i]}" 2>/dev/null || true; done
 for i in $(seq 1 "$total"); do
   for _ in $(seq 1 300); do kill -0 "${pid[$i]}" 2>/dev/null || break; sleep 0.1; done

@@ -44,7 +44,13 @@
 //
 //   zklock_chaos_worker --connect H:P,H:P,... --paths N --log FILE [--seed S] [--session-timeout MS]
 //                       [--hold-ms MIN:MAX] [--policy lease|on_disconnect|on_expiry] [--partition-ms MS]
-//                       [--name NAME] [--slow-stop-ms N] [--recipe mutex|election]
+//                       [--name NAME] [--slow-stop-ms N] [--recipe mutex|election] [--dialect curator|kazoo]
+//   --dialect: the naming of the worker's nodes, for paths shared with peers (chaos.sh --peers):
+//              curator (the default: lock_dialect::curator, election_dialect::curator_selector) or
+//              kazoo (lock_dialect::kazoo, election_dialect::kazoo). chaos.sh gives kazoo only to
+//              election workers beside kazoo peers: kazoo's Election sees only kazoo-named nodes and
+//              zklock's election refuses a path of mixed namings; its mutex workers keep the
+//              default, which kazoo's Lock sees through extra_lock_patterns=["-lock-"].
 #include <zklock.hpp>
 
 #include "../integration/proxy.hpp"
@@ -81,7 +87,8 @@ long long now_ns() {
 }
 
 struct options {
-    std::string connect, log = "/dev/stdout", name = "w", policy = "lease", recipe = "mutex";
+    std::string connect, log = "/dev/stdout", name = "w", policy = "lease", recipe = "mutex",
+                         dialect = "curator";
     int paths = 2, hold_min = 5, hold_max = 60, partition_ms = 4000, slow_stop_ms = 0;
     unsigned seed = 1;
     std::chrono::milliseconds session_timeout{2000};
@@ -118,6 +125,8 @@ options parse(int argc, char** argv) {
             o.slow_stop_ms = std::stoi(next());
         else if (a == "--recipe")
             o.recipe = next();
+        else if (a == "--dialect")
+            o.dialect = next();
         else if (a == "--session-timeout")
             o.session_timeout = std::chrono::milliseconds(std::stoi(next()));
         else if (a == "--hold-ms") {
@@ -133,6 +142,7 @@ options parse(int argc, char** argv) {
     if (o.paths < 1 || o.hold_min < 0 || o.hold_max < o.hold_min) usage("bad --paths or --hold-ms");
     if (o.slow_stop_ms < 0) usage("bad --slow-stop-ms");
     if (o.recipe != "mutex" && o.recipe != "election") usage("--recipe is mutex or election");
+    if (o.dialect != "curator" && o.dialect != "kazoo") usage("--dialect is curator or kazoo");
     return o;
 }
 
@@ -194,7 +204,9 @@ public:
                 co_await lead(s, path, pick_hold, pick_slow_stop);
                 continue;
             }
-            zklock::mutex m(s, path);
+            zklock::mutex_options mo;
+            mo.dialect = o_.dialect == "kazoo" ? zklock::lock_dialect::kazoo : zklock::lock_dialect::curator;
+            zklock::mutex m(s, path, mo);
             auto [ec, g] = co_await m.async_acquire_for(10s, asio::as_tuple(use_awaitable));
             if (ec) {
                 ++failed_acquires_;
@@ -270,6 +282,11 @@ private:
         bool ended = false;       // its E line is written
         bool lost = false;        // ... and it was the loss signal's
         asio::steady_timer timer; // the wait between rounds; the loss signal cancels it
+        // A slow stop (--slow-stop-ms): armed by the loss signal itself, so that its S line comes
+        // on time even while the coroutine waits on a write that was in flight at the loss.
+        std::chrono::milliseconds slow_stop{0};
+        std::shared_ptr<asio::steady_timer> stop; // (made by the loss signal)
+        bool stopped = false;                     // its S line is written
     };
 
     // --recipe election: one campaign on `path`, and if it wins, one leadership (see the header).
@@ -290,7 +307,10 @@ private:
             data_nodes_.insert(data);
         }
         const std::string value = o_.name + "-" + std::to_string(++campaigns_);
-        zklock::election e(s, path);
+        zklock::election_options eo;
+        eo.dialect = o_.dialect == "kazoo" ? zklock::election_dialect::kazoo
+                                           : zklock::election_dialect::curator_selector;
+        zklock::election e(s, path, eo);
         auto [ec, l] = co_await e.async_campaign_for(value, 10s, asio::as_tuple(use_awaitable));
         if (ec) {
             ++failed_acquires_;
@@ -305,12 +325,23 @@ private:
         // the loss signal ends the hold at once (its E line), as in the mutex mode; a proclaim or
         // commit in flight then completes after it
         auto st = std::make_shared<hold_state>(ex);
+        if (o_.slow_stop_ms > 0) st->slow_stop = std::chrono::milliseconds(pick_slow_stop(rng_));
         l.async_wait_lost([this, st, path](zklock::error_code lost) {
             if (st->ended || !lost || lost == zklock::errc::lock_released) return;
             st->ended = st->lost = true;
             std::fprintf(log_, "E %s %lld lost %s\n", path.c_str(), now_ns(), reason_name(lost));
             std::fflush(log_);
             st->timer.cancel();
+            if (st->slow_stop.count() > 0) {
+                st->stop = std::make_shared<asio::steady_timer>(st->timer.get_executor(), st->slow_stop);
+                st->stop->async_wait([this, st, path](zklock::error_code) {
+                    std::fprintf(log_, "S %s %lld\n", path.c_str(), now_ns());
+                    std::fflush(log_);
+                    st->stopped = true;
+                });
+            } else {
+                st->stopped = true;
+            }
         });
         const auto hold = std::chrono::milliseconds(pick_hold(rng_));
         const int rounds = 1 + static_cast<int>(rng_() % 3);
@@ -324,15 +355,17 @@ private:
             co_await st->timer.async_wait(asio::as_tuple(use_awaitable));
         }
         if (st->lost) {
-            // after the loss signal nothing may land: a proclaim and a commit that must fail
+            // A slow stop, as in the mutex mode: the worker acts for up to --slow-stop-ms after the
+            // loss signal, counted from the signal (the loss handler armed it: the writes below
+            // may wait behind a request in flight at the loss; counting from their end made an S
+            // line late with no write landing, a false "slow stop" overlap).
+            // After the loss signal nothing may land: a proclaim and commits that must fail.
             co_await proclaim(l, path, token, value + "-after-loss");
             co_await commit(l, path, token, data, value, -1);
-            if (o_.slow_stop_ms > 0) { // as in the mutex mode, and one more commit at the end
-                asio::steady_timer acting(ex, std::chrono::milliseconds(pick_slow_stop(rng_)));
-                co_await acting.async_wait(asio::as_tuple(use_awaitable));
-                co_await commit(l, path, token, data, value, -2);
-                std::fprintf(log_, "S %s %lld\n", path.c_str(), now_ns());
-                std::fflush(log_);
+            if (!st->stopped) co_await commit(l, path, token, data, value, -2); // (while still acting)
+            while (!st->stopped) { // (resign only once it stopped acting, as the mutex mode releases)
+                asio::steady_timer tick(ex, 1ms);
+                co_await tick.async_wait(asio::as_tuple(use_awaitable));
             }
         } else {
             st->ended = true;
