@@ -1,7 +1,7 @@
 // The exclusive and read/write acquire's decisions, pure: what to do after a listing of the lock
-// path, and after a wake-up while waiting. src/recipes/mutex.cpp's coroutine performs them (the
-// requests, the watches, the lease's check, deadlines and cancellation); the deterministic
-// simulator (test/sim/) runs the same functions against its model server.
+// path, and after a wake-up while waiting. The acquire's state machine (acquire_fsm.hpp) takes
+// them, whether src/recipes/mutex.cpp drives it on a session or the deterministic simulator
+// (test/sim/) on its model server.
 #pragma once
 
 #include "protocol/protocol.hpp"

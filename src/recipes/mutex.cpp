@@ -4,7 +4,7 @@
 
 #include "recipes/held_lock.hpp"
 #include "recipes/lease_grant.hpp"
-#include "protocol/acquire_steps.hpp"
+#include "protocol/acquire_fsm.hpp"
 #include "protocol/protocol.hpp"
 #include "session/session_impl.hpp"
 
@@ -249,67 +249,6 @@ private:
         co_return ZOK;
     }
 
-    /// After a create whose outcome is unknown: find our node by its guid. Adopts it only if
-    /// this session owns it. True to go on (node adopted, or create again); false to stop.
-    asio::awaitable<bool> recover_create(std::vector<std::string>& children, parent_cversion& cv,
-                                         bool& listed) {
-        for (;;) {
-            if (!co_await wait_connected()) {
-                if (!session_gone()) s_->delete_by_guid_in_background(req_.path, guid_);
-                co_return false;
-            }
-            auto l = co_await s_->async_get_children(req_.path, use_awaitable);
-            if (is_connection_rc(l.rc)) continue;
-            if (l.rc == ZNONODE) co_return true; // the parent is gone, so is any node of ours
-            if (l.rc != ZOK) {
-                s_->delete_by_guid_in_background(req_.path, guid_);
-                fatal_ = zk_error(l.rc);
-                co_return false;
-            }
-            auto found = find_by_guid(l.children, guid_);
-            if (!found) co_return true; // never applied: create again
-            auto node = req_.path + "/" + *found;
-            auto e = co_await s_->async_exists(node, use_awaitable);
-            if (is_connection_rc(e.rc)) continue;
-            if (e.rc == ZNONODE) co_return true;
-            if (e.rc != ZOK) {
-                s_->delete_in_background(node);
-                fatal_ = zk_error(e.rc);
-                co_return false;
-            }
-            if (e.stat.ephemeralOwner != s_->session_id()) {
-                // Created by a session that is no longer ours: adopting it could make two holders.
-                s_->delete_in_background(node);
-                co_return true;
-            }
-            my_node_ = std::move(node);
-            czxid_ = e.stat.czxid;
-            children = std::move(l.children);
-            cv = s_->listed_cversion(l);
-            listed = true;
-            co_return true;
-        }
-    }
-
-    /// One path, one lock: a semaphore's path has a "leases" child (Curator's layout). If it holds
-    /// a lease, this lock would not exclude the lease holders: ZAPIERROR then (the caller fails with
-    /// errc::path_used_by_semaphore). Once is enough, on a listing made after our create: a lease
-    /// created after this check is followed by the semaphore's own listing of the path
-    /// (semaphore.cpp), which sees our node and refuses. An empty "leases" left behind (a container
-    /// the server has not reaped yet) is no conflict.
-    /// The same for the unique_node strategy's "<path>/lock" (errc::strategy_conflict: ZNODEEXISTS;
-    /// run_unique lists the path after its create and refuses when it sees our node).
-    asio::awaitable<int> check_no_semaphore(const std::vector<std::string>& children) {
-        if (std::find(children.begin(), children.end(), "lock") != children.end()) co_return ZNODEEXISTS;
-        if (std::find(children.begin(), children.end(), "leases") == children.end()) co_return ZOK;
-        auto l = co_await s_->async_get_children(req_.path + "/leases", use_awaitable);
-        if (l.rc == ZNONODE) co_return ZOK;
-        if (l.rc != ZOK) co_return l.rc;
-        for (const auto& c : l.children)
-            if (is_semaphore_lease(c)) co_return ZAPIERROR;
-        co_return ZOK;
-    }
-
     /// Gives up: deletes our node (waiting for the delete when connected, so the caller sees
     /// no leftover; in the background otherwise) and completes with `ec`.
     asio::awaitable<void> abandon(error_code ec) {
@@ -398,7 +337,7 @@ private:
                 op.czxid_ = r.stat.czxid;
                 // One path, one lock: sequential lock nodes (of any recipe) or a semaphore's leases
                 // here would not see our node. Listed after our create, so that of two clients
-                // racing, one sees the other (their own check: check_no_semaphore).
+                // racing, one sees the other (their own check: acquire_fsm's examine()).
                 for (;;) {
                     auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
                     if (is_connection_rc(l.rc)) {
@@ -464,6 +403,173 @@ private:
         }
     }
 
+    /// The error of a failed acquire_fsm (src/protocol/acquire_fsm.hpp).
+    error_code failure_code(const acquire_action& a) const {
+        switch (a.why) {
+        case acquire_action::request_failed:
+            return fail_code(a.rc);
+        case acquire_action::request_failed_raw:
+            return zk_error(a.rc);
+        case acquire_action::no_parent:
+            return no_parent_code();
+        case acquire_action::busy:
+            return busy_code();
+        case acquire_action::create_retries_exhausted:
+            return errc::create_retries_exhausted;
+        case acquire_action::strategy_conflict:
+            return errc::strategy_conflict;
+        case acquire_action::path_used_by_semaphore:
+            return errc::path_used_by_semaphore;
+        case acquire_action::dialect_mixed:
+            return errc::election_dialect_mixed;
+        case acquire_action::sequence_overflow:
+            return errc::sequence_overflow;
+        case acquire_action::node_deleted:
+            return fatal_ ? fatal_ : make_error_code(errc::lock_node_deleted);
+        case acquire_action::stop:
+        case acquire_action::none:
+            break;
+        }
+        return stop_reason();
+    }
+
+    static outcome outcome_of(int rc) {
+        if (rc == ZOK) return outcome::ok;
+        if (rc == ZNONODE) return outcome::no_node;
+        if (is_connection_rc(rc)) return outcome::connection;
+        return outcome::other;
+    }
+
+    /// The watches of the last `watch` action end (a fired watch is only forgotten).
+    void end_watches() {
+        if (marker_watch_) s_->drop_watch(std::exchange(marker_watch_, 0), true, true); // may never fire
+        // A marked predecessor went in the marker's transaction: its deletion event is on its way.
+        if (pred_watch_) s_->drop_watch(std::exchange(pred_watch_, 0), pred_read_ok_ && !marked_);
+    }
+
+    /// Sets the watches of acquire_action::watch and reads the predecessor.
+    asio::awaitable<acquire_input> watch_predecessor(const acquire_action& a) {
+        auto& s = *s_;
+        recheck_ = false;
+        pred_deleted_ = false;
+        marked_ = false;
+        pred_watch_ = s.add_watch([w = weak_from_this()](int type) {
+            if (auto o = w.lock()) {
+                o->recheck_ = true;
+                o->pred_deleted_ = type == ZOO_DELETED_EVENT;
+                o->wake_.cancel();
+            }
+        });
+        // Behind a deeper queue, the predecessor's release marker too: created (in the transaction
+        // that deletes the predecessor) only if the predecessor was the lowest. Sent before the
+        // read of the predecessor: if that read finds the node, the marker's watch was in place
+        // before any release of it.
+        if (a.watch_marker) {
+            marker_watch_ = s.add_watch([w = weak_from_this()](int type) {
+                if (auto o = w.lock(); o && type == ZOO_CREATED_EVENT) {
+                    o->recheck_ = true;
+                    o->marked_ = true;
+                    o->wake_.cancel();
+                }
+            });
+            s.exists_watch(release_marker(a.node), marker_watch_, zk_handler([](zk_result) {}));
+            if (int ms = s.faults.pause_before_predecessor_ms.load(std::memory_order_relaxed); ms > 0) {
+                asio::steady_timer pause(s.strand(), std::chrono::milliseconds(ms));
+                co_await pause.async_wait(asio::as_tuple(use_awaitable));
+            }
+        }
+        acquire_input in;
+        zk_result g;
+        if (a.watch_children) { // the herd-prone variant: any change of the children wakes every waiter
+            g = co_await s.async_get_children_watch(req_.path, pred_watch_, use_awaitable);
+            in.children = std::move(g.children);
+            in.cv = s.listed_cversion(g);
+        } else {
+            // getData, not exists: exists on a vanished node would leave a creation watch behind.
+            g = co_await s.async_get_data(a.node, pred_watch_, use_awaitable);
+        }
+        pred_read_ok_ = g.rc == ZOK;
+        in.result = outcome_of(g.rc);
+        in.rc = g.rc;
+        in.marked = marked_;
+        co_return in;
+    }
+
+    /// Performs one action of the acquire's state machine and returns its result.
+    asio::awaitable<acquire_input> perform(const acquire_action& a, const std::string& data) {
+        auto& s = *s_;
+        acquire_input in;
+        switch (a.what) {
+        case acquire_action::wait_connected:
+            in.ok = co_await wait_connected();
+            break;
+        case acquire_action::create_and_list: {
+            if (fault_injection::take(s.faults.orphan_creates))
+                (void)co_await s.async_create(a.node, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
+                                              req_.node_acl);
+            auto r = co_await s.async_create_and_list(a.node, data, ZOO_EPHEMERAL_SEQUENTIAL, req_.path,
+                                                      use_awaitable, req_.node_acl);
+            if (r.rc == ZOK || is_connection_rc(r.rc)) path_used_ = true; // (a lost reply may have made it)
+            if (fault_injection::take(s.faults.stop_after_parents) && r.rc == ZNONODE)
+                cancel_after_parents_ = true;
+            in.result = outcome_of(r.rc);
+            in.rc = r.rc;
+            in.path = std::move(r.path);
+            in.czxid = r.stat.czxid;
+            in.listed = outcome_of(r.list_rc);
+            if (r.list_rc == ZOK) {
+                in.children = std::move(r.children);
+                in.cv = s.listed_cversion(r);
+            }
+            break;
+        }
+        case acquire_action::make_parents:
+            in.rc = co_await ensure_parents();
+            in.result = outcome_of(in.rc);
+            if (cancel_after_parents_ && in.result != outcome::connection) cancel(); // (the fault)
+            break;
+        case acquire_action::list:
+        case acquire_action::list_leases: {
+            // (A named variable, not a conditional inside the co_await: GCC 12 destroys such a
+            // temporary twice in a coroutine.)
+            std::string path = req_.path;
+            if (a.what == acquire_action::list_leases) path += "/leases";
+            auto l = co_await s.async_get_children(path, use_awaitable);
+            in.result = outcome_of(l.rc);
+            in.rc = l.rc;
+            in.children = std::move(l.children);
+            in.cv = s.listed_cversion(l);
+            break;
+        }
+        case acquire_action::read_node: {
+            auto e = co_await s.async_exists(a.node, use_awaitable);
+            in.result = outcome_of(e.rc);
+            in.rc = e.rc;
+            in.owner = e.stat.ephemeralOwner;
+            in.czxid = e.stat.czxid;
+            in.session = s.session_id();
+            break;
+        }
+        case acquire_action::watch:
+            in = co_await watch_predecessor(a);
+            break;
+        case acquire_action::wait:
+            co_await wait_event();
+            in.pred_deleted = pred_deleted_;
+            in.marked = marked_;
+            break;
+        case acquire_action::check_lease:
+            if (a.by_marker) s.n_marked_grants.fetch_add(1, std::memory_order_relaxed);
+            in.result = outcome_of(co_await lease_fresh());
+            break;
+        case acquire_action::grant:
+        case acquire_action::fail:
+            break;
+        }
+        in.stop = should_stop();
+        co_return in;
+    }
+
     static asio::awaitable<void> run(std::shared_ptr<acquire_op> self) {
         auto& op = *self;
         auto& s = *op.s_;
@@ -475,194 +581,27 @@ private:
         op.guid_ =
             guid_in_name(s.faults.next_guid.empty() ? make_guid() : std::exchange(s.faults.next_guid, {}),
                          op.req_.dialect);
-        const auto prefix =
-            protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader);
         const auto& data =
             op.req_.node_data.empty() && !op.req_.election ? default_node_data() : op.req_.node_data;
-        std::vector<std::string> children;
-        parent_cversion cv; // the parent's cversion read with `children`
-        bool listed = false;
-
-        // 1. Create our node; the listing rides in the same flight.
-        int lost_creates = 0, lost_parent_creates = 0;
-        for (int parent_attempts = 0; op.my_node_.empty();) {
-            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-            if (fault_injection::take(s.faults.orphan_creates))
-                (void)co_await s.async_create(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
-                                              op.req_.node_acl);
-            auto r = co_await s.async_create_and_list(prefix, data, ZOO_EPHEMERAL_SEQUENTIAL, op.req_.path,
-                                                      use_awaitable, op.req_.node_acl);
-            if (r.rc == ZOK || is_connection_rc(r.rc))
-                op.path_used_ = true; // (a lost reply may have made it)
-            if (fault_injection::take(s.faults.stop_after_parents) && r.rc == ZNONODE)
-                op.cancel_after_parents_ = true;
-            if (r.rc == ZOK) {
-                op.my_node_ = std::move(r.path);
-                op.czxid_ = r.stat.czxid;
-                if (r.list_rc == ZOK) {
-                    children = std::move(r.children);
-                    cv = s.listed_cversion(r);
-                    listed = true;
-                }
-            } else if (r.rc == ZNONODE && parent_attempts < 5) {
-                // No parent (or a container reaper removed it between our calls): make it, retry.
-                int rc = co_await op.ensure_parents();
-                if (is_connection_rc(rc)) {
-                    // The parents were not made (or not known to be): not one of the reaper's
-                    // races, which parent_attempts bounds. Counting these too ended acquires with
-                    // a bare "no node" while a server dropped the connection every heartbeat
-                    // (issue 46: 16 of 20,000). Bounded as the node's own lost creates are.
-                    if (++lost_parent_creates > 5) co_return op.finish(errc::create_retries_exhausted);
-                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
-                    continue;
-                }
-                ++parent_attempts;
-                // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
-                if (rc != ZOK && rc != ZNONODE) co_return op.finish(op.fail_code(rc));
-                if (op.cancel_after_parents_) op.cancel(); // (the fault: a cancel in between)
-            } else if (is_connection_rc(r.rc)) {
-                // Bounded: a request the server refuses to answer (it drops the connection) would
-                // otherwise be sent again forever, suspending the whole session each time.
-                if (++lost_creates > 5) {
-                    s.delete_by_guid_in_background(op.req_.path, op.guid_);
-                    co_return op.finish(errc::create_retries_exhausted);
-                }
-                if (!co_await op.recover_create(children, cv, listed))
-                    co_return co_await op.abandon(op.stop_reason());
-            } else {
-                co_return op.finish(r.rc == ZNONODE ? op.no_parent_code() : op.fail_code(r.rc));
+        // The protocol is acquire_fsm's (src/protocol/acquire_fsm.hpp); this loop performs it.
+        acquire_fsm fsm(
+            {op.req_.path,
+             protected_node_prefix(op.req_.path, op.guid_, op.req_.dialect, op.family(), op.req_.reader),
+             op.guid_, op.shape()});
+        for (auto a = fsm.start(op.should_stop());;) {
+            if (a.what != acquire_action::wait) op.end_watches();
+            if (!op.session_gone()) {
+                for (const auto& n : a.delete_nodes) s.delete_in_background(n);
+                if (a.delete_by_guid) s.delete_by_guid_in_background(op.req_.path, op.guid_);
             }
-        }
-        const std::string my_name(last_segment(op.my_node_));
-
-        // 2. Wait in line, watching only the predecessor.
-        for (;;) {
-            if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-            if (!listed) {
-                auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
-                if (is_connection_rc(l.rc)) {
-                    if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
-                    continue;
-                }
-                if (l.rc != ZOK && l.rc != ZNONODE) co_return co_await op.abandon(op.fail_code(l.rc));
-                children = std::move(l.children); // NONODE: no parent, so no node of ours
-                cv = s.listed_cversion(l);
-                // Cancellation racing the grant: honour it, and leave no node.
-                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-            }
-            listed = false;
-            if (!op.semaphore_checked_) {
-                op.semaphore_checked_ = true;
-                if (int rc = co_await op.check_no_semaphore(children); rc != ZOK) {
-                    if (rc == ZAPIERROR) co_return co_await op.abandon(errc::path_used_by_semaphore);
-                    if (rc == ZNODEEXISTS) co_return co_await op.abandon(errc::strategy_conflict);
-                    if (is_connection_rc(rc)) { // (decide on a fresh listing once reconnected)
-                        op.semaphore_checked_ = false;
-                        if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
-                        continue;
-                    }
-                    co_return co_await op.abandon(op.fail_code(rc));
-                }
-            }
-            // What the listing says (src/protocol/acquire_steps.hpp): grant, wait, busy or fail.
-            auto step = after_listing(std::move(children), my_name, op.guid_, op.shape(), cv);
-            std::vector<std::string>().swap(children); // don't keep a listing per waiter while waiting
-            for (const auto& dup : step.duplicates) s.delete_in_background(op.req_.path + "/" + dup);
-            if (step.what == listing_step::fail) {
-                if (step.why == listing_step::dialect_mixed)
-                    co_return co_await op.abandon(errc::election_dialect_mixed);
-                if (step.why == listing_step::sequence_overflow)
-                    co_return co_await op.abandon(errc::sequence_overflow);
-                op.my_node_.clear(); // node_missing
-                co_return op.finish(op.fatal_ ? op.fatal_ : make_error_code(errc::lock_node_deleted));
-            }
-            if (step.what == listing_step::grant) {
-                // The lease must vouch for the session at the grant: if it has lapsed (a long
-                // wait with nothing held, or a slow reply), a sync renews it, or we list again.
-                if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
-                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
+            op.my_node_ = fsm.node();
+            if (a.what == acquire_action::grant) {
+                op.czxid_ = fsm.czxid();
+                op.waited_ = fsm.waited();
                 co_return op.grant();
             }
-            if (step.what == listing_step::busy) co_return co_await op.abandon(op.busy_code());
-            // The predecessor may be all that stands in the way: then its deletion grants us the lock
-            // without listing again (one round trip less on a contended hand-off: granted_once_gone).
-            const bool alone = step.alone;
-            op.waited_ = true;
-
-            op.recheck_ = false;
-            op.pred_deleted_ = false;
-            op.marked_ = false;
-            auto wid = s.add_watch([w = op.weak_from_this()](int type) {
-                if (auto o = w.lock()) {
-                    o->recheck_ = true;
-                    o->pred_deleted_ = type == ZOO_DELETED_EVENT;
-                    o->wake_.cancel();
-                }
-            });
-            const auto pred_path = op.req_.path + "/" + step.predecessor;
-            // Behind a deeper queue, the predecessor's release marker too: created (in the
-            // transaction that deletes the predecessor) only if the predecessor was the lowest, so
-            // its creation grants us the lock as `alone` would, without listing again. Sent before
-            // the read of the predecessor: if that read finds the node, the marker's watch was in
-            // place before any release of it.
-            std::uint64_t mid = 0;
-            if (step.watch_marker) {
-                mid = s.add_watch([w = op.weak_from_this()](int type) {
-                    if (auto o = w.lock(); o && type == ZOO_CREATED_EVENT) {
-                        o->recheck_ = true;
-                        o->marked_ = true;
-                        o->wake_.cancel();
-                    }
-                });
-                s.exists_watch(release_marker(pred_path), mid, zk_handler([](zk_result) {}));
-                if (int ms = s.faults.pause_before_predecessor_ms.load(std::memory_order_relaxed); ms > 0) {
-                    asio::steady_timer pause(s.strand(), std::chrono::milliseconds(ms));
-                    co_await pause.async_wait(asio::as_tuple(use_awaitable));
-                }
-            }
-            zk_result g;
-            if (op.req_.strategy == lock_strategy::watch_children) {
-                // The herd-prone variant: any change of the children wakes every waiter.
-                g = co_await s.async_get_children_watch(op.req_.path, wid, use_awaitable);
-                if (g.rc == ZOK && decide(g.children, my_name, op.family(), op.req_.dialect,
-                                          op.req_.own_writer, s.listed_cversion(g))
-                                           .predecessor == step.predecessor)
-                    co_await op.wait_event();
-            } else {
-                // getData, not exists: exists on a vanished node would leave a creation watch behind.
-                g = co_await s.async_get_data(pred_path, wid, use_awaitable);
-                if (g.rc == ZOK && !op.marked_) co_await op.wait_event();
-            }
-            if (mid) {
-                // Not fired: its node may never be created, so the server must forget it too.
-                s.drop_watch(mid, true, true);
-                if (op.marked_ && !op.should_stop() &&
-                    after_wake(wake::marker_created, alone) == wake_step::grant) {
-                    // The predecessor went in the marker's transaction: its deletion event is on
-                    // its way, so its watch is forgotten here, not removed.
-                    s.drop_watch(wid);
-                    s.n_marked_grants.fetch_add(1, std::memory_order_relaxed);
-                    if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
-                    if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-                    co_return op.grant();
-                }
-            }
-            s.drop_watch(wid, g.rc == ZOK);
-            if (is_connection_rc(g.rc)) {
-                if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
-            } else if (g.rc != ZOK && g.rc != ZNONODE) {
-                co_return co_await op.abandon(op.fail_code(g.rc));
-            } else if (!op.should_stop() && after_wake(g.rc == ZNONODE    ? wake::predecessor_missing
-                                                       : op.pred_deleted_ ? wake::predecessor_deleted
-                                                                          : wake::other,
-                                                       alone) == wake_step::grant) {
-                // Granted without a new listing. (Our own node is not looked at again: if someone
-                // deleted it while we waited, that is a break, as one just after the grant would be;
-                // the holder learns it through its loss signal if it watches its node.)
-                if (co_await op.lease_fresh() != ZOK) continue; // (the listing handles the errors)
-                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-                co_return op.grant();
-            }
+            if (a.what == acquire_action::fail) co_return co_await op.abandon(op.failure_code(a));
+            a = fsm.resume(co_await op.perform(a, data));
         }
     }
 
@@ -683,11 +622,13 @@ private:
     bool recheck_ = false;
     bool pred_deleted_ = false;         // the watch that woke us was the predecessor's deletion
     bool marked_ = false;               // the predecessor's release marker was created
-    bool waited_ = false;               // some listing put another contender before our node
+    bool waited_ = false;               // some listing put another contender before our node (grant)
     bool made_path_ = false;            // ensure_parents created the lock path itself
     bool path_used_ = false;            // a create of ours in it succeeded, or may have
     bool cancel_after_parents_ = false; // (faults.stop_after_parents)
-    bool semaphore_checked_ = false;    // check_no_semaphore passed on a listing made after our create
+    std::uint64_t pred_watch_ = 0;      // the watches of the last acquire_action::watch (end_watches)
+    std::uint64_t marker_watch_ = 0;
+    bool pred_read_ok_ = false;   // ... whose read of the predecessor set its watch
     lease_ns headroom_until_ = 0; // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)
     error_code fatal_;
     bool session_ended_ =

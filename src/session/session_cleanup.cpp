@@ -43,6 +43,7 @@ void session_impl::delete_by_guid_in_background(std::string parent, std::string 
 }
 
 void session_impl::run_cleanups() {
+    resend_unwatches();
     for (auto it = cleanups_.begin(); it != cleanups_.end(); ++it)
         if (!it->running) run_cleanup(it);
 }

@@ -159,21 +159,7 @@ void session_impl::drop_watch(std::uint64_t id, bool armed, bool everywhere) {
     bool child = it->second.child;
     watches_.erase(it);
     if (!armed || path.empty()) return;
-    if (everywhere) {
-        // ZOO_REMOVE_WATCHES: the server drops this session's data and existence watches on the
-        // path (a release marker's path is watched by one waiter of this session at most, and
-        // is never created if its node goes without it: its watch would stay until the session
-        // ends); the C client drops its watchers of the path. Fire and forget, as below.
-        zk_handler done = [](zk_result) {};
-        submit(
-            done,
-            [&](zhandle_t* zh, c_op* op) -> int {
-                auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
-                return zoo_aremove_all_watches(zh, path.c_str(), ZWATCHTYPE_DATA, 0, completion, op);
-            },
-            n_unwatch);
-        return;
-    }
+    if (everywhere) return unwatch_everywhere(std::move(path));
     // ZOO_CHECK_WATCHES for this one watcher (the server keeps its own watch, which fires once
     // at most); the C client drops its watcher when the reply arrives. Fire and forget: a
     // refusal (ZNOWATCHER: it fired meanwhile; connection loss) leaves at most that one watcher.
@@ -189,6 +175,34 @@ void session_impl::drop_watch(std::uint64_t id, bool armed, bool everywhere) {
                                        0, completion, op);
         },
         n_unwatch);
+}
+
+void session_impl::unwatch_everywhere(std::string path) {
+    // ZOO_REMOVE_WATCHES: the server drops this session's data and existence watches on the path
+    // (a release marker's path is watched by one waiter of this session at most, and is never
+    // created if its node goes without it: its watch would stay until the session ends); the C
+    // client drops its watchers of the path when the reply comes. Lost with the connection, the
+    // C client keeps its watcher and sets it again on the reconnect: so the removal is sent again
+    // then (run_cleanups), until it is answered. (The simulator found the watch left: a removal
+    // lost at the drop, test/sim/.)
+    zk_handler done = [w = weak_from_this(), path, gen = generation()](zk_result r) {
+        if (r.rc != ZCONNECTIONLOSS && r.rc != ZOPERATIONTIMEOUT) return;
+        auto s = w.lock();
+        if (!s || s->generation() != gen) return; // a new session: the old one's watches are gone
+        s->unwatch_again_.push_back(path);
+        if (s->state() == session_state::connected) s->resend_unwatches(); // (reconnected already)
+    };
+    submit(
+        done,
+        [&](zhandle_t* zh, c_op* op) -> int {
+            auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
+            return zoo_aremove_all_watches(zh, path.c_str(), ZWATCHTYPE_DATA, 0, completion, op);
+        },
+        n_unwatch);
+}
+
+void session_impl::resend_unwatches() {
+    for (auto& p : std::exchange(unwatch_again_, {})) unwatch_everywhere(std::move(p));
 }
 
 void session_impl::on_watch(std::uint64_t id, int type) {

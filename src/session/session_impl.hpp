@@ -511,6 +511,8 @@ private:
     /// Closes a handle that is no longer the session one (never blocks: zk_handle::close).
     static void close_handle(std::shared_ptr<zk_handle> h);
     void run_cleanups();
+    void unwatch_everywhere(std::string path);
+    void resend_unwatches();
     void run_cleanup(std::list<cleanup_job>::iterator it);
     /// A request of the job failed with `rc`, and the node may still be there: try again, never
     /// give up while the session lives (reconnect, or a capped back-off while connected).
@@ -600,6 +602,9 @@ private:
     std::unordered_map<std::uint64_t, watch_entry> watches_;
     std::map<std::uint64_t, std::weak_ptr<session_listener>> listeners_;
     std::list<cleanup_job> cleanups_;
+    /// Release markers' watch removals lost with the connection (unwatch_everywhere): sent again
+    /// on the reconnect.
+    std::vector<std::string> unwatch_again_;
     std::map<std::uint64_t, std::shared_ptr<void>> extensions_;
 };
 

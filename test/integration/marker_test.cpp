@@ -399,3 +399,54 @@ TEST_F(Marker, AMarkerEventLostWithTheConnectionListsAgain) {
         co_await o->async_close(use_awaitable);
     });
 }
+
+TEST_F(Marker, AMarkerWatchWhoseRemovalIsLostWithTheConnectionLeavesTheServerOnTheReconnect) {
+    // Found by the simulator (test/sim/, "watch left"): C gives up behind B while its connection
+    // swallows every reply, so the removal of its watch on B's marker is applied by the server but
+    // its reply is lost. The C client still holds its watcher, and sets it again on the reconnect
+    // (a marker is never created if B goes without one: that watch would stay until C's session
+    // ends). The session sends the removal again once reconnected, and the watch leaves.
+    run_test([&]() -> awaitable<void> {
+        auto path = lock_path();
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto oc = through(proxy);
+        oc.session_timeout = 10s; // the reconnect keeps the session
+        auto a = co_await connect(), b = co_await connect(), c = co_await connect(oc);
+        zklock::mutex ma(*a, path), mb(*b, path), mc(*c, path);
+        auto ga = co_await ma.async_acquire(use_awaitable);
+        auto wb = in_background([&](auto h) { mb.async_acquire_for(20s, h); });
+        co_await wait_for_children(*a, path, 2);
+        std::string b_node;
+        for (auto& k : co_await children_of(*a, path))
+            if (path + "/" + k != ga.node_path()) b_node = path + "/" + k;
+        CO_REQUIRE(!b_node.empty());
+        const std::string marker = b_node + ".released";
+        const auto c0 = c->statistics();
+        auto wc = in_background([&](auto h) { mc.async_acquire_for(1500ms, h); });
+        co_await wait_armed(*c, c0);
+        const auto port = first_port(zk_connect());
+        CO_REQUIRE(four_letter(port, "wchp").find(marker) != std::string::npos);
+        proxy.mute_replies(true);
+        // C's deadline passes: its wait ends, and both removals go out on the muted connection.
+        co_await eventually([&] { return wc->done; }, 5000ms);
+        EXPECT_EQ(wc->ec, zklock::errc::acquire_timeout) << wc->ec.message();
+        co_await eventually([&] { return c->statistics().watch_removals >= c0.watch_removals + 2; }, 5000ms);
+        co_await eventually([&] { return four_letter(port, "wchp").find(marker) == std::string::npos; },
+                            5000ms);
+        CO_REQUIRE(four_letter(port, "wchp").find(marker) == std::string::npos); // (applied)
+        const auto removals = c->statistics().watch_removals;
+        proxy.mute_replies(false); // (and the connection is cut: the C client sets its watches again)
+        co_await eventually([&] { return c->statistics().watch_removals > removals; }, 10000ms);
+        EXPECT_GT(c->statistics().watch_removals, removals) << "the lost removal was not sent again";
+        co_await eventually([&] { return four_letter(port, "wchp").find(marker) == std::string::npos; },
+                            5000ms);
+        co_await sleep_for(500ms); // (a watch set again after the resend would show now)
+        EXPECT_EQ(four_letter(port, "wchp").find(marker), std::string::npos)
+            << "the marker's watch, set again by the reconnect, stayed on the server";
+        // C's node went in the background; B is granted on A's release, and nothing is left.
+        co_await ga.async_release(use_awaitable);
+        co_await eventually([&] { return wb->done; }, 10000ms);
+        CO_REQUIRE(wb->granted());
+        co_await wb->guard.async_release(use_awaitable);
+    });
+}

@@ -21,7 +21,7 @@ inline constexpr int ok = 0, connection_loss = -4, no_node = -101, node_exists =
                      session_expired = -112;
 inline constexpr int created_event = 1, deleted_event = 2, changed_event = 3, child_event = 4;
 
-enum class op { create, remove, get_children, get_data, exists, release_with_marker };
+enum class op { create, remove, get_children, get_data, exists, release_with_marker, remove_watches };
 
 struct request {
     std::uint64_t id = 0;
@@ -39,6 +39,7 @@ struct reply {
     std::vector<std::string> children; // get_children
     std::int32_t cversion = 0;         // get_children: the parent's
     std::int64_t owner = 0;            // get_data, exists: the ephemeral owner
+    std::int64_t czxid = 0;            // create, get_data, exists: the node's creation zxid
 };
 
 struct event {
@@ -79,6 +80,7 @@ public:
         switch (r.kind) {
         case op::create:
             out.rc = create(s, r, out.path);
+            if (out.rc == ok) out.czxid = nodes_[out.path].czxid;
             break;
         case op::remove:
             out.rc = remove(r.path);
@@ -101,16 +103,27 @@ public:
                 break;
             }
             out.owner = it->second.owner;
+            out.czxid = it->second.czxid;
             if (r.watch) data_watches_[r.path].insert(s);
             break;
         }
         case op::exists: {
             auto it = nodes_.find(r.path);
             out.rc = it == nodes_.end() ? no_node : ok;
-            if (it != nodes_.end()) out.owner = it->second.owner;
+            if (it != nodes_.end()) {
+                out.owner = it->second.owner;
+                out.czxid = it->second.czxid;
+            }
             if (r.watch) (it == nodes_.end() ? exist_watches_ : data_watches_)[r.path].insert(s);
             break;
         }
+        case op::remove_watches: // every watch of the session on the path (zoo_aremove_all_watches)
+            for (auto* w : {&data_watches_, &child_watches_, &exist_watches_})
+                if (auto it = w->find(r.path); it != w->end()) {
+                    it->second.erase(s);
+                    if (it->second.empty()) w->erase(it);
+                }
+            break;
         case op::release_with_marker: {
             // one multi: create the marker, delete the node, delete the marker (all or nothing)
             if (!nodes_.count(r.path)) {
@@ -155,12 +168,13 @@ public:
         auto it = nodes_.find(path);
         return it == nodes_.end() ? 0 : it->second.owner;
     }
-    /// Watches left on the server, all kinds.
-    std::size_t watch_count() const {
-        std::size_t n = 0;
+    /// Watches left on the server, all kinds, as "session path" lines.
+    std::vector<std::string> watches() const {
+        std::vector<std::string> out;
         for (auto* w : {&data_watches_, &child_watches_, &exist_watches_})
-            for (auto& [p, set] : *w) n += set.size();
-        return n;
+            for (auto& [p, set] : *w)
+                for (auto s : set) out.push_back("s" + std::to_string(s) + " " + p);
+        return out;
     }
     /// Watch events delivered so far per session (the herd check counts them).
     std::uint64_t events_sent = 0;
@@ -170,6 +184,7 @@ private:
         std::int64_t owner = 0; // ephemeral owner, 0: persistent or container
         bool container = false;
         std::int32_t cversion = 0; // also the next sequential suffix
+        std::int64_t czxid = 0;
         std::set<std::string> kids;
     };
 
@@ -188,6 +203,7 @@ private:
         auto& n = nodes_[path];
         n.owner = r.ephemeral ? s : 0;
         n.container = r.container;
+        n.czxid = static_cast<std::int64_t>(zxid_);
         auto& p = nodes_[parent];
         p.kids.insert(path.substr(parent.size() == 1 ? 1 : parent.size() + 1));
         ++p.cversion;

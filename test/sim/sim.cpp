@@ -1,24 +1,24 @@
-// The deterministic simulator (first step of issue 50): N clients take and release one exclusive
-// lock on a model ZooKeeper server (model_zk.hpp) while a seeded scheduler picks every delivery
-// order the model allows and injects connection losses (a request applied or not, its reply
-// lost) and session expiries. Every decision a client makes about the children is zklock's own
-// pure protocol code (src/protocol/protocol.hpp: decide, the `alone` rule, release markers, node
-// names, the guid recovery's lookup) and the acquire's steps that src/recipes/mutex.cpp runs
-// (src/protocol/acquire_steps.hpp: after a listing, after a wake-up). The sequencing around them
-// (create and list, the requests each step asks for, recover a lost create, release with the
-// marker, the guaranteed deletes) mirrors mutex.cpp's coroutine, which is not yet a state machine
-// of its own: that part is a model of the coroutine, not the coroutine.
+// The deterministic simulator (issue 50): N clients take and release one exclusive lock on a model
+// ZooKeeper server (model_zk.hpp) while a seeded scheduler picks every delivery order the model
+// allows and injects faults: connection losses (each request in flight applied or not, every reply
+// lost), session expiries, cancellations at any step.
+//
+// Each client's acquire is zklock's own state machine (src/protocol/acquire_fsm.hpp), the one that
+// src/recipes/mutex.cpp's driver runs on a real session: this file only performs its actions on the
+// model, as the driver does on the C client (requests, watches and their removal, the guaranteed
+// deletes). The release (with its marker) and the background deletes follow
+// src/recipes/guard.cpp and src/session/session_cleanup.cpp.
 //
 // Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free).
-// At the end: every client finished its cycles within the step bound (liveness), and the lock path
-// holds no node once every client is idle (no leftover).
+// At the end: every client finished its cycles within the step bound (liveness); the lock path holds
+// no node once every client is idle (no leftover); no watch of a client is left on the server.
 // Premise (tested elsewhere: test/unit/lease_model_test.cpp and the fault tests): a holder is told
 // of its loss before the server expires its session, so an expiry here ends the hold first.
 //
 //   zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--trace]
-//              [--bug no-guid-recovery|herd|always-alone]
+//              [--bug no-guid-recovery|herd|always-alone|unwatch-once]
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds the bug, and says which).
-#include "protocol/acquire_steps.hpp"
+#include "protocol/acquire_fsm.hpp"
 #include "protocol/protocol.hpp"
 
 #include "model_zk.hpp"
@@ -40,32 +40,82 @@ namespace {
 
 namespace zd = zklock::detail;
 
-enum class bug { none, no_guid_recovery, herd, always_alone };
+enum class bug { none, no_guid_recovery, herd, always_alone, unwatch_once };
+bug g_bug = bug::none;
+
+/// The machine's decisions, with a past defect re-introduced when asked (the simulator's copy:
+/// the library's decisions are acquire_decisions, untouched).
+struct sim_decisions {
+    static zd::listing_step after_listing(std::vector<std::string> children, std::string_view mine,
+                                          std::string_view guid, const zd::acquire_shape& shape,
+                                          zd::parent_cversion cv) {
+        auto s = zd::acquire_decisions::after_listing(std::move(children), mine, guid, shape, cv);
+        if (g_bug == bug::always_alone && s.what == zd::listing_step::wait) { // alone on every wait
+            s.alone = true;
+            s.watch_marker = false;
+        }
+        return s;
+    }
+    static zd::wake_step after_wake(zd::wake w, bool alone) {
+        return zd::acquire_decisions::after_wake(w, alone);
+    }
+};
+using fsm = zd::basic_acquire_fsm<sim_decisions>;
+using action = zd::acquire_action;
 
 struct config {
     int clients = 3;
     int cycles = 4;
-    bug b = bug::none;
     bool trace = false;
     std::uint64_t max_steps = 20000;
 };
 
 const std::string lock_path = "/lock";
 
-enum class tag { create, list, pred, marker, herd_list, release, give_up, bg_delete };
+enum class tag {
+    create,
+    create_list,
+    parents,
+    list,
+    read,
+    leases,
+    marker,
+    pred,
+    unwatch,
+    release,
+    abandon,
+    bg_delete,
+    bg_sweep
+};
 
 struct client {
-    enum class state { idle, creating, recovering, listing, waiting, held, releasing, done };
+    enum class state { idle, acquiring, held, releasing, done };
     int id = 0;
     std::int64_t session = 0;
     state st = state::idle;
     int cycles_left = 0;
-    std::string guid, prefix, my_node, pred;
-    bool waited = false, alone = false, create_unknown = false;
+    std::string guid;
+    std::optional<fsm> m; // the acquire in progress
+    action act;           // its action being performed
+    zd::acquire_input in; // ... whose result is being assembled
+    int due = 0;          // ... replies still due for it
+    bool waiting = false; // act is `wait`, not yet resolved
+    bool stop = false;    // the user gave up (cancellation)
+    // the watches of the last `watch` action, as the driver's callbacks see them
+    std::string watched_pred, watched_marker;
+    bool watching_children = false, pred_read_ok = false, recheck = false, pred_fired = false;
+    bool pred_deleted = false, marked = false;
+    std::string woke_by; // what fired the watch that ended a wait (the herd check)
+    std::string node;    // held or being released
+    bool waited = false;
     std::deque<std::pair<std::uint64_t, tag>> outstanding; // sent, not yet answered (FIFO)
     std::deque<request> inbound;                           // sent, not yet applied by the server
     std::map<std::uint64_t, std::string> bg;               // background deletes in flight, by request
     std::vector<std::string> bg_retry;                     // ... lost with the connection: sent again
+    std::map<std::uint64_t, std::string> sweeps;           // guid sweeps in flight, by request: their guid
+    std::vector<std::string> sweep_retry;                  // ... lost with the connection: sent again
+    std::map<std::uint64_t, std::string> unwatches;        // a marker's watch removals in flight
+    std::vector<std::string> unwatch_retry;                // ... lost with the connection: sent again
     int holds = 0;
 };
 
@@ -73,14 +123,8 @@ const char* name(client::state s) {
     switch (s) {
     case client::state::idle:
         return "idle";
-    case client::state::creating:
-        return "creating";
-    case client::state::recovering:
-        return "recovering";
-    case client::state::listing:
-        return "listing";
-    case client::state::waiting:
-        return "waiting";
+    case client::state::acquiring:
+        return "acquiring";
     case client::state::held:
         return "held";
     case client::state::releasing:
@@ -89,6 +133,26 @@ const char* name(client::state s) {
         return "done";
     }
     return "?";
+}
+
+const char* name(action::kind k) {
+    static const char* names[] = {"wait_connected", "create_and_list", "make_parents", "list",
+                                  "read_node",      "list_leases",     "watch",        "wait",
+                                  "check_lease",    "grant",           "fail"};
+    return names[k];
+}
+
+const char* op_name(op k) {
+    static const char* names[] = {
+        "create", "remove", "get_children", "get_data", "exists", "release_with_marker", "remove_watches"};
+    return names[static_cast<int>(k)];
+}
+
+zd::outcome outcome_of(int rc) {
+    if (rc == ok) return zd::outcome::ok;
+    if (rc == no_node) return zd::outcome::no_node;
+    if (rc == connection_loss) return zd::outcome::connection;
+    return zd::outcome::other;
 }
 
 class world {
@@ -141,7 +205,9 @@ private:
     }
     std::string states() const {
         std::string s;
-        for (auto& c : clients_) s += who(c) + ":" + name(c.st) + " ";
+        for (auto& c : clients_)
+            s += who(c) + ":" + name(c.st) +
+                 (c.st == client::state::acquiring ? std::string("/") + name(c.act.what) : "") + " ";
         return s;
     }
     bool all_done() const {
@@ -158,49 +224,41 @@ private:
                 names += n + " (owner s" + std::to_string(server_.owner(lock_path + "/" + n)) + ") ";
             return "leftover: every client is done and the lock path still holds " + names;
         }
+        if (auto w = server_.watches(); !w.empty()) {
+            std::string names;
+            for (auto& n : w) names += n + "; ";
+            return "watch left: every client is done and the server still holds " + names;
+        }
         return {};
     }
 
     std::uint64_t send(client& c, request r, tag t) {
         r.id = ++next_id_;
+        if (cfg_.trace)
+            log(who(c) + " sends #" + std::to_string(r.id) + " " + op_name(r.kind) + " " + r.path +
+                (r.watch ? " (watch)" : ""));
         c.outstanding.emplace_back(r.id, t);
         c.inbound.push_back(r);
         return r.id;
     }
-    void send_create(client& c) {
+    std::uint64_t send(client& c, op kind, const std::string& path, tag t, bool watch = false) {
         request r;
-        r.kind = op::create;
-        r.path = c.prefix;
-        r.ephemeral = r.sequential = true;
-        send(c, r, tag::create);
-        request l;
-        l.kind = op::get_children;
-        l.path = lock_path;
-        send(c, l, tag::list); // pipelined: create_and_list
-        c.st = client::state::creating;
-    }
-    void send_list(client& c, client::state next) {
-        request l;
-        l.kind = op::get_children;
-        l.path = lock_path;
-        send(c, l, tag::list);
-        c.st = next;
-    }
-    void send_remove(client& c, tag t) {
-        request r;
-        r.kind = op::remove;
-        r.path = c.my_node;
-        send(c, r, t);
+        r.kind = kind;
+        r.path = path;
+        r.watch = watch;
+        return send(c, r, t);
     }
 
     /// The guaranteed delete (session_impl::delete_in_background): sent again after every
     /// connection loss until the server says the node is gone.
     void delete_in_background(client& c, const std::string& path) {
-        request r;
-        r.kind = op::remove;
-        r.path = path;
-        c.bg[send(c, r, tag::bg_delete)] = path;
+        c.bg[send(c, op::remove, path, tag::bg_delete)] = path;
         log(who(c) + " deletes in the background " + path);
+    }
+    /// delete_by_guid_in_background: list the path, delete every node with our guid.
+    void sweep_by_guid(client& c, const std::string& guid) {
+        c.sweeps[send(c, op::get_children, lock_path, tag::bg_sweep)] = guid;
+        log(who(c) + " sweeps the path for its guid");
     }
 
     std::string random_guid() {
@@ -211,129 +269,214 @@ private:
         return g;
     }
 
-    // ---- the client's steps (mirroring src/recipes/mutex.cpp's acquire and release)
+    // ---- the driver: performs the machine's actions on the model (as mutex.cpp's on a session)
 
     void start(client& c) {
         c.guid = random_guid();
+        zd::acquire_shape shape;
+        shape.watch_children = g_bug == bug::herd; // (the herd-prone variant, a strategy of its own)
         // The defect re-introduced: names without the guid (Curator before its "protection"), so a
         // create whose reply was lost can be neither found nor told apart.
-        c.prefix = cfg_.b == bug::no_guid_recovery ? lock_path + "/lock-"
-                                                   : zd::protected_node_prefix(lock_path, c.guid);
-        c.my_node.clear();
-        c.waited = c.alone = c.create_unknown = false;
-        send_create(c);
-        log(who(c) + " acquire: create " + c.prefix);
+        const bool no_guid = g_bug == bug::no_guid_recovery;
+        c.m.emplace(fsm::config{lock_path,
+                                no_guid ? lock_path + "/lock-" : zd::protected_node_prefix(lock_path, c.guid),
+                                no_guid ? std::string() : c.guid, shape});
+        c.st = client::state::acquiring;
+        c.stop = false;
+        log(who(c) + " acquire");
+        run(c, c.m->start(false));
     }
 
-    /// After a listing: zklock's own step (src/protocol/acquire_steps.hpp), then its requests.
-    void decide(client& c, std::vector<std::string> children, std::int32_t cv) {
-        const std::string mine(zd::last_segment(c.my_node));
-        zd::acquire_shape shape;
-        shape.watch_children = cfg_.b == bug::herd; // (the herd-prone variant, a strategy of its own)
-        auto step = zd::after_listing(std::move(children), mine,
-                                      cfg_.b == bug::no_guid_recovery ? "" : c.guid, shape, cv);
-        for (auto& dup : step.duplicates) delete_in_background(c, lock_path + "/" + dup);
-        if (step.what == zd::listing_step::fail)
-            return fail(c, step.why == zd::listing_step::node_missing ? "its node is gone" : "refused");
-        if (step.what == zd::listing_step::grant) return grant(c, "lowest");
-        c.waited = true;
-        c.pred = lock_path + "/" + step.predecessor;
-        c.alone = cfg_.b == bug::always_alone ? true : step.alone; // (the defect: alone on every wait)
-        c.st = client::state::waiting;
-        if (shape.watch_children) {
-            request w;
-            w.kind = op::get_children;
-            w.path = lock_path;
-            w.watch = true;
-            send(c, w, tag::herd_list);
-            log(who(c) + " waits: watches the children (herd)");
-            return;
+    /// Performs `a` and those that follow at once, until one waits for the server (or the end).
+    void run(client& c, action a) {
+        for (;;) {
+            if (a.what != action::wait) end_watches(c);
+            for (auto& n : a.delete_nodes) delete_in_background(c, n);
+            if (a.delete_by_guid) sweep_by_guid(c, c.guid);
+            c.act = a;
+            c.in = {};
+            c.due = 0;
+            switch (a.what) {
+            case action::wait_connected: // (a reconnect is immediate here)
+                c.in.ok = !c.stop;
+                break;
+            case action::create_and_list: {
+                request r;
+                r.kind = op::create;
+                r.path = a.node;
+                r.ephemeral = r.sequential = true;
+                send(c, r, tag::create);
+                send(c, op::get_children, lock_path, tag::create_list); // pipelined: one flight
+                c.due = 2;
+                log(who(c) + " creates " + a.node);
+                return;
+            }
+            case action::make_parents: {
+                request r;
+                r.kind = op::create;
+                r.path = lock_path;
+                r.container = true;
+                send(c, r, tag::parents);
+                c.due = 1;
+                return;
+            }
+            case action::list:
+                send(c, op::get_children, lock_path, tag::list);
+                c.due = 1;
+                return;
+            case action::read_node:
+                send(c, op::exists, a.node, tag::read);
+                c.due = 1;
+                return;
+            case action::list_leases:
+                send(c, op::get_children, lock_path + "/leases", tag::leases);
+                c.due = 1;
+                return;
+            case action::watch:
+                c.recheck = c.pred_deleted = c.marked = c.pred_fired = c.pred_read_ok = false;
+                c.watched_pred = a.watch_children ? lock_path : a.node;
+                c.watching_children = a.watch_children;
+                if (a.watch_marker) {
+                    c.watched_marker = zd::release_marker(a.node);
+                    send(c, op::exists, c.watched_marker, tag::marker, true);
+                }
+                send(c, a.watch_children ? op::get_children : op::get_data, c.watched_pred, tag::pred, true);
+                c.due = 1;
+                log(who(c) + " waits behind " + a.node + (a.watch_marker ? " and its marker" : ""));
+                return;
+            case action::wait:
+                if (!c.recheck && !c.stop) {
+                    c.waiting = true;
+                    return;
+                }
+                if (c.recheck) acted(c);
+                c.in.pred_deleted = c.pred_deleted;
+                c.in.marked = c.marked;
+                break;
+            case action::check_lease: // (the lease's premise is tested on its own: see the top)
+                c.in.result = zd::outcome::ok;
+                break;
+            case action::grant:
+                return grant(c);
+            case action::fail:
+                return abandon(c);
+            }
+            c.in.stop = c.stop;
+            a = c.m->resume(std::move(c.in));
         }
-        if (step.watch_marker && cfg_.b != bug::always_alone) {
-            request m;
-            m.kind = op::exists;
-            m.path = zd::release_marker(c.pred);
-            m.watch = true;
-            send(c, m, tag::marker);
-        }
-        request g;
-        g.kind = op::get_data;
-        g.path = c.pred;
-        g.watch = true;
-        send(c, g, tag::pred);
-        log(who(c) + " waits behind " + step.predecessor + (c.alone ? " (alone)" : ""));
     }
 
-    void grant(client& c, const std::string& why) {
+    /// The result of the action in progress is in: on to the next.
+    void resume(client& c) {
+        c.in.stop = c.stop;
+        auto a = c.m->resume(std::move(c.in));
+        run(c, std::move(a));
+    }
+
+    /// session_impl::unwatch_everywhere: sent again on the reconnect if lost with the connection.
+    void unwatch_marker(client& c, const std::string& marker) {
+        c.unwatches[send(c, op::remove_watches, marker, tag::unwatch)] = marker;
+    }
+
+    /// The driver's end_watches: a watch not fired is removed from the server too.
+    void end_watches(client& c) {
+        if (!c.watched_marker.empty()) unwatch_marker(c, c.watched_marker);
+        if (!c.watched_pred.empty() && c.pred_read_ok && !c.pred_fired && !c.marked)
+            send(c, op::remove_watches, c.watched_pred, tag::unwatch);
+        c.watched_marker.clear();
+        c.watched_pred.clear();
+        c.watching_children = false;
+    }
+
+    void grant(client& c) {
         c.st = client::state::held;
+        c.node = c.m->node();
+        c.waited = c.m->waited();
+        c.m.reset();
         ++c.holds;
-        log(who(c) + " GRANTED (" + why + ") " + c.my_node);
+        log(who(c) + " GRANTED " + c.node);
         int holders = 0;
         std::string names;
         for (auto& o : clients_)
             if (o.st == client::state::held) {
                 ++holders;
-                names += who(o) + " " + o.my_node + " ";
+                names += who(o) + " " + o.node + " ";
             }
         if (holders > 1 && violation_.empty())
             violation_ = "mutual exclusion: " + std::to_string(holders) + " holders: " + names;
     }
 
-    void fail(client& c, const std::string& why) {
-        log(who(c) + " acquire failed: " + why);
-        c.my_node.clear();
-        finish_cycle(c);
+    /// The acquire failed: its node (if any) goes, waited for; in the background if that is lost.
+    void abandon(client& c) {
+        c.node = c.m->node();
+        log(who(c) + " acquire failed (" + std::to_string(c.act.why) + ")" +
+            (c.node.empty() ? "" : ", deletes " + c.node));
+        c.m.reset();
+        if (c.node.empty()) return finish_cycle(c);
+        c.st = client::state::releasing;
+        send(c, op::remove, c.node, tag::abandon);
     }
 
-    void finish_cycle(client& c) { c.st = --c.cycles_left > 0 ? client::state::idle : client::state::done; }
+    void finish_cycle(client& c) {
+        c.node.clear();
+        c.st = --c.cycles_left > 0 ? client::state::idle : client::state::done;
+    }
 
     void release(client& c) {
-        const bool marks = c.waited && zd::may_mark_release(zd::last_segment(c.my_node),
-                                                            zd::lock_family::mutex, lock_dialect::curator);
-        log(who(c) + " releases " + c.my_node + (marks ? " with its marker" : ""));
+        const bool marks = c.waited && zd::may_mark_release(zd::last_segment(c.node), zd::lock_family::mutex,
+                                                            lock_dialect::curator);
+        log(who(c) + " releases " + c.node + (marks ? " with its marker" : ""));
         if (marks) {
             request r;
             r.kind = op::release_with_marker;
-            r.path = c.my_node;
-            r.marker = zd::release_marker(c.my_node);
+            r.path = c.node;
+            r.marker = zd::release_marker(c.node);
             send(c, r, tag::release);
         } else {
-            send_remove(c, tag::release);
+            send(c, op::remove, c.node, tag::release);
         }
         c.st = client::state::releasing;
     }
 
-    /// A watch event reaches client `c`.
+    /// A watch event reaches client `c`: the driver's watch callbacks.
     void on_event(client& c, const event& e) {
-        log(who(c) + " event " + std::to_string(e.type) + " " + e.path);
-        if (c.st != client::state::waiting) return; // stale: that wait is over
-        if (cfg_.b == bug::herd) {
-            if (e.type == child_event && e.path == lock_path) {
-                acted("change " + std::to_string(e.zxid), c);
-                send_list(c, client::state::listing);
-            }
-            return;
+        const bool pred = !c.watched_pred.empty() && e.path == c.watched_pred &&
+                          (c.watching_children ? e.type == child_event : e.type != child_event);
+        const bool marker =
+            !c.watched_marker.empty() && e.path == c.watched_marker && e.type == created_event;
+        log(who(c) + " event " + std::to_string(e.type) + " " + e.path +
+            (pred || marker ? "" : " (not watched now)"));
+        if (!pred && !marker) return;
+        c.recheck = true;
+        if (pred) {
+            c.pred_fired = true;
+            c.pred_deleted = e.type == deleted_event;
         }
-        zd::wake w = zd::wake::other;
-        if (e.path == zd::release_marker(c.pred) && e.type == created_event)
-            w = zd::wake::marker_created;
-        else if (e.path == c.pred)
-            w = e.type == deleted_event ? zd::wake::predecessor_deleted : zd::wake::other;
-        else
-            return; // (a watch of an earlier wait: forgotten)
-        acted(c.pred, c);
-        if (zd::after_wake(w, c.alone) == zd::wake_step::grant)
-            return grant(c, w == zd::wake::marker_created ? "marker" : "predecessor gone, alone");
-        send_list(c, client::state::listing);
+        if (marker) c.marked = true;
+        c.woke_by =
+            c.watching_children ? "change " + std::to_string(e.zxid) : c.watched_pred; // (a marker: its node)
+        if (c.waiting) wake(c);
     }
 
-    /// A deletion made client `c` act: at most one client per deleted node (herd-free).
-    void acted(const std::string& deleted, client& c) {
-        auto& n = actors_[deleted];
+    /// A wait ends: a watch fired, the connection came back, or the user gave up.
+    void wake(client& c) {
+        c.waiting = false;
+        if (c.recheck) acted(c);
+        c.in.pred_deleted = c.pred_deleted;
+        c.in.marked = c.marked;
+        resume(c);
+    }
+
+    /// A change made client `c` act: at most one client per deleted node or change (herd-free).
+    void acted(client& c) {
+        if (c.woke_by.empty()) return;
+        const auto key = c.woke_by;
+        auto& n = actors_[key];
         n.insert(c.id);
+        c.woke_by.clear();
         if (n.size() > 1 && violation_.empty())
             violation_ =
-                "herd: " + std::to_string(n.size()) + " waiters woke and acted on one change of " + deleted;
+                "herd: " + std::to_string(n.size()) + " waiters woke and acted on one change of " + key;
     }
 
     /// A reply reaches client `c`.
@@ -344,129 +487,131 @@ private:
         }
         const tag t = c.outstanding.front().second;
         c.outstanding.pop_front();
-        if (t == tag::bg_delete) {
+        const bool lost = r.rc == connection_loss;
+        switch (t) {
+        case tag::bg_delete: {
             auto path = c.bg[r.id];
             c.bg.erase(r.id);
-            if (r.rc == connection_loss) c.bg_retry.push_back(path);
-            if (r.rc == connection_loss) return on_lost(c, t);
+            if (lost) c.bg_retry.push_back(path);
             return;
         }
-        if (r.rc == connection_loss) return on_lost(c, t);
-        if (r.rc == session_expired) return; // (the expiry path handles the client)
-        switch (t) {
-        case tag::create:
-            if (r.rc == ok) {
-                c.my_node = r.path;
-                log(who(c) + " created " + r.path);
-            }
-            break;
-        case tag::list:
-            if (c.st == client::state::recovering) {
-                auto found = zd::find_by_guid(r.children, c.guid);
-                if (found) {
-                    c.my_node = lock_path + "/" + *found;
-                    log(who(c) + " recovered its node by its guid: " + *found);
-                    decide(c, r.children, r.cversion);
-                } else {
-                    log(who(c) + " recovery: no node with its guid: create again");
-                    send_create(c);
-                }
-                break;
-            }
-            if ((c.st == client::state::creating || c.st == client::state::listing) && !c.my_node.empty())
-                decide(c, r.children, r.cversion);
-            break;
-        case tag::pred:
-            if (c.st == client::state::waiting && r.rc == no_node) {
-                if (zd::after_wake(zd::wake::predecessor_missing, c.alone) == zd::wake_step::grant)
-                    return grant(c, "predecessor already gone, alone");
-                send_list(c, client::state::listing);
-            }
-            break;
-        case tag::herd_list:
+        case tag::bg_sweep: {
+            auto guid = c.sweeps[r.id];
+            c.sweeps.erase(r.id);
+            if (lost) c.sweep_retry.push_back(guid);
+            if (r.rc == ok)
+                for (auto& child : r.children)
+                    if (child.find(guid) != std::string::npos)
+                        delete_in_background(c, lock_path + "/" + child);
+            return;
+        }
+        case tag::unwatch: {
+            auto it = c.unwatches.find(r.id);
+            if (it == c.unwatches.end()) return; // (a predecessor's: fire and forget)
+            if (lost && g_bug != bug::unwatch_once) c.unwatch_retry.push_back(it->second);
+            c.unwatches.erase(it);
+            return;
+        }
         case tag::marker:
-        case tag::bg_delete:
-            break;
+            return;
         case tag::release:
-            if (c.st == client::state::releasing && c.outstanding.empty()) {
-                log(who(c) + " released");
-                c.my_node.clear();
-                finish_cycle(c);
+            if (lost) { // the guaranteed delete: again until it is gone
+                send(c, op::remove, c.node, tag::release);
+                return;
             }
-            break;
-        case tag::give_up:
-            if (c.st == client::state::releasing && c.outstanding.empty()) {
-                log(who(c) + " gave up; its node is gone");
-                c.my_node.clear();
-                finish_cycle(c);
-            }
+            log(who(c) + " released");
+            return finish_cycle(c);
+        case tag::abandon:
+            if (lost) delete_in_background(c, c.node);
+            log(who(c) + " gave up; its node is deleted");
+            return finish_cycle(c);
+        default:
             break;
         }
-    }
-
-    /// The reply to a request of tag `t` was lost with the connection.
-    void on_lost(client& c, tag t) {
-        if (t == tag::create) c.create_unknown = true;
-        if (!c.outstanding.empty()) return; // act once every answer of the flight is in
-        for (auto& p : std::exchange(c.bg_retry, {})) delete_in_background(c, p);
-        switch (c.st) {
-        case client::state::recovering:
-            if (c.my_node.empty()) { // recover_create: list again, looking for the guid
-                send_list(c, client::state::recovering);
-                break;
-            }
-            [[fallthrough]];
-        case client::state::creating:
-            if (c.create_unknown && c.my_node.empty()) {
-                c.create_unknown = false;
-                if (cfg_.b == bug::no_guid_recovery) {
-                    log(who(c) + " lost a create's reply: creates again (no guid recovery)");
-                    send_create(c);
-                } else {
-                    log(who(c) + " lost a create's reply: looks for its guid");
-                    send_list(c, client::state::recovering);
-                }
-            } else if (!c.my_node.empty()) {
-                send_list(c, client::state::listing);
-            } else {
-                send_create(c);
-            }
+        if (c.st != client::state::acquiring) {
+            violation_ = "model: a reply for an acquire that is over, " + who(c);
+            return;
+        }
+        switch (t) {
+        case tag::create:
+            c.in.result = outcome_of(r.rc);
+            c.in.rc = r.rc;
+            c.in.path = r.path;
+            c.in.czxid = r.czxid;
+            if (r.rc == ok) log(who(c) + " created " + r.path);
             break;
-        case client::state::listing:
-        case client::state::waiting:
-            send_list(c, client::state::listing); // wait_connected, then list again
+        case tag::create_list:
+            c.in.listed = outcome_of(r.rc);
+            c.in.children = r.children;
+            c.in.cv = r.cversion;
             break;
-        case client::state::releasing:
-            send_remove(c, tag::release); // the guaranteed delete: again until it is gone
+        case tag::parents:
+            c.in.result = outcome_of(r.rc == node_exists ? ok : r.rc);
+            c.in.rc = r.rc;
+            break;
+        case tag::list:
+        case tag::leases:
+            c.in.result = outcome_of(r.rc);
+            c.in.rc = r.rc;
+            c.in.children = r.children;
+            c.in.cv = r.cversion;
+            break;
+        case tag::read:
+            c.in.result = outcome_of(r.rc);
+            c.in.rc = r.rc;
+            c.in.owner = r.owner;
+            c.in.czxid = r.czxid;
+            c.in.session = c.session;
+            if (r.rc == ok)
+                log(who(c) + " found its node by its guid: " + c.act.node + " (owner s" +
+                    std::to_string(r.owner) + ")");
+            break;
+        case tag::pred:
+            c.pred_read_ok = r.rc == ok;
+            c.in.result = outcome_of(r.rc);
+            c.in.rc = r.rc;
+            c.in.marked = c.marked;
+            c.in.children = r.children;
+            c.in.cv = r.cversion;
+            if (c.marked) acted(c);
             break;
         default:
             break;
         }
+        if (--c.due == 0) resume(c);
     }
 
     // ---- faults
 
     /// The connection of `c` drops: of its requests not yet applied, each is applied or not; every
     /// reply queued for it is lost (its requests fail with connection loss); watch events stay
-    /// (the client's reconnect re-arms them with the last zxid it saw).
+    /// (the client's reconnect re-arms them with the last zxid it saw); a wait ends (the driver
+    /// looks again once reconnected).
     void drop_connection(client& c) {
         log(who(c) + " CONNECTION LOST (" + std::to_string(c.inbound.size()) + " unsent, " +
             std::to_string(c.outstanding.size()) + " unanswered)");
         for (auto& r : c.inbound)
-            if (rng_() % 2) server_.apply(c.session, r);
+            if (rng_() % 2) {
+                log(who(c) + " ... #" + std::to_string(r.id) + " was applied");
+                server_.apply(c.session, r);
+            }
         c.inbound.clear();
         auto& box = server_.outbox(c.session);
         std::deque<message> kept;
         for (auto& m : box)
             if (std::holds_alternative<event>(m)) kept.push_back(m);
         box.swap(kept);
-        auto lost = c.outstanding;
-        for (auto& [id, t] : lost) {
+        const auto lost = c.outstanding.size();
+        for (std::size_t i = 0; i < lost && !c.outstanding.empty(); ++i) {
             reply r;
-            r.id = id;
+            r.id = c.outstanding.front().first;
             r.rc = connection_loss;
             on_reply(c, r);
         }
+        if (c.waiting) wake(c);
+        for (auto& p : std::exchange(c.bg_retry, {})) delete_in_background(c, p);
+        for (auto& g : std::exchange(c.sweep_retry, {})) sweep_by_guid(c, g);
+        for (auto& m : std::exchange(c.unwatch_retry, {})) unwatch_marker(c, m);
     }
 
     /// The session of `c` expires. The lease's premise: the holder was told first.
@@ -479,18 +624,25 @@ private:
         c.outstanding.clear();
         c.bg.clear(); // (its nodes went with it)
         c.bg_retry.clear();
-        c.my_node.clear();
+        c.sweeps.clear();
+        c.sweep_retry.clear();
+        c.unwatches.clear();
+        c.unwatch_retry.clear();
+        c.m.reset();
+        c.waiting = false;
+        c.watched_marker.clear();
+        c.watched_pred.clear();
         if (c.st != client::state::idle && c.st != client::state::done) finish_cycle(c);
     }
 
     // ---- the scheduler
 
     bool do_one() {
-        struct action {
+        struct choice {
             int weight;
             std::function<void()> run;
         };
-        std::vector<action> enabled;
+        std::vector<choice> enabled;
         for (auto& c : clients_) {
             if (!c.inbound.empty())
                 enabled.push_back({10, [&] {
@@ -509,18 +661,18 @@ private:
                                    }});
             if (c.st == client::state::idle) enabled.push_back({3, [&] { start(c); }});
             if (c.st == client::state::held) enabled.push_back({2, [&] { release(c); }});
-            if (c.st == client::state::waiting)
+            if (c.st == client::state::acquiring && !c.stop)
                 enabled.push_back({1, [&] {
-                                       log(who(c) + " gives up waiting");
-                                       c.st = client::state::releasing;
-                                       send_remove(c, tag::give_up);
+                                       log(who(c) + " gives up (cancels) during " + name(c.act.what));
+                                       c.stop = true;
+                                       if (c.waiting) wake(c);
                                    }});
             if (faults_left_ > 0 && c.st != client::state::done) {
                 enabled.push_back({1, [&] {
                                        --faults_left_;
                                        drop_connection(c);
                                    }});
-                if (c.st == client::state::held || c.st == client::state::waiting)
+                if (c.st == client::state::held || c.st == client::state::acquiring)
                     enabled.push_back({1, [&] {
                                            --faults_left_;
                                            expire(c);
@@ -555,7 +707,10 @@ bug parse_bug(const std::string& s) {
     if (s == "no-guid-recovery") return bug::no_guid_recovery;
     if (s == "herd") return bug::herd;
     if (s == "always-alone") return bug::always_alone;
-    std::fprintf(stderr, "zklock_sim: unknown --bug %s (no-guid-recovery, herd, always-alone)\n", s.c_str());
+    if (s == "unwatch-once") return bug::unwatch_once;
+    std::fprintf(stderr,
+                 "zklock_sim: unknown --bug %s (no-guid-recovery, herd, always-alone, unwatch-once)\n",
+                 s.c_str());
     std::exit(2);
 }
 
@@ -590,11 +745,11 @@ int main(int argc, char** argv) {
         else if (a == "--trace")
             cfg.trace = true;
         else if (a == "--bug")
-            cfg.b = parse_bug(bug_name = next());
+            g_bug = parse_bug(bug_name = next());
         else {
             std::fprintf(stderr,
                          "usage: zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] "
-                         "[--trace] [--bug no-guid-recovery|herd|always-alone]\n");
+                         "[--trace] [--bug no-guid-recovery|herd|always-alone|unwatch-once]\n");
             return 2;
         }
     }
@@ -620,16 +775,16 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(s), v.c_str(), static_cast<unsigned long long>(s),
                 cfg.clients, cfg.cycles, bug_name.empty() ? "" : " --bug ", bug_name.c_str());
         }
-        if (!only && cfg.b != bug::none) break; // a bug hunt stops at its first find
+        if (!only && g_bug != bug::none) break; // a bug hunt stops at its first find
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto ran = first_failure && cfg.b != bug::none ? *first_failure - first + 1 : seeds;
+    const auto ran = first_failure && g_bug != bug::none ? *first_failure - first + 1 : seeds;
     std::printf("zklock_sim: %llu seed(s) from %llu, %d clients x %d cycles: %llu failed; %llu holds; %.2f s "
                 "(%.0f lock cycles per CPU second)\n",
                 static_cast<unsigned long long>(ran), static_cast<unsigned long long>(first), cfg.clients,
                 cfg.cycles, static_cast<unsigned long long>(failed), static_cast<unsigned long long>(holds),
                 secs, secs > 0 ? static_cast<double>(holds) / secs : 0.0);
-    if (cfg.b != bug::none) {
+    if (g_bug != bug::none) {
         if (first_failure) {
             std::printf("zklock_sim: the re-introduced defect was found at seed %llu, after %llu seed(s)\n",
                         static_cast<unsigned long long>(*first_failure),
