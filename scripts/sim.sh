@@ -5,7 +5,7 @@
 # and cancellations. Prints each failing seed's replay
 # command; --trace (with --seed) prints the run step by step.
 #   scripts/sim.sh [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--trace]
-#                  [--bug no-guid-recovery|herd|always-alone|unwatch-once]
+#                  [--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]
 # --bug re-introduces a past defect in the simulator's copy (its decisions or its driver): the run passes when a seed finds it.
 # The suite runs 10,000 seeds, and each --bug (sim.* in ctest). See docs/internals.md, "The
 # deterministic simulator".

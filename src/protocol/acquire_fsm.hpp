@@ -46,7 +46,9 @@ struct acquire_action {
         create_and_list,
         /// Create the lock path and its ancestors (containers) → `result`, `rc`.
         make_parents,
-        /// List the lock path → `result`, `rc`, `children`, `cv`.
+        /// List the lock path → `result`, `rc`, `children`, `cv`. With `barrier`, a write first in
+        /// the same flight (a check of the lock path), so that the listing shows every write this
+        /// session sent before it.
         list,
         /// Read the stat of `node` (exists) → `result`, `rc`, `owner`, `czxid`, `session`.
         read_node,
@@ -87,6 +89,11 @@ struct acquire_action {
     bool watch_marker = false;   ///< watch
     bool watch_children = false; ///< watch
     bool by_marker = false;      ///< check_lease
+    /// list: send a write before it (see list). A create lost with the connection may still sit
+    /// in the leader's pipeline while the next connection's server answers reads from a state
+    /// without it (reads are not synced): a listing that does not show it would be taken for
+    /// "never applied", and the node would come later, ours, and known to no one.
+    bool barrier = false;
     /// To do first, in the background (guaranteed deletes): these nodes ...
     std::vector<std::string> delete_nodes;
     /// ... and any node of the lock path whose name holds our guid (a create whose reply was lost).
@@ -206,7 +213,11 @@ public:
                 return a;
             }
             st_ = state::recover_listing;
-            return act(acquire_action::list);
+            {
+                auto a = act(acquire_action::list);
+                a.barrier = true;
+                return a;
+            }
         case state::recover_listing: {
             if (lost) return recover_top();
             if (in.result == outcome::no_node) return create_top(in.stop); // no parent, no node of ours

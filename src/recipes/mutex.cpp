@@ -534,6 +534,8 @@ private:
             // temporary twice in a coroutine.)
             std::string path = req_.path;
             if (a.what == acquire_action::list_leases) path += "/leases";
+            // The barrier: a write in the same flight, ahead of the listing (acquire_action::barrier).
+            if (a.barrier) s.renew_lease(zk_handler([](zk_result) {}), path);
             auto l = co_await s.async_get_children(path, use_awaitable);
             in.result = outcome_of(l.rc);
             in.rc = l.rc;

@@ -177,6 +177,10 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
                         }));
         return;
     }
+    // A write first, in the same flight (a check of the parent): the listing then shows every
+    // write this session sent before, a create lost with the connection that still sat in the
+    // leader's pipeline included (the next server's reads are not synced: acquire_fsm's barrier).
+    renew_lease(zk_handler([](zk_result) {}), it->parent);
     cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); },
                     zk_handler([w, gen, ep, it](zk_result r) {
                         auto s = w.lock();

@@ -18,8 +18,9 @@ using namespace zt;
 using Marker = zt::zk_test;
 
 namespace {
-/// Polls until `s` has sent `n` more exists requests than `since` (C's marker watch), and its
-/// read of the predecessor.
+/// Polls until `s` has sent its watch on a release marker and its read of the predecessor (its
+/// statistics count them when sent), then until the server holds that watch for its session (4lw
+/// wchc): on a loaded machine a request counted as sent can reach the server later.
 awaitable<void> wait_armed(zklock::session& s, const zklock::session_statistics& since) {
     co_await eventually(
         [&] {
@@ -28,6 +29,19 @@ awaitable<void> wait_armed(zklock::session& s, const zklock::session_statistics&
         },
         5000ms);
     CO_REQUIRE(s.statistics().exists > since.exists);
+    char id[32];
+    std::snprintf(id, sizeof id, "0x%llx", static_cast<unsigned long long>(s.session_id()));
+    const auto port = first_port(zk_connect());
+    auto marker_watched = [&] {
+        const auto out = four_letter(port, "wchc");
+        const auto at = out.find(id);
+        if (at == std::string::npos) return false;
+        const auto end = out.find("\n0x", at + 1);
+        return out.substr(at, end == std::string::npos ? std::string::npos : end - at).find(".released") !=
+               std::string::npos;
+    };
+    co_await eventually(marker_watched, 5000ms);
+    CO_REQUIRE(marker_watched());
 }
 } // namespace
 
@@ -366,6 +380,10 @@ TEST_F(Marker, AMarkerEventLostWithTheConnectionListsAgain) {
         CO_REQUIRE(wb->granted());
         const std::string marker = wb->guard.node_path() + ".released";
         const auto port = first_port(zk_connect());
+        // (wait_armed saw C's requests sent; on a loaded machine they may reach the server after
+        // B's grant: nothing else sets or removes a watch on B's marker meanwhile.)
+        co_await eventually([&] { return four_letter(port, "wchp").find(marker) != std::string::npos; },
+                            5000ms);
         CO_REQUIRE(four_letter(port, "wchp").find(marker) != std::string::npos);
         // An observer, connected directly, sees the marker's creation: B's release is the marked one.
         auto o = co_await connect();

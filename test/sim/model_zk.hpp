@@ -21,7 +21,7 @@ inline constexpr int ok = 0, connection_loss = -4, no_node = -101, node_exists =
                      session_expired = -112;
 inline constexpr int created_event = 1, deleted_event = 2, changed_event = 3, child_event = 4;
 
-enum class op { create, remove, get_children, get_data, exists, release_with_marker, remove_watches };
+enum class op { create, remove, get_children, get_data, exists, release_with_marker, remove_watches, check };
 
 struct request {
     std::uint64_t id = 0;
@@ -117,6 +117,10 @@ public:
             if (r.watch) (it == nodes_.end() ? exist_watches_ : data_watches_)[r.path].insert(s);
             break;
         }
+        case op::check: // a multi holding one check: a write, through the leader, changing nothing
+            out.rc = nodes_.count(r.path) ? ok : no_node;
+            ++zxid_;
+            break;
         case op::remove_watches: // every watch of the session on the path (zoo_aremove_all_watches)
             for (auto* w : {&data_watches_, &child_watches_, &exist_watches_})
                 if (auto it = w->find(r.path); it != w->end()) {

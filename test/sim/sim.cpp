@@ -1,7 +1,8 @@
 // The deterministic simulator (issue 50): N clients take and release one exclusive lock on a model
 // ZooKeeper server (model_zk.hpp) while a seeded scheduler picks every delivery order the model
-// allows and injects faults: connection losses (each request in flight applied or not, every reply
-// lost), session expiries, cancellations at any step.
+// allows and injects faults: connection losses (each request in flight applied, not, or, a write,
+// later from the leader's pipeline while the next server's reads lag; every reply lost), session
+// expiries, cancellations at any step.
 //
 // Each client's acquire is zklock's own state machine (src/protocol/acquire_fsm.hpp), the one that
 // src/recipes/mutex.cpp's driver runs on a real session: this file only performs its actions on the
@@ -9,14 +10,15 @@
 // deletes). The release (with its marker) and the background deletes follow
 // src/recipes/guard.cpp and src/session/session_cleanup.cpp.
 //
-// Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free).
-// At the end: every client finished its cycles within the step bound (liveness); the lock path holds
-// no node once every client is idle (no leftover); no watch of a client is left on the server.
+// Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free);
+// nobody is stuck (nothing in flight, nobody holds, someone waits). At the end: every client
+// finished its cycles within the step bound (liveness); the lock path holds no node once every
+// client is idle (no leftover); no watch of a client is left on the server.
 // Premise (tested elsewhere: test/unit/lease_model_test.cpp and the fault tests): a holder is told
 // of its loss before the server expires its session, so an expiry here ends the hold first.
 //
-//   zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--trace]
-//              [--bug no-guid-recovery|herd|always-alone|unwatch-once]
+//   zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--rw] [--trace]
+//              [--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds the bug, and says which).
 #include "protocol/acquire_fsm.hpp"
 #include "protocol/protocol.hpp"
@@ -40,7 +42,7 @@ namespace {
 
 namespace zd = zklock::detail;
 
-enum class bug { none, no_guid_recovery, herd, always_alone, unwatch_once };
+enum class bug { none, no_guid_recovery, herd, always_alone, unwatch_once, no_barrier };
 bug g_bug = bug::none;
 
 /// The machine's decisions, with a past defect re-introduced when asked (the simulator's copy:
@@ -66,6 +68,7 @@ using action = zd::acquire_action;
 struct config {
     int clients = 3;
     int cycles = 4;
+    bool rw = false; ///< the read/write lock: each acquire is a reader or a writer (seeded)
     bool trace = false;
     std::uint64_t max_steps = 20000;
 };
@@ -85,7 +88,8 @@ enum class tag {
     release,
     abandon,
     bg_delete,
-    bg_sweep
+    bg_sweep,
+    barrier
 };
 
 struct client {
@@ -108,14 +112,19 @@ struct client {
     std::string woke_by; // what fired the watch that ended a wait (the herd check)
     std::string node;    // held or being released
     bool waited = false;
+    bool reader = false;                                   // this acquire is a read/write lock's reader
     std::deque<std::pair<std::uint64_t, tag>> outstanding; // sent, not yet answered (FIFO)
     std::deque<request> inbound;                           // sent, not yet applied by the server
-    std::map<std::uint64_t, std::string> bg;               // background deletes in flight, by request
-    std::vector<std::string> bg_retry;                     // ... lost with the connection: sent again
-    std::map<std::uint64_t, std::string> sweeps;           // guid sweeps in flight, by request: their guid
-    std::vector<std::string> sweep_retry;                  // ... lost with the connection: sent again
-    std::map<std::uint64_t, std::string> unwatches;        // a marker's watch removals in flight
-    std::vector<std::string> unwatch_retry;                // ... lost with the connection: sent again
+    /// Requests of a dropped connection already in the leader's pipeline: applied later (their
+    /// replies lost), before the session's next write, while its reads on the next connection's
+    /// server may not see them yet (a follower that lags: reads are not synced).
+    std::deque<request> limbo;
+    std::map<std::uint64_t, std::string> bg;        // background deletes in flight, by request
+    std::vector<std::string> bg_retry;              // ... lost with the connection: sent again
+    std::map<std::uint64_t, std::string> sweeps;    // guid sweeps in flight, by request: their guid
+    std::vector<std::string> sweep_retry;           // ... lost with the connection: sent again
+    std::map<std::uint64_t, std::string> unwatches; // a marker's watch removals in flight
+    std::vector<std::string> unwatch_retry;         // ... lost with the connection: sent again
     int holds = 0;
 };
 
@@ -175,6 +184,7 @@ public:
             if (all_done()) return check_end();
             if (!do_one())
                 return "deadlock: no action is enabled and not every client is done (" + states() + ")";
+            check_stuck();
         }
         return "liveness: not done within " + std::to_string(cfg_.max_steps) + " steps (" + states() + ")";
     }
@@ -212,8 +222,24 @@ private:
     }
     bool all_done() const {
         for (auto& c : clients_)
-            if (c.st != client::state::done || !c.outstanding.empty()) return false;
+            if (c.st != client::state::done || !c.outstanding.empty() || !c.limbo.empty()) return false;
         return true;
+    }
+
+    /// Liveness, at every step: nothing in flight anywhere, nobody holds the lock, and yet someone
+    /// waits. Nothing but a fault or a give-up could wake it: a waiter must be granted once the
+    /// lock is free and the network quiet.
+    void check_stuck() {
+        bool waiter = false;
+        for (auto& c : clients_) {
+            if (!c.inbound.empty() || !c.limbo.empty() || !c.outstanding.empty() ||
+                !server_.outbox(c.session).empty() || c.st == client::state::held)
+                return;
+            waiter = waiter || (c.waiting && !c.stop);
+        }
+        if (waiter && violation_.empty())
+            violation_ =
+                "stuck: nothing in flight, nobody holds the lock, and a client waits (" + states() + ")";
     }
 
     std::string check_end() {
@@ -257,6 +283,7 @@ private:
     }
     /// delete_by_guid_in_background: list the path, delete every node with our guid.
     void sweep_by_guid(client& c, const std::string& guid) {
+        if (g_bug != bug::no_barrier) send(c, op::check, lock_path, tag::barrier); // (its barrier)
         c.sweeps[send(c, op::get_children, lock_path, tag::bg_sweep)] = guid;
         log(who(c) + " sweeps the path for its guid");
     }
@@ -275,15 +302,19 @@ private:
         c.guid = random_guid();
         zd::acquire_shape shape;
         shape.watch_children = g_bug == bug::herd; // (the herd-prone variant, a strategy of its own)
+        c.reader = cfg_.rw && rng_() % 2 == 0;
+        if (cfg_.rw) shape.family = zd::lock_family::rw;
         // The defect re-introduced: names without the guid (Curator before its "protection"), so a
         // create whose reply was lost can be neither found nor told apart.
         const bool no_guid = g_bug == bug::no_guid_recovery;
         c.m.emplace(fsm::config{lock_path,
-                                no_guid ? lock_path + "/lock-" : zd::protected_node_prefix(lock_path, c.guid),
+                                no_guid ? lock_path + "/lock-"
+                                        : zd::protected_node_prefix(lock_path, c.guid, lock_dialect::curator,
+                                                                    shape.family, c.reader),
                                 no_guid ? std::string() : c.guid, shape});
         c.st = client::state::acquiring;
         c.stop = false;
-        log(who(c) + " acquire");
+        log(who(c) + (cfg_.rw ? c.reader ? " acquire (reader)" : " acquire (writer)" : " acquire"));
         run(c, c.m->start(false));
     }
 
@@ -321,6 +352,7 @@ private:
                 return;
             }
             case action::list:
+                if (a.barrier && g_bug != bug::no_barrier) send(c, op::check, lock_path, tag::barrier);
                 send(c, op::get_children, lock_path, tag::list);
                 c.due = 1;
                 return;
@@ -395,15 +427,18 @@ private:
         c.m.reset();
         ++c.holds;
         log(who(c) + " GRANTED " + c.node);
-        int holders = 0;
+        // Exclusion: a writer holds alone; readers share (the read/write lock).
+        int holders = 0, writers = 0;
         std::string names;
         for (auto& o : clients_)
             if (o.st == client::state::held) {
                 ++holders;
-                names += who(o) + " " + o.node + " ";
+                writers += o.reader ? 0 : 1;
+                names += who(o) + (o.reader ? " (reader) " : " ") + o.node + " ";
             }
-        if (holders > 1 && violation_.empty())
-            violation_ = "mutual exclusion: " + std::to_string(holders) + " holders: " + names;
+        if (writers > 0 && holders > 1 && violation_.empty())
+            violation_ = "mutual exclusion: " + std::to_string(holders) + " holders, " +
+                         std::to_string(writers) + " writer(s): " + names;
     }
 
     /// The acquire failed: its node (if any) goes, waited for; in the background if that is lost.
@@ -423,8 +458,11 @@ private:
     }
 
     void release(client& c) {
-        const bool marks = c.waited && zd::may_mark_release(zd::last_segment(c.node), zd::lock_family::mutex,
-                                                            lock_dialect::curator);
+        // (held_lock::marks_release: a write node that waited; a reader never marks)
+        const bool marks =
+            c.waited && zd::may_mark_release(zd::last_segment(c.node),
+                                             cfg_.rw ? zd::lock_family::rw : zd::lock_family::mutex,
+                                             lock_dialect::curator);
         log(who(c) + " releases " + c.node + (marks ? " with its marker" : ""));
         if (marks) {
             request r;
@@ -472,9 +510,12 @@ private:
         if (c.woke_by.empty()) return;
         const auto key = c.woke_by;
         auto& n = actors_[key];
-        n.insert(c.id);
+        n.insert(c.reader ? c.id : -1 - c.id); // (a writer counted as negative)
         c.woke_by.clear();
-        if (n.size() > 1 && violation_.empty())
+        // Readers behind one writer all act on its release (they are granted together); anything
+        // else that makes two act on one change is a herd.
+        const bool writer_acted = *n.begin() < 0;
+        if (n.size() > 1 && writer_acted && violation_.empty())
             violation_ =
                 "herd: " + std::to_string(n.size()) + " waiters woke and acted on one change of " + key;
     }
@@ -505,6 +546,8 @@ private:
                         delete_in_background(c, lock_path + "/" + child);
             return;
         }
+        case tag::barrier:
+            return;
         case tag::unwatch: {
             auto it = c.unwatches.find(r.id);
             if (it == c.unwatches.end()) return; // (a predecessor's: fire and forget)
@@ -590,11 +633,16 @@ private:
     void drop_connection(client& c) {
         log(who(c) + " CONNECTION LOST (" + std::to_string(c.inbound.size()) + " unsent, " +
             std::to_string(c.outstanding.size()) + " unanswered)");
-        for (auto& r : c.inbound)
-            if (rng_() % 2) {
+        for (auto& r : c.inbound) {
+            const auto fate = rng_() % 3;
+            if (fate == 0) {
                 log(who(c) + " ... #" + std::to_string(r.id) + " was applied");
                 server_.apply(c.session, r);
+            } else if (fate == 1 && is_write(r.kind)) {
+                log(who(c) + " ... #" + std::to_string(r.id) + " is in the leader's pipeline: applied later");
+                c.limbo.push_back(r);
             }
+        }
         c.inbound.clear();
         auto& box = server_.outbox(c.session);
         std::deque<message> kept;
@@ -614,6 +662,29 @@ private:
         for (auto& m : std::exchange(c.unwatch_retry, {})) unwatch_marker(c, m);
     }
 
+    /// A write goes through the leader's pipeline. Reads, and removeWatches (which acts on the
+    /// connection's own watches, at its server), do not: of a dropped connection they were
+    /// applied at its server or not at all.
+    static bool is_write(op k) {
+        return k == op::create || k == op::remove || k == op::release_with_marker || k == op::check;
+    }
+
+    /// A request of a dropped connection is applied now; its reply was lost with the connection.
+    void apply_limbo(client& c) {
+        auto r = c.limbo.front();
+        c.limbo.pop_front();
+        log(who(c) + " ... #" + std::to_string(r.id) + " applied late (from the leader's pipeline)");
+        server_.apply(c.session, r);
+        auto& box = server_.outbox(c.session);
+        for (auto it = box.end(); it != box.begin();) {
+            --it;
+            if (auto* rep = std::get_if<reply>(&*it); rep && rep->id == r.id) {
+                box.erase(it);
+                break;
+            }
+        }
+    }
+
     /// The session of `c` expires. The lease's premise: the holder was told first.
     void expire(client& c) {
         log(who(c) + " SESSION EXPIRED in state " + name(c.st));
@@ -621,6 +692,7 @@ private:
         server_.end_session(c.session);
         c.session = server_.open_session();
         c.inbound.clear();
+        c.limbo.clear();
         c.outstanding.clear();
         c.bg.clear(); // (its nodes went with it)
         c.bg_retry.clear();
@@ -648,8 +720,11 @@ private:
                 enabled.push_back({10, [&] {
                                        auto r = c.inbound.front();
                                        c.inbound.pop_front();
+                                       if (is_write(r.kind))
+                                           while (!c.limbo.empty()) apply_limbo(c); // (the leader's order)
                                        server_.apply(c.session, r);
                                    }});
+            if (!c.limbo.empty()) enabled.push_back({3, [&] { apply_limbo(c); }});
             if (!server_.outbox(c.session).empty())
                 enabled.push_back({10, [&] {
                                        auto m = server_.outbox(c.session).front();
@@ -708,9 +783,11 @@ bug parse_bug(const std::string& s) {
     if (s == "herd") return bug::herd;
     if (s == "always-alone") return bug::always_alone;
     if (s == "unwatch-once") return bug::unwatch_once;
-    std::fprintf(stderr,
-                 "zklock_sim: unknown --bug %s (no-guid-recovery, herd, always-alone, unwatch-once)\n",
-                 s.c_str());
+    if (s == "no-barrier") return bug::no_barrier;
+    std::fprintf(
+        stderr,
+        "zklock_sim: unknown --bug %s (no-guid-recovery, herd, always-alone, unwatch-once, no-barrier)\n",
+        s.c_str());
     std::exit(2);
 }
 
@@ -744,12 +821,15 @@ int main(int argc, char** argv) {
             cfg.cycles = std::stoi(next());
         else if (a == "--trace")
             cfg.trace = true;
+        else if (a == "--rw")
+            cfg.rw = true;
         else if (a == "--bug")
             g_bug = parse_bug(bug_name = next());
         else {
-            std::fprintf(stderr,
-                         "usage: zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] "
-                         "[--trace] [--bug no-guid-recovery|herd|always-alone|unwatch-once]\n");
+            std::fprintf(
+                stderr,
+                "usage: zklock_sim [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] "
+                "[--rw] [--trace] [--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]\n");
             return 2;
         }
     }
@@ -771,9 +851,10 @@ int main(int argc, char** argv) {
         if (!first_failure) {
             first_failure = s;
             std::printf(
-                "seed %llu: %s\n  replay: zklock_sim --seed %llu --clients %d --cycles %d --trace%s%s\n",
+                "seed %llu: %s\n  replay: zklock_sim --seed %llu --clients %d --cycles %d%s --trace%s%s\n",
                 static_cast<unsigned long long>(s), v.c_str(), static_cast<unsigned long long>(s),
-                cfg.clients, cfg.cycles, bug_name.empty() ? "" : " --bug ", bug_name.c_str());
+                cfg.clients, cfg.cycles, cfg.rw ? " --rw" : "", bug_name.empty() ? "" : " --bug ",
+                bug_name.c_str());
         }
         if (!only && g_bug != bug::none) break; // a bug hunt stops at its first find
     }
