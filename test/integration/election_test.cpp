@@ -482,6 +482,7 @@ TEST_F(Election, ALeaderSwitchOfTheEnsembleLeavesOneLeader) {
             auto lost = record_loss(la);
             auto wb = campaign_in_background(eb, "b", 60000ms);
             co_await wait_for_children(*b, path, 2);
+            co_await eventually([&] { return ensemble_settled(dir); }, 30000ms);
             for (int i = 1; i <= 3 && !killed; ++i)
                 if (server_mode(dir, i) == "leader") killed = i;
             CO_REQUIRE(killed != 0);

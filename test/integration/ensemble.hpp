@@ -64,4 +64,17 @@ inline std::string server_mode(const std::string& dir, int i) {
 /// True if server `i` answers 'srvr' as a follower.
 inline bool is_follower(const std::string& dir, int i) { return server_mode(dir, i) == "follower"; }
 
+/// True when the ensemble's `n` servers all serve: one leader, the rest followers. A test that
+/// picks servers by their role waits for it first: an earlier test's restart, or an election on a
+/// loaded machine, can leave a server syncing with the leader for a while.
+inline bool ensemble_settled(const std::string& dir, int n = 3) {
+    int leaders = 0, followers = 0;
+    for (int i = 1; i <= n; ++i) {
+        const auto m = server_mode(dir, i);
+        leaders += m == "leader";
+        followers += m == "follower";
+    }
+    return leaders == 1 && followers == n - 1;
+}
+
 } // namespace zt

@@ -218,6 +218,7 @@ TEST_F(Ensemble, NoWaitOutlastsItsBoundWhileTheEnsembleCannotElectALeader) {
             const auto hb = a->statistics().heartbeats;
             co_await eventually([&] { return a->statistics().heartbeats >= hb + 5; }, 2 * T);
 
+            co_await eventually([&] { return ensemble_settled(dir); }, 30000ms);
             std::vector<int> survivors;
             for (int i = 1; i <= 3; ++i) {
                 const auto mode = server_mode(dir, i);
@@ -328,6 +329,7 @@ TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) 
     run_test(
         [&]() -> awaitable<void> {
             // a follower to freeze, and the other two servers for the waiter
+            co_await eventually([&] { return ensemble_settled(dir); }, 30000ms);
             std::string others;
             for (int i = 1; i <= 3; ++i) {
                 auto port = server_port(dir, i);

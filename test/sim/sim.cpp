@@ -7,8 +7,8 @@
 // Each client's acquire is zklock's own state machine (src/protocol/acquire_fsm.hpp), the one that
 // src/recipes/mutex.cpp's driver runs on a real session: this file only performs its actions on the
 // model, as the driver does on the C client (requests, watches and their removal, the guaranteed
-// deletes). The release (with its marker) and the background deletes follow
-// src/recipes/guard.cpp and src/session/session_cleanup.cpp.
+// deletes). The release (with its marker) and the background deletes take their verdicts from the
+// guaranteed deletes' own rules (src/session/cleanup_rules.hpp), as session_cleanup.cpp does.
 //
 // Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free);
 // nobody is stuck (nothing in flight, nobody holds, someone waits). At the end: every client
@@ -22,6 +22,7 @@
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds the bug, and says which).
 #include "protocol/acquire_fsm.hpp"
 #include "protocol/protocol.hpp"
+#include "session/cleanup_rules.hpp"
 
 #include "model_zk.hpp"
 
@@ -113,6 +114,7 @@ struct client {
     std::string node;    // held or being released
     bool waited = false;
     bool reader = false;                                   // this acquire is a read/write lock's reader
+    bool release_marked = false;                           // its release is sent as the marked transaction
     std::deque<std::pair<std::uint64_t, tag>> outstanding; // sent, not yet answered (FIFO)
     std::deque<request> inbound;                           // sent, not yet applied by the server
     /// Requests of a dropped connection already in the leader's pipeline: applied later (their
@@ -464,7 +466,12 @@ private:
                                              cfg_.rw ? zd::lock_family::rw : zd::lock_family::mutex,
                                              lock_dialect::curator);
         log(who(c) + " releases " + c.node + (marks ? " with its marker" : ""));
-        if (marks) {
+        c.release_marked = marks;
+        send_release(c);
+        c.st = client::state::releasing;
+    }
+    void send_release(client& c) {
+        if (c.release_marked) {
             request r;
             r.kind = op::release_with_marker;
             r.path = c.node;
@@ -473,7 +480,6 @@ private:
         } else {
             send(c, op::remove, c.node, tag::release);
         }
-        c.st = client::state::releasing;
     }
 
     /// A watch event reaches client `c`: the driver's watch callbacks.
@@ -533,14 +539,16 @@ private:
         case tag::bg_delete: {
             auto path = c.bg[r.id];
             c.bg.erase(r.id);
-            if (lost) c.bg_retry.push_back(path);
+            if (zd::cleanup_rules::after_delete(r.rc) == zd::cleanup_rules::verdict::retry)
+                c.bg_retry.push_back(path); // (sent again on the reconnect)
             return;
         }
         case tag::bg_sweep: {
             auto guid = c.sweeps[r.id];
             c.sweeps.erase(r.id);
-            if (lost) c.sweep_retry.push_back(guid);
-            if (r.rc == ok)
+            const auto v = zd::cleanup_rules::after_listing(r.rc);
+            if (v == zd::cleanup_rules::verdict::retry) c.sweep_retry.push_back(guid);
+            if (v == zd::cleanup_rules::verdict::search)
                 for (auto& child : r.children)
                     if (child.find(guid) != std::string::npos)
                         delete_in_background(c, lock_path + "/" + child);
@@ -557,15 +565,20 @@ private:
         }
         case tag::marker:
             return;
-        case tag::release:
-            if (lost) { // the guaranteed delete: again until it is gone
-                send(c, op::remove, c.node, tag::release);
+        case tag::release: { // the guaranteed delete's own rules (session/cleanup_rules.hpp)
+            namespace cr = zd::cleanup_rules;
+            const auto v = c.release_marked ? cr::after_marked_release(r.rc) : cr::after_delete(r.rc);
+            if (v == cr::verdict::unmarked) c.release_marked = false; // refused: the node goes without it
+            if (v == cr::verdict::retry || v == cr::verdict::unmarked) {
+                // (the library retries on the reconnect; here the connection is back at once)
+                send_release(c);
                 return;
             }
             log(who(c) + " released");
             return finish_cycle(c);
-        case tag::abandon:
-            if (lost) delete_in_background(c, c.node);
+        }
+        case tag::abandon: // the driver's abandon: awaited, then in the background if not gone
+            if (r.rc != ok && r.rc != no_node) delete_in_background(c, c.node);
             log(who(c) + " gave up; its node is deleted");
             return finish_cycle(c);
         default:
