@@ -94,7 +94,9 @@ MUTANTS = [
 
 def build(src_root, out):
     zk = "-l:libzookeeper_st.so.2"
-    cmd = ["g++", "-std=c++20", "-O2", "-I" + os.path.join(src_root, "src"), "-I" + os.path.join(ROOT, "include"),
+    # (the scratch copy's src/ first: its protocol/ is the mutated one; the rest from the tree)
+    cmd = ["g++", "-std=c++20", "-O2", "-I" + os.path.join(src_root, "src"), "-I" + os.path.join(ROOT, "src"),
+           "-I" + os.path.join(ROOT, "include"),
            os.path.join(src_root, "test/sim/sim.cpp"), os.path.join(src_root, "src/protocol/protocol.cpp"),
            os.path.join(src_root, "src/protocol/acquire_steps.cpp"), os.path.join(ROOT, "src/common/error.cpp"),
            zk, "-o", out]
@@ -104,6 +106,7 @@ def build(src_root, out):
 
 
 def main():
+    sys.stdout.reconfigure(line_buffering=True)
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=10000)
     ap.add_argument("--only")

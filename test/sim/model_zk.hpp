@@ -229,11 +229,28 @@ private:
         ++p.cversion;
         fire(data_watches_, path, deleted_event);
         fire(child_watches_, parent, child_event);
-        // (containers are reaped only when they were used and are empty; the simulated lock path
-        // is persistent, so the reaper has nothing to do here)
         return ok;
     }
 
+public:
+    /// The container reaper: deletes an empty container that once had a child (as ZooKeeper's
+    /// ContainerManager does, at some moment the scheduler picks). The first such container, if any.
+    bool reap() {
+        for (auto& [p, n] : nodes_)
+            if (n.container && n.kids.empty() && n.cversion > 0) {
+                const std::string path = p; // (remove erases the entry)
+                remove(path);
+                return true;
+            }
+        return false;
+    }
+    bool reapable() const {
+        for (auto& [p, n] : nodes_)
+            if (n.container && n.kids.empty() && n.cversion > 0) return true;
+        return false;
+    }
+
+private:
     void fire(std::map<std::string, std::set<std::int64_t>>& watches, const std::string& path, int type) {
         auto it = watches.find(path);
         if (it == watches.end()) return;

@@ -2,7 +2,7 @@
 // ZooKeeper server (model_zk.hpp) while a seeded scheduler picks every delivery order the model
 // allows and injects faults: connection losses (each request in flight applied, not, or, a write,
 // later from the leader's pipeline while the next server's reads lag; every reply lost), session
-// expiries, cancellations at any step.
+// expiries, cancellations at any step; and the container reaper takes the empty lock path.
 //
 // Each client's acquire is zklock's own state machine (src/protocol/acquire_fsm.hpp), the one that
 // src/recipes/mutex.cpp's driver runs on a real session: this file only performs its actions on the
@@ -11,7 +11,8 @@
 // guaranteed deletes' own rules (src/session/cleanup_rules.hpp), as session_cleanup.cpp does.
 //
 // Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free);
-// nobody is stuck (nothing in flight, nobody holds, someone waits). At the end: every client
+// nobody is stuck (nothing in flight, nobody holds, someone waits); no acquire fails without a
+// cause this world has (a give-up, an expiry, the reaper's races, lost creates). At the end: every client
 // finished its cycles within the step bound (liveness); the lock path holds no node once every
 // client is idle (no leftover); no watch of a client is left on the server.
 // Premise (tested elsewhere: test/unit/lease_model_test.cpp and the fault tests): a holder is told
@@ -154,8 +155,9 @@ const char* name(action::kind k) {
 }
 
 const char* op_name(op k) {
-    static const char* names[] = {
-        "create", "remove", "get_children", "get_data", "exists", "release_with_marker", "remove_watches"};
+    static const char* names[] = {"create",         "remove", "get_children",
+                                  "get_data",       "exists", "release_with_marker",
+                                  "remove_watches", "check"};
     return names[static_cast<int>(k)];
 }
 
@@ -176,7 +178,7 @@ public:
             cl.cycles_left = c.cycles;
             clients_.push_back(cl);
         }
-        make_path(); // the lock path exists (persistent), as a path shared with kazoo must
+        make_path();
     }
 
     /// Runs to the end; returns the violation, or an empty string.
@@ -200,10 +202,12 @@ public:
 
 private:
     void make_path() {
-        // a persistent node, made through a throwaway session's request
+        // a container, as the library makes it, through a throwaway session's request (the
+        // reaper takes it once it was used and is empty: the clients make it again, make_parents)
         auto s = server_.open_session();
         request r;
         r.path = lock_path;
+        r.container = true;
         server_.apply(s, r);
         server_.outbox(s).clear();
         server_.end_session(s);
@@ -448,6 +452,13 @@ private:
         c.node = c.m->node();
         log(who(c) + " acquire failed (" + std::to_string(c.act.why) + ")" +
             (c.node.empty() ? "" : ", deletes " + c.node));
+        // Why an acquire may fail here: the user gave up (or the session ended), the container
+        // reaper won the race for the path five times, or six creates in a row lost their replies.
+        // Nothing else in this world is a reason (no errors, no other recipe, no hand-made node).
+        if (c.act.why != action::stop && c.act.why != action::no_parent &&
+            c.act.why != action::create_retries_exhausted && violation_.empty())
+            violation_ = "spurious failure: " + who(c) + "'s acquire failed (reason " +
+                         std::to_string(c.act.why) + ") with nothing in this world to cause it";
         c.m.reset();
         if (c.node.empty()) return finish_cycle(c);
         c.st = client::state::releasing;
@@ -767,6 +778,11 @@ private:
                                        }});
             }
         }
+        if (server_.reapable())
+            enabled.push_back({1, [&] {
+                                   log("the container reaper deletes the empty lock path");
+                                   server_.reap();
+                               }});
         if (enabled.empty()) return false;
         int total = 0;
         for (auto& a : enabled) total += a.weight;
