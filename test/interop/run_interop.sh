@@ -71,7 +71,7 @@ run_case() {
   echo "== $name ($mode): $*"
   if [ -n "$observer" ]; then
     kill -TERM "$observer" 2>/dev/null || true
-    wait "$observer" || { echo "observer failed"; ok=1; }
+    wait "$observer" || { echo "observer failed (exit $?: 124 is the timeout, 128+N a signal)"; ok=1; }
     # it must have seen a leader of each kind of candidate: their values ("zklock-<c>" for zklock's)
     local value seen
     for value in $(printf '%s\n' "$@" | sed 's/^zklock:.*/zklock-/' | sort -u); do
