@@ -325,7 +325,8 @@ private:
         // the loss signal ends the hold at once (its E line), as in the mutex mode; a proclaim or
         // commit in flight then completes after it
         auto st = std::make_shared<hold_state>(ex);
-        if (o_.slow_stop_ms > 0) st->slow_stop = std::chrono::milliseconds(pick_slow_stop(rng_));
+        // (at least 1 ms: a draw of 0 wrote no S line, which the checker takes for a missing stop)
+        if (o_.slow_stop_ms > 0) st->slow_stop = std::chrono::milliseconds(std::max(1, pick_slow_stop(rng_)));
         l.async_wait_lost([this, st, path](zklock::error_code lost) {
             if (st->ended || !lost || lost == zklock::errc::lock_released) return;
             st->ended = st->lost = true;
