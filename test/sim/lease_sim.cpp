@@ -1,0 +1,896 @@
+// The simulator's clocked world (issue 50): the lease against a model ensemble, at every phase a
+// seed draws. Three servers on a simulated clock: the leader's ping loop with its interval and
+// jitter, each follower's table of the sessions it heard from since its last ping answer, the
+// leader's expiry queue rounded up to the next tick, leader elections (a new leader restores every
+// session with a full timeout from its start). Three clients, each with zklock's real
+// session_lease and the real heartbeat schedule (the same calls session_heartbeat.cpp makes), and
+// the grant's lease check of lease_grant.hpp: P holds the lock first and releases it, H waits
+// behind P and is granted, W waits behind H. Each seed draws the tick ratio, the ping loop's
+// phase and jitter, the links' delays, a pause of H's process and a stall of its link around the
+// grant, and one fault of H's server at any moment around the grant:
+//   freeze   H's server stops: no reply, no ping answer, nothing forwarded;
+//   cut      H's follower loses its leader: it still answers reads until it notices (syncLimit
+//            ticks), its writes and syncs go nowhere, and nothing it heard reaches the leader;
+//   depose   H is on the leader, which is cut off from both followers: they elect a new leader
+//            (which restores H's session with a full T from its start) while the old one answers
+//            reads and syncs until it notices it has no quorum;
+//   leader   the leader (not H's server) freezes: the followers elect a new one, which restores
+//            every session with a full T from its start.
+// Invariant, measured against the server's own expiry (not the next grant): if the effective
+// leader expires H's session while H holds the lock, H's lease reported the loss at least the
+// stated margin, (1 - reference_offset - f) T, before that moment; and W is granted only after H
+// was told. A failing seed prints its parameters and
+// replays with --seed S --trace.
+//
+// The premises are the library's (docs/lease.md): ping answers at most 5T/16 apart (so the
+// jitter drawn stays inside it), the client's link and process pauses shorter than the C client's
+// receive timeout of 2T/3. No C client pings are modelled: they only touch the session more, which
+// makes an expiry later, never earlier.
+//
+//   zklock_sim_lease [--seeds N] [--first S] [--seed S] [--trace]
+//                    [--bug read-renewed|sync-renewed|quarter-gap]
+// --bug re-introduces a past defect of the lease in the simulator's copy: heartbeats that are
+// reads credited as commits, syncs credited as commits, or the earlier evidence rule (T/4 between
+// two sends, the deadline at v + 0.35 T + f T). Exit 0 if every seed passes; with --bug, exit 0 if
+// some seed finds it.
+#include <zklock/loss_policy.hpp>
+
+#include "session/lease.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdarg>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <string>
+#include <vector>
+
+namespace zklock::sim {
+namespace {
+
+namespace zd = zklock::detail;
+using zd::lease_ns;
+using zd::session_lease;
+constexpr lease_ns ms = 1'000'000;
+
+enum class bug { none, read_renewed, sync_renewed, quarter_gap };
+bug g_bug = bug::none;
+enum class fault { none, freeze, cut, depose, leader };
+const char* name(fault f) {
+    switch (f) {
+    case fault::none:
+        return "none";
+    case fault::freeze:
+        return "freeze";
+    case fault::cut:
+        return "cut";
+    case fault::depose:
+        return "depose";
+    case fault::leader:
+        return "leader";
+    }
+    return "?";
+}
+
+/// What a request is, to the servers: a read is answered by the client's server; a write goes
+/// through the leader and a quorum; a sync goes to the leader the server follows, which answers
+/// without a quorum.
+enum class kind { read, write, sync };
+
+const char* kind_name(kind k) { return k == kind::read ? "read" : k == kind::write ? "write" : "sync"; }
+
+constexpr int servers = 3;
+enum who { P = 0, H = 1, W = 2 };
+const char* client_name(int c) { return c == P ? "P" : c == H ? "H" : "W"; }
+
+struct world {
+    explicit world(std::uint64_t seed, bool trace) : trace_on(trace) {
+        rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+    }
+
+    // ---- the seed's draw ----
+    lease_ns T = 2000 * ms;
+    lease_ns tick = 1000 * ms;
+    int ratio_den = 2; // tick = T / ratio_den
+    lease_ns work = 1 * ms, jitter = 0;
+    lease_ns link = 1 * ms, quorum = 1 * ms, commit = 2 * ms;
+    int sync_limit = 2;
+    lease_ns grant_at = 0;
+    lease_ns pause_at = 0, pause = 0; // H's process stopped
+    lease_ns stall_at = 0, stall = 0; // H's link holds both directions back
+    fault f = fault::none;
+    lease_ns fault_at = 0;
+    int trigger_after = -1;     // >= 0: the fault comes after H's server passes on this many
+    lease_ns trigger_delay = 0; // ... committed replies to H, and this long after the last
+    int replies_out = 0;
+    int first_server = 1;  // H's server at the start: the one the fault hits
+    lease_ns election = 0; // depose: from the followers' notice to the new leader's start
+    bool stranded = false; // H reaches no other server after the fault (its session must expire)
+    // When H's server notices it lost its leader (cut) or its quorum (depose), after the fault: at
+    // least syncLimit ticks, and possibly much later (a slow or stalled server: how fast the
+    // servers notice is not the client's to rely on).
+    lease_ns notice = 0;
+    double fraction = loss_policy::default_lease_fraction;
+
+    std::uint64_t rng;
+    lease_ns uniform(lease_ns lo, lease_ns hi) { // [lo, hi]
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return hi <= lo ? lo : lo + static_cast<lease_ns>(rng % static_cast<std::uint64_t>(hi - lo + 1));
+    }
+    bool chance(int percent) { return uniform(0, 99) < percent; }
+
+    // ---- the event queue ----
+    struct event {
+        lease_ns at;
+        std::uint64_t seq;
+        std::function<void()> fn;
+        bool operator<(const event& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+    };
+    std::priority_queue<event> q;
+    std::uint64_t seq = 0;
+    lease_ns now = 0;
+    void at(lease_ns t, std::function<void()> fn) { q.push({std::max(t, now), seq++, std::move(fn)}); }
+
+    bool trace_on;
+    std::vector<std::string> trace;
+    __attribute__((format(printf, 2, 3))) void log(const char* fmt, ...) {
+        if (!trace_on) return;
+        char buf[256];
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        char line[300];
+        std::snprintf(line, sizeof line, "%9.3f ms  %s", static_cast<double>(now) / 1e6, buf);
+        trace.emplace_back(line);
+    }
+
+    // ---- the servers ----
+    struct server {
+        bool frozen = false;                   // answers nothing, sends nothing
+        bool down = false;                     // noticed it lost its leader (or quorum): dropped its clients
+        int follows = 0;                       // the leader it follows (itself if it leads)
+        bool touched[3] = {};                  // sessions heard from since its last ping answer
+        bool has_node[3] = {true, true, true}; // its view of the lock's nodes (P, H, W)
+    };
+    std::array<server, servers> s;
+    bool cut_from_leader[servers] = {}; // no link between this server and the others' leader
+    int leader = 0;                     // the effective leader (the one with a quorum)
+    int era = 0;                        // bumped at each election (stale ping loops stop)
+    std::array<lease_ns, 3> expiry{};   // the effective leader's expiry per session (0: none)
+    std::array<bool, 3> expired{};
+    std::array<bool, 3> node{true, true, true}; // the lock's nodes at the effective leader
+    lease_ns round_up(lease_ns t) const { return (t / tick + 1) * tick; }
+    bool linked(int a, int b) const { // server a can reach server b
+        if (a == b) return true;
+        if (s[a].frozen || s[b].frozen) return false;
+        if (f == fault::cut) return !(cut_from_leader[a] || cut_from_leader[b]);
+        if (f == fault::depose && now >= fault_at) return a != 0 && b != 0;
+        return true;
+    }
+    /// True if server l leads with a quorum now: its writes commit, its expiries take effect.
+    bool effective(int l) const {
+        if (l != leader || s[l].frozen || s[l].down) return false;
+        return !(f == fault::depose && now >= fault_at && l == 0);
+    }
+    void touch_at_leader(int c) {
+        if (expired[c]) return;
+        expiry[c] = std::max(expiry[c], round_up(now + T));
+    }
+
+    void ping_loop(int l, int fol, int my_era, lease_ns t) {
+        at(t, [this, l, fol, my_era] {
+            if (my_era != era) return;
+            if (linked(l, fol) && !s[fol].down) {
+                // the follower answers with the sessions it heard from since its last answer
+                at(now + quorum, [this, l, fol, my_era] {
+                    if (my_era != era || s[fol].frozen) return;
+                    bool carried[3];
+                    for (int c = 0; c < 3; ++c) {
+                        carried[c] = s[fol].touched[c];
+                        s[fol].touched[c] = false;
+                    }
+                    if (!linked(fol, l)) return; // (sent into the partition)
+                    at(now + quorum, [this, carried, my_era, fol] {
+                        if (my_era != era) return;
+                        for (int c = 0; c < 3; ++c)
+                            if (carried[c]) {
+                                touch_at_leader(c);
+                                if (c == H)
+                                    log("s%d's ping answer touches H at the leader: expiry %.3f ms", fol,
+                                        static_cast<double>(expiry[c]) / 1e6);
+                            }
+                    });
+                });
+            }
+            ping_loop(l, fol, my_era, now + tick / 2 + work + uniform(0, jitter));
+        });
+    }
+    void expirer(int my_era, lease_ns t) {
+        at(t, [this, my_era] {
+            if (my_era != era) return;
+            for (int c = 0; c < 3; ++c)
+                if (effective(leader) && !expired[c] && expiry[c] != 0 && expiry[c] <= now) expire(c);
+            expirer(my_era, now + tick);
+        });
+    }
+    /// The effective leader expires session c now: its closeSession deletes c's node.
+    void expire(int c) {
+        expired[c] = true;
+        log("leader s%d expires %s's session", leader, client_name(c));
+        auto& k = cl[c];
+        if (c == H && k.granted != 0 && !k.released) {
+            const lease_ns margin = k.lost != 0 ? now - k.lost : std::numeric_limits<lease_ns>::min();
+            min_margin = std::min(min_margin, margin);
+            if (k.lost == 0 || k.lost >= now)
+                fail("the leader expired H's session at %.3f ms while H held the lock, told of its loss %s",
+                     now, k.lost);
+            else if (margin < stated_margin())
+                fail("the leader expired H's session at %.3f ms, less than the stated margin (1 - "
+                     "reference_offset - f) T after H was told of its loss %s",
+                     now, k.lost);
+        }
+        const int my_era = era;
+        at(now + commit, [this, c, my_era] {
+            if (my_era != era) return;
+            delete_node(c);
+        });
+    }
+    /// Node n is gone at the effective leader: each server that follows it learns it a hop later.
+    void delete_node(int n) {
+        node[n] = false;
+        for (int i = 0; i < servers; ++i) {
+            if (i == leader) {
+                learn(i, n);
+                continue;
+            }
+            if (!linked(leader, i) || s[i].down || s[i].follows != leader) continue;
+            at(now + quorum, [this, i, n] {
+                if (!s[i].frozen && !s[i].down) learn(i, n);
+            });
+        }
+    }
+    void learn(int srv, int n) {
+        s[srv].has_node[n] = false;
+        for (int c = 0; c < 3; ++c) {
+            auto& k = cl[c];
+            if (k.watching == n && k.connected && k.server == srv) {
+                k.watching = -1;
+                to_client(c, [this, c] { on_predecessor_gone(c); });
+            }
+        }
+    }
+
+    // ---- the clients ----
+    struct client {
+        int server = 0;
+        bool connected = false;
+        int conn = 0; // bumped at each connection loss (replies of an older one are dropped)
+        std::unique_ptr<session_lease> lease;
+        lease_ns last_send = 0, last_commit = 0, last_recv = 0;
+        int writes_in_flight = 0;
+        int watching = -1; // the node whose deletion it waits for
+        bool waiting = false;
+        lease_ns granted = 0, lost = 0, released_at = 0;
+        bool released = false;
+        lease_ns headroom_until = 0;
+        std::uint64_t timer_gen = 0;
+        lease_ns up_last = 0, down_last = 0; // FIFO links
+        bool ended = false;                  // its session expired (it was told)
+    };
+    std::array<client, 3> cl;
+
+    bool paused(int c, lease_ns t) const {
+        return c == H && pause > 0 && t >= pause_at && t < pause_at + pause;
+    }
+    lease_ns through_link(int c, lease_ns t, lease_ns& last) const {
+        lease_ns a = t;
+        if (c == H && stall > 0 && t >= stall_at && t < stall_at + stall) a = stall_at + stall;
+        a = std::max(a + link, last);
+        last = a;
+        return a;
+    }
+    /// Runs fn on client c at the next moment its process runs.
+    void on_client(int c, std::function<void()> fn) {
+        if (paused(c, now))
+            at(pause_at + pause, std::move(fn));
+        else
+            fn();
+    }
+    /// A message from c's server reaches c (FIFO, through the stall), then runs when c runs.
+    void to_client(int c, std::function<void()> fn) {
+        const int conn = cl[c].conn;
+        const lease_ns back = through_link(c, now, cl[c].down_last);
+        at(back, [this, c, conn, fn] {
+            on_client(c, [this, c, conn, fn] {
+                if (cl[c].conn != conn || !cl[c].connected) return;
+                cl[c].last_recv = now;
+                cl[c].lease->saw_state(now, true);
+                fn();
+            });
+        });
+    }
+
+    /// Whether the lease credits a reply to a request of this kind as a commit (the bugs credit
+    /// the heartbeat's read or sync).
+    static bool credited(kind k) {
+        if (k == kind::write) return true;
+        if (k == kind::read) return g_bug == bug::read_renewed;
+        return g_bug == bug::sync_renewed;
+    }
+    /// The heartbeat's (and the grant's renewal's) request: a committed check, as the library
+    /// sends; the bugs' past designs sent a read or a sync instead.
+    static kind renewal() {
+        return g_bug == bug::read_renewed   ? kind::read
+               : g_bug == bug::sync_renewed ? kind::sync
+                                            : kind::write;
+    }
+
+    /// Client c sends a request now; `done` runs when its reply is taken (never if it is lost).
+    void send(int c, kind k, bool heartbeat, std::function<void()> done = {}) {
+        auto& x = cl[c];
+        if (!x.connected || x.ended) return;
+        const lease_ns sent = now;
+        const bool credit = credited(k);
+        x.lease->note_send(sent, credit);
+        x.last_send = sent;
+        if (credit) x.last_commit = sent;
+        const bool counted = k == kind::write && !heartbeat;
+        if (counted) ++x.writes_in_flight;
+        const int conn = x.conn, srv = x.server;
+        const lease_ns arrive = through_link(c, sent, x.up_last);
+        log("%s sends a %s%s to s%d (arrives at %.3f ms)", client_name(c), kind_name(k),
+            heartbeat ? " (heartbeat)" : "", srv, static_cast<double>(arrive) / 1e6);
+        at(arrive, [this, c, k, conn, srv, sent, credit, counted, done] {
+            if (cl[c].conn != conn || s[srv].frozen || s[srv].down) return;
+            if (effective(srv))
+                touch_at_leader(c);
+            else
+                s[srv].touched[c] = true;
+            auto reply = [this, c, conn, sent, credit, counted, done] {
+                to_client(c, [this, c, conn, sent, credit, counted, done] {
+                    auto& y = cl[c];
+                    if (y.conn != conn) return;
+                    if (counted) --y.writes_in_flight;
+                    y.lease->on_reply(sent, credit, now);
+                    log("%s takes the reply to its request of %.3f ms: vouched %.3f ms", client_name(c),
+                        static_cast<double>(sent) / 1e6, static_cast<double>(y.lease->vouched()) / 1e6);
+                    check_watchdog(c);
+                    if (done) done();
+                });
+            };
+            if (k == kind::read) return reply();
+            auto passed_on = [this, c, srv, reply] {
+                reply();
+                on_reply_out(c, srv);
+            };
+            // a write or a sync goes to the leader srv follows
+            const int l = s[srv].follows;
+            if (l < 0 || !linked(srv, l)) return; // (never answered: the connection ends when srv notices)
+            const lease_ns hop = srv == l ? 0 : quorum;
+            at(now + hop, [this, k, srv, l, hop, passed_on] {
+                if (s[l].frozen || s[l].down) return;
+                if (k == kind::write && !effective(l)) return; // no quorum: never committed
+                const lease_ns back = now + (k == kind::write ? this->commit : 0);
+                at(back, [this, srv, l, hop, passed_on] {
+                    if (!linked(l, srv)) return;
+                    at(now + hop, [this, srv, passed_on] {
+                        if (!s[srv].frozen && !s[srv].down) passed_on();
+                    });
+                });
+            });
+        });
+    }
+
+    // The heartbeat timer (session_impl::arm_heartbeat's schedule, as in lease_model_test).
+    void arm(int c, lease_ns t) {
+        const auto gen = ++cl[c].timer_gen;
+        at(t, [this, c, gen] {
+            on_client(c, [this, c, gen] {
+                if (gen == cl[c].timer_gen) fire(c);
+            });
+        });
+    }
+    void fire(int c) {
+        auto& x = cl[c];
+        if (x.ended) return;
+        const lease_ns p = session_lease::heartbeat_interval(T);
+        if (!x.connected) return arm(c, now + p);
+        if (x.granted != 0 && !x.released) {
+            send(c, renewal(), true);
+            return arm(c, now + p);
+        }
+        if (x.writes_in_flight > 0 && now - x.last_commit >= p)
+            send(c, renewal(), true);
+        else if (session_lease::touch_due(x.last_send, now, T))
+            send(c, kind::read, false);
+        lease_ns next = session_lease::next_touch_at(x.last_send, now, T);
+        if (x.writes_in_flight > 0)
+            next = std::min(next, session_lease::next_heartbeat_at(x.last_commit, now, T));
+        arm(c, next);
+    }
+
+    // The loss: the lease's deadline (the rule's own reference point) passed with no new evidence.
+    double reference_offset() const {
+        return g_bug == bug::quarter_gap ? 0.35 : session_lease::reference_offset;
+    }
+    /// The margin docs/lease.md states from the loss signal to the earliest expiry.
+    lease_ns stated_margin() const {
+        return static_cast<lease_ns>((1.0 - reference_offset() - fraction) * static_cast<double>(T));
+    }
+    lease_ns deadline(int c) const {
+        const lease_ns v = cl[c].lease->vouched();
+        if (v == 0) return 0;
+        return v + static_cast<lease_ns>((reference_offset() + fraction) * static_cast<double>(T));
+    }
+    void check_watchdog(int c) {
+        auto& x = cl[c];
+        if (x.granted == 0 || x.released || x.lost != 0) return;
+        const lease_ns d = deadline(c);
+        if (d == 0 || now > d) {
+            x.lost = std::max(d + 1, x.granted);
+            log("%s is told its lock is lost (vouched %.3f ms)", client_name(c),
+                static_cast<double>(x.lease->vouched()) / 1e6);
+            return;
+        }
+        at(d + 1, [this, c] { check_watchdog(c); }); // (by the clock: a pause does not delay it)
+    }
+
+    // The grant: the listing after the predecessor's deletion, then lease_for_grant's checks.
+    void on_predecessor_gone(int c) {
+        if (cl[c].granted != 0 || cl[c].ended) return;
+        send(c, kind::read, false, [this, c] { try_grant(c); });
+    }
+    bool too_short(int c) const {
+        const auto& x = cl[c];
+        const bool seeking = x.headroom_until == 0 || now < x.headroom_until;
+        if (seeking) return x.lease->too_short_to_grant(now, fraction);
+        const lease_ns d = deadline(c);
+        return d == 0 || now > d;
+    }
+    void try_grant(int c) {
+        auto& x = cl[c];
+        if (x.granted != 0 || x.ended) return;
+        if (!too_short(c)) return grant(c);
+        if (x.headroom_until == 0) x.headroom_until = now + T / 2;
+        send(c, renewal(), false, [this, c] {
+            if (!too_short(c)) return grant(c);
+            at(now + T / 20, [this, c] {
+                on_client(c, [this, c] { send(c, kind::read, false, [this, c] { try_grant(c); }); });
+            });
+        });
+    }
+    void grant(int c) {
+        auto& x = cl[c];
+        if (x.ended) return;
+        x.granted = now;
+        log("%s is granted (vouched %.3f ms, deadline %.3f ms)", client_name(c),
+            static_cast<double>(x.lease->vouched()) / 1e6, static_cast<double>(deadline(c)) / 1e6);
+        if (c == W && cl[H].granted != 0 && !cl[H].released) {
+            if (cl[H].lost == 0 || cl[H].lost >= now)
+                fail("W was granted at %.3f ms while H held the lock, told of its loss %s", now, cl[H].lost);
+        }
+        check_watchdog(c);
+        arm(c, std::max(x.lease->first_heartbeat_at(now, x.last_commit), now));
+    }
+
+    // Connections: the C client gives a connection up after 2T/3 without a reply, then tries
+    // the next server; a handshake revalidates the session at the leader.
+    void watch_recv(int c) {
+        auto& x = cl[c];
+        if (x.ended) return;
+        const int conn = x.conn;
+        const lease_ns due = x.last_recv + 2 * T / 3;
+        at(std::max(due, now + 1), [this, c, conn] {
+            on_client(c, [this, c, conn] {
+                auto& y = cl[c];
+                if (y.conn != conn || !y.connected) return;
+                if (now - y.last_recv >= 2 * T / 3) return drop(c, "receive timeout");
+                watch_recv(c);
+            });
+        });
+    }
+    void drop(int c, const char* why) {
+        auto& x = cl[c];
+        if (!x.connected) return;
+        log("%s loses its connection to s%d (%s)", client_name(c), x.server, why);
+        x.connected = false;
+        ++x.conn;
+        x.writes_in_flight = 0;
+        x.lease->saw_state(now, false);
+        const int next = (x.server + 1 + static_cast<int>(uniform(0, servers - 2))) % servers;
+        at(now + uniform(1, 20) * ms, [this, c, next] { connect(c, next); });
+    }
+    void connect(int c, int srv) {
+        auto& x = cl[c];
+        if (x.ended || x.connected) return;
+        const int conn = ++x.conn;
+        const lease_ns arrive = now + link;
+        auto retry = [this, c, srv, conn] {
+            if (cl[c].conn == conn && !cl[c].connected) connect(c, (srv + 1) % servers);
+        };
+        at(now + T / 3, retry); // the handshake's timeout
+        at(arrive, [this, c, srv, conn] {
+            if (s[srv].frozen || s[srv].down) return;
+            if (c == H && stranded && f != fault::none && now >= fault_at) return;
+            const int l = s[srv].follows;
+            if (l < 0 || !linked(srv, l) || !effective(l)) return; // (no leader to revalidate with)
+            at(now + (srv == l ? 0 : quorum), [this, c, srv, conn, l] {
+                if (!effective(l)) return;
+                const bool alive = !expired[c];
+                if (alive) touch_at_leader(c);
+                at(now + (srv == l ? 0 : quorum) + link, [this, c, srv, conn, alive] {
+                    auto& y = cl[c];
+                    if (y.conn != conn || y.connected || s[srv].frozen || s[srv].down) return;
+                    on_client(c, [this, c, srv, conn, alive] {
+                        auto& z = cl[c];
+                        if (z.conn != conn || z.connected) return;
+                        if (!alive) {
+                            z.ended = true;
+                            log("%s learns its session expired", client_name(c));
+                            return;
+                        }
+                        z.connected = true;
+                        z.server = srv;
+                        z.last_recv = now;
+                        z.lease->on_connected(T, now);
+                        z.lease->saw_state(now, true);
+                        log("%s connects to s%d", client_name(c), srv);
+                        watch_recv(c);
+                        // the C client sets its watches again: a deletion missed fires now
+                        if (z.watching >= 0 && !s[srv].has_node[z.watching]) {
+                            z.watching = -1;
+                            to_client(c, [this, c] { on_predecessor_gone(c); });
+                        } else if (z.granted == 0 && z.watching < 0 && c != P && !z.ended) {
+                            // (the acquire lists again after a reconnect)
+                            send(c, kind::read, false, [this, c] { try_grant_if_first(c); });
+                        }
+                    });
+                });
+            });
+        });
+    }
+    /// After a reconnect's listing: wait for the predecessor if this server still has its node.
+    void try_grant_if_first(int c) {
+        if (s[cl[c].server].has_node[c - 1]) {
+            cl[c].watching = c - 1;
+            return;
+        }
+        try_grant(c);
+    }
+
+    // ---- faults ----
+    /// Schedules the seed's fault at fault_at, or arms its trigger: the fault then comes a moment
+    /// after H's server passes on H's n-th committed (or synced) reply from a little before the
+    /// grant on, the phase where a lease rule's window is narrowest.
+    void inject() {
+        if (trigger_after < 0) return start_fault();
+        fault_at = std::numeric_limits<lease_ns>::max();
+    }
+    void on_reply_out(int c, int srv) {
+        if (c != H || srv != first_server || trigger_after < 0 || now < grant_at - T / 4) return;
+        if (replies_out++ != trigger_after) return;
+        trigger_after = -1;
+        fault_at = now + trigger_delay;
+        start_fault();
+    }
+    void start_fault() {
+        const int hs = first_server;
+        switch (f) {
+        case fault::none:
+            return;
+        case fault::freeze:
+            at(fault_at, [this, hs] {
+                log("s%d freezes", hs);
+                s[hs].frozen = true;
+            });
+            return;
+        case fault::cut:
+            at(fault_at, [this, hs] {
+                log("s%d is cut off from its leader s%d", hs, leader);
+                cut_from_leader[hs] = true;
+            });
+            at(fault_at + notice, [this, hs] {
+                log("s%d notices it lost its leader and drops its clients", hs);
+                s[hs].down = true;
+                for (int c = 0; c < 3; ++c)
+                    if (cl[c].connected && cl[c].server == hs) drop(c, "its server went looking");
+            });
+            return;
+        case fault::leader:
+            at(fault_at, [this] {
+                log("the leader s0 freezes");
+                s[0].frozen = true;
+            });
+            elect_after(0, fault_at + static_cast<lease_ns>(sync_limit) * tick);
+            return;
+        case fault::depose:
+            at(fault_at, [this] { log("the leader s0 is cut off from s1 and s2"); });
+            elect_after(0, fault_at + static_cast<lease_ns>(sync_limit) * tick);
+            at(fault_at + notice, [this] {
+                log("s0 notices it has no quorum and drops its clients");
+                s[0].down = true;
+                for (int c = 0; c < 3; ++c)
+                    if (cl[c].connected && cl[c].server == 0) drop(c, "its server lost its quorum");
+            });
+            return;
+        }
+    }
+    /// The followers notice the old leader's loss at `noticed`; a new one starts after the election.
+    void elect_after(int old, lease_ns noticed) {
+        at(noticed, [this, old] {
+            ++era; // the old leader's loops stop counting: it has no quorum
+            const int nl = old == 0 ? 1 : 0;
+            for (int i = 0; i < servers; ++i)
+                if (i != old) s[i].follows = -1;
+            at(now + election, [this, old, nl] {
+                leader = nl;
+                for (int i = 0; i < servers; ++i)
+                    if (i != old) {
+                        s[i].follows = nl;
+                        for (int n = 0; n < 3; ++n) s[i].has_node[n] = node[n];
+                        for (int c = 0; c < 3; ++c) s[i].touched[c] = false;
+                    }
+                // the new leader restores every session with a full timeout from its start
+                for (int c = 0; c < 3; ++c)
+                    if (!expired[c]) expiry[c] = round_up(now + T);
+                log("s%d leads (era %d): sessions expire from %.3f ms", nl, era,
+                    static_cast<double>(round_up(now + T)) / 1e6);
+                for (int i = 0; i < servers; ++i)
+                    if (i != old && i != nl) ping_loop(nl, i, era, now + uniform(0, tick / 2));
+                expirer(era, (now / tick + 1) * tick);
+            });
+        });
+    }
+
+    // ---- the run ----
+    std::string failure;
+    lease_ns min_margin = std::numeric_limits<lease_ns>::max();
+    void fail(const char* what, lease_ns t, lease_ns lost) {
+        if (!failure.empty()) return;
+        char told[64];
+        if (lost == 0)
+            std::snprintf(told, sizeof told, "never");
+        else
+            std::snprintf(told, sizeof told, "at %.3f ms", static_cast<double>(lost) / 1e6);
+        char buf[400];
+        std::snprintf(buf, sizeof buf, what, static_cast<double>(t) / 1e6, lost < 0 ? "" : told);
+        failure = buf;
+        log("VIOLATION: %s", buf);
+    }
+
+    void draw() {
+        static constexpr int dens[] = {2, 3, 4};
+        ratio_den = dens[uniform(0, 2)];
+        tick = T / ratio_den;
+        work = uniform(0, 2) * ms + 1;
+        link = uniform(1, 5) * ms;
+        quorum = uniform(1, 3) * ms;
+        commit = uniform(1, 4) * ms;
+        // the premise: ping answers at most 5T/16 apart (interval tick/2 + work + jitter)
+        const lease_ns room = 5 * T / 16 - tick / 2 - work - 2 * quorum;
+        jitter = chance(30) ? 0 : uniform(0, room);
+        sync_limit = static_cast<int>(uniform(2, 5));
+        election = uniform(50, 600) * ms;
+        const lease_ns base = 3 * T;
+        grant_at = base + uniform(0, T);
+        if (chance(40)) { // H's process stops, shorter than the receive timeout, near the grant
+            pause = uniform(T / 20, 2 * T / 3 - 50 * ms);
+            pause_at = grant_at - uniform(0, pause + T / 4);
+        }
+        if (chance(40)) { // H's link holds back both directions
+            stall = uniform(T / 20, 2 * T / 3 - 50 * ms);
+            stall_at = grant_at + uniform(0, T) - T / 2;
+        }
+        const int k = static_cast<int>(uniform(0, 9));
+        f = k == 0   ? fault::none
+            : k <= 3 ? fault::freeze
+            : k <= 6 ? fault::cut
+            : k <= 8 ? fault::depose
+                     : fault::leader;
+        fault_at = grant_at - T / 2 + uniform(0, 3 * T);
+        if (chance(50)) { // at a phase: right after a commit passed H's server
+            trigger_after = static_cast<int>(uniform(0, 12));
+            trigger_delay = chance(50) ? 0 : uniform(0, T / 10);
+        }
+        stranded = chance(70);
+        notice = static_cast<lease_ns>(sync_limit) * tick + (chance(50) ? 0 : uniform(0, 2 * T));
+    }
+
+    std::string describe() const {
+        char at_[120];
+        if (fault_at == std::numeric_limits<lease_ns>::max())
+            std::snprintf(at_, sizeof at_, "never triggered");
+        else
+            std::snprintf(at_, sizeof at_, "at grant%+lld ms%s",
+                          static_cast<long long>((fault_at - grant_at) / ms),
+                          replies_out > 0 ? " (after a commit passed H's server)" : "");
+        char buf[500];
+        std::snprintf(buf, sizeof buf,
+                      "r=1/%d jitter %lld ms sync_limit %d (noticed after %lld ms) fault %s%s %s, pause %lld "
+                      "ms at grant%+lld, stall %lld ms at grant%+lld",
+                      ratio_den, static_cast<long long>(jitter / ms), sync_limit,
+                      static_cast<long long>(notice / ms), name(f),
+                      stranded ? " (H reaches no other server)" : "", at_, static_cast<long long>(pause / ms),
+                      static_cast<long long>((pause_at - grant_at) / ms), static_cast<long long>(stall / ms),
+                      static_cast<long long>((stall_at - grant_at) / ms));
+        return buf;
+    }
+
+    std::string run() {
+        draw();
+        const auto rules =
+            g_bug == bug::quarter_gap ? session_lease::rules{0.25, false} : session_lease::rules{};
+        // H on a follower (s1), on the leader when it is deposed; P and W on s2
+        cl[P].server = 2;
+        cl[W].server = 2;
+        cl[H].server = first_server = f == fault::depose ? 0 : 1;
+        for (int i = 0; i < servers; ++i) s[i].follows = 0;
+        for (int c = 0; c < 3; ++c) {
+            auto& x = cl[c];
+            x.lease = std::make_unique<session_lease>(rules);
+            x.lease->start(0);
+            x.lease->saw_state(0, false);
+            x.lease->on_connected(T, 1 * ms);
+            x.lease->saw_state(1 * ms, true);
+            x.connected = true;
+            x.last_recv = 1 * ms;
+            touch_at_leader(c);
+        }
+        for (int i = 1; i < servers; ++i) ping_loop(0, i, era, uniform(0, tick / 2));
+        expirer(era, tick);
+        // P, H and W create their nodes in turn and list: P is granted, H and W watch their
+        // predecessors
+        at(10 * ms, [this] {
+            for (int c : {P, H, W}) {
+                at(now + c * 5 * ms, [this, c] {
+                    send(c, kind::write, false, [this, c] {
+                        send(c, kind::read, false, [this, c] {
+                            if (c == P)
+                                try_grant(c);
+                            else
+                                cl[c].watching = c - 1;
+                        });
+                    });
+                });
+            }
+            for (int c = 0; c < 3; ++c) {
+                arm(c, now + session_lease::heartbeat_interval(T));
+                watch_recv(c);
+            }
+        });
+        at(grant_at, [this] {
+            if (cl[P].granted == 0) return fail("P was not granted by %.3f ms%s", now, -1);
+            log("P releases");
+            cl[P].released = true;
+            // its delete commits at the leader (P's server is healthy)
+            at(now + link + quorum + commit, [this] { delete_node(P); });
+        });
+        inject();
+        const lease_ns end = grant_at + 6 * T;
+        while (!q.empty() && q.top().at <= end && failure.empty()) {
+            auto e = q.top();
+            q.pop();
+            now = e.at;
+            e.fn();
+        }
+        return failure;
+    }
+};
+
+bug parse_bug(const std::string& b) {
+    if (b == "read-renewed") return bug::read_renewed;
+    if (b == "sync-renewed") return bug::sync_renewed;
+    if (b == "quarter-gap") return bug::quarter_gap;
+    std::fprintf(stderr, "zklock_sim_lease: unknown --bug %s (read-renewed|sync-renewed|quarter-gap)\n",
+                 b.c_str());
+    std::exit(2);
+}
+
+} // namespace
+} // namespace zklock::sim
+
+int main(int argc, char** argv) {
+    using namespace zklock::sim;
+    std::uint64_t seeds = 1000, first = 1;
+    std::optional<std::uint64_t> only;
+    bool trace = false;
+    std::string bug_name;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "zklock_sim_lease: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--seeds")
+            seeds = std::stoull(next());
+        else if (a == "--first")
+            first = std::stoull(next());
+        else if (a == "--seed")
+            only = std::stoull(next());
+        else if (a == "--trace")
+            trace = true;
+        else if (a == "--bug")
+            g_bug = parse_bug(bug_name = next());
+        else {
+            std::fprintf(stderr, "usage: zklock_sim_lease [--seeds N] [--first S] [--seed S] [--trace] "
+                                 "[--bug read-renewed|sync-renewed|quarter-gap]\n");
+            return 2;
+        }
+    }
+    if (only) {
+        first = *only;
+        seeds = 1;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t failed = 0, held = 0, expired_holders = 0;
+    std::optional<std::uint64_t> found;
+    lease_ns min_margin = std::numeric_limits<lease_ns>::max();
+    std::map<std::string, std::pair<lease_ns, int>> by_fault; // smallest margin, expiries of holders
+    for (std::uint64_t s = first; s < first + seeds; ++s) {
+        world w(s, trace && only.has_value());
+        const auto v = w.run();
+        if (w.cl[H].granted != 0) ++held;
+        if (w.min_margin != std::numeric_limits<lease_ns>::max()) {
+            ++expired_holders;
+            min_margin = std::min(min_margin, w.min_margin);
+            auto& e = by_fault.try_emplace(name(w.f), std::numeric_limits<lease_ns>::max(), 0).first->second;
+            e.first = std::min(e.first, w.min_margin);
+            ++e.second;
+        }
+        for (auto& l : w.trace) std::printf("  %s\n", l.c_str());
+        if (v.empty()) continue;
+        ++failed;
+        if (!found) {
+            found = s;
+            std::printf("seed %llu: %s\n  (%s)\n  replay: zklock_sim_lease --seed %llu --trace%s%s\n",
+                        static_cast<unsigned long long>(s), v.c_str(), w.describe().c_str(),
+                        static_cast<unsigned long long>(s), bug_name.empty() ? "" : " --bug ",
+                        bug_name.c_str());
+        }
+        if (!only && g_bug != bug::none) break;
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const auto ran = found && g_bug != bug::none ? *found - first + 1 : seeds;
+    std::printf("zklock_sim_lease: %llu seed(s) from %llu: %llu failed; H held in %llu, its session expired "
+                "under it in %llu; %.2f s\n",
+                static_cast<unsigned long long>(ran), static_cast<unsigned long long>(first),
+                static_cast<unsigned long long>(failed), static_cast<unsigned long long>(held),
+                static_cast<unsigned long long>(expired_holders), secs);
+    for (const auto& [k, e] : by_fault) {
+        if (e.first == std::numeric_limits<lease_ns>::min()) {
+            std::printf("  fault %-7s: %d expiries under a holder, one of them never told\n", k.c_str(),
+                        e.second);
+            continue;
+        }
+        std::printf("  fault %-7s: %d expiries under a holder, smallest margin from the loss signal to the "
+                    "leader's expiry %.1f ms (%.3f T)\n",
+                    k.c_str(), e.second, static_cast<double>(e.first) / 1e6,
+                    static_cast<double>(e.first) / 2e9);
+    }
+    if (g_bug != bug::none) {
+        if (found) {
+            std::printf(
+                "zklock_sim_lease: the re-introduced defect was found at seed %llu, after %llu seed(s)\n",
+                static_cast<unsigned long long>(*found), static_cast<unsigned long long>(ran));
+            return 0;
+        }
+        std::printf("zklock_sim_lease: the re-introduced defect was NOT found in %llu seeds\n",
+                    static_cast<unsigned long long>(seeds));
+        return 1;
+    }
+    return failed == 0 ? 0 : 1;
+}
