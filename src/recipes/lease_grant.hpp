@@ -11,40 +11,30 @@
 
 namespace zklock::detail {
 
-/// How long (a fraction of T) an acquire seeks a lease with room for its first heartbeat before
-/// a lease that has merely not lapsed is enough. Long enough for evidence to exist: right after a
-/// connection (the handshake's bound can lie far back: a slow TLS handshake, servers tried in
-/// turn) only a commit sent T/4 after the connection's first touch can vouch for it. Bounded, so
-/// that round trips near the liveness bound (docs/lease.md, "Liveness") cannot livelock an acquire.
-inline constexpr double lease_grant_headroom_wait = 0.5;
-
 /// lease_for_grant's result when the renewal was refused with ZNOAUTH: the session may not read
 /// the acquire's own node (its ACL leaves this session no READ), so no renewal can ever vouch for
 /// it (errc::lease_check_denied). Not a ZooKeeper code.
 inline constexpr int lease_check_denied_rc = -10'000;
 
 /// Before a grant under `policy` of the acquire's `node`: ZOK if the lease leaves the first
-/// heartbeat room to renew it (session_impl::lease_too_short_to_grant), renewing it first with a
+/// heartbeat room to renew it (session_impl::lease_too_short_for_grant), renewing it first with a
 /// committed check of `node` if not (a waiter that held nothing sent only reads, which renew
 /// nothing: session_impl::renew_lease, a write). If the renewal's reply still leaves it short:
 /// ZOPERATIONTIMEOUT after a pause of T/20 (not a busy loop of writes), and the caller asks
 /// again. Else the renewal's error (lease_check_denied_rc for ZNOAUTH). `headroom_until`
 /// (lease_clock, 0 at first) is the acquire's: from the first short lease it sees, it seeks the
-/// headroom for lease_grant_headroom_wait x T; after that, not lapsed is enough. A grant its
+/// headroom for session_lease::grant_headroom_wait x T; after that, not lapsed is enough
+/// (session_lease::too_short_for_grant, the decision the simulator runs too). A grant its
 /// lease does not vouch for is never given.
 inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& policy,
                                             lease_ns& headroom_until, const std::string& node) {
     if (policy.type() != loss_policy::kind::lease) co_return ZOK;
     const double f = policy.lease_fraction();
-    auto too_short = [&] {
-        const bool seeking = headroom_until == 0 || lease_clock::now() < headroom_until;
-        return seeking ? s.lease_too_short_to_grant(f) : s.lease_lapsed(f);
-    };
+    auto too_short = [&] { return s.lease_too_short_for_grant(f, headroom_until); };
     if (!too_short()) co_return ZOK;
     if (headroom_until == 0) {
         const auto t_ns = std::chrono::nanoseconds(s.negotiated_timeout()).count();
-        headroom_until =
-            lease_clock::now() + static_cast<lease_ns>(lease_grant_headroom_wait * static_cast<double>(t_ns));
+        headroom_until = session_lease::grant_headroom_until(lease_clock::now(), t_ns);
     }
     auto r = co_await s.async_renew_lease(node, asio::use_awaitable);
     if (r.rc == ZNOAUTH) co_return lease_check_denied_rc;

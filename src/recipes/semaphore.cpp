@@ -1,11 +1,14 @@
 // The counting semaphore: an internal lock serialises the lease takers; only its holder watches
-// the leases, so a released lease wakes one client.
+// the leases, so a released lease wakes one client. The lease's protocol is a sans-io state
+// machine (src/protocol/semaphore_fsm.hpp); this file is its driver: the internal lock, the
+// requests, the watch, the waits, the deadline and cancellation.
 #include <zklock/path.hpp>
 #include <zklock/semaphore.hpp>
 
 #include "recipes/held_lock.hpp"
 #include "recipes/lease_grant.hpp"
 #include "protocol/protocol.hpp"
+#include "protocol/semaphore_fsm.hpp"
 #include "session/session_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -125,12 +128,6 @@ private:
         });
     }
 
-    asio::awaitable<zk_result> create_leases_node() {
-        auto r = co_await s_->async_create(path_ + "/leases", std::to_string(n_), ZOO_CONTAINER,
-                                           use_awaitable, node_acl_);
-        co_return r;
-    }
-
     /// Lets go of what we hold (our lease unless granted, the internal lock) and completes.
     asio::awaitable<void> finish(error_code ec, guard lease = {}) {
         if (!lease && !lease_node_.empty() && s_->state() == session_state::connected) {
@@ -147,6 +144,172 @@ private:
             handler_.complete(ec, std::move(lease));
         else if (lease.owns_lock())
             lease.release_in_background(); // the user was told it timed out: let go
+    }
+
+    /// Waits on wake_ (the deadline, a cancel, a watch, a session event) until `done`.
+    template <class Done>
+    asio::awaitable<void> wait_until(Done done) {
+        while (!done()) {
+            wake_.expires_at(deadline_ ? *deadline_ : clock::time_point::max());
+            co_await wake_.async_wait(asio::as_tuple(use_awaitable));
+        }
+    }
+
+    /// The machine's result of a create_and_list.
+    static semaphore_reply made_of(const zk_result& r) {
+        semaphore_reply m;
+        m.result = outcome_of(r.rc);
+        m.rc = r.rc;
+        m.path = r.path;
+        m.czxid = r.stat.czxid;
+        m.listed = outcome_of(r.list_rc);
+        m.list_rc = r.list_rc;
+        m.children = r.children;
+        return m;
+    }
+    static semaphore_reply reply_of(zk_result r) {
+        semaphore_reply m;
+        m.result = outcome_of(r.rc);
+        m.rc = r.rc;
+        m.data = std::move(r.data);
+        m.children = std::move(r.children);
+        return m;
+    }
+    static outcome outcome_of(int rc) {
+        if (rc == ZOK) return outcome::ok;
+        if (rc == ZNONODE) return outcome::no_node;
+        if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) return outcome::connection;
+        return outcome::other;
+    }
+
+    /// Performs one action of the lease's machine (src/protocol/semaphore_fsm.hpp) and returns
+    /// its result. The leases' watch (wid_) lasts through `wait` and ends at any other action.
+    asio::awaitable<semaphore_input> perform(semaphore_fsm& m, const semaphore_action& a,
+                                             lease_ns& headroom_until) {
+        auto& s = *s_;
+        if (a.what != semaphore_action::wait) end_watch(a);
+        const std::string leases = path_ + "/leases";
+        semaphore_input in;
+        switch (a.what) {
+        case semaphore_action::flight: {
+            // N, the path's source of truth, and our lease, in one flight: the server runs a
+            // session's requests in order, so the read of N is answered first, and a lease made
+            // under another N is deleted (finish) before anyone can count it against theirs.
+            auto read = std::make_shared<std::optional<zk_result>>();
+            auto made = std::make_shared<std::optional<zk_result>>();
+            s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
+            // (the fault: "<path>/leases" goes between N's read and the create, as the container
+            // reaper may take it)
+            if (fault_injection::take(s.faults.reap_leases_before_create))
+                s.remove(leases, -1, zk_handler([](zk_result) {}));
+            // The path's children ride in the same flight (one path, one lock).
+            s.create_and_list(a.node, data_, ZOO_EPHEMERAL_SEQUENTIAL, path_,
+                              zk_handler([made](zk_result r) { *made = std::move(r); }), node_acl_);
+            // ... and the first listing of the leases, with its watch: if all went well, it is
+            // the count our lease is in.
+            recheck_ = false;
+            wid_ = watch_leases();
+            zk_result first = co_await s.async_get_children_watch(leases, wid_, use_awaitable);
+            wid_armed_ = first.rc == ZOK;
+            // Answered before the listing, so their completions have run: unless a request was
+            // refused before it was sent, or the handle closed, whose completions may come in
+            // another order. A create with no result may have been applied (as on a connection loss).
+            if (*made) {
+                in.made = made_of(**made);
+            } else {
+                in.made.result = outcome::connection;
+                in.made.rc = ZCONNECTIONLOSS;
+            }
+            in.read_answered = read->has_value();
+            if (*read) in.read = reply_of(std::move(**read));
+            in.listing = reply_of(std::move(first));
+            break;
+        }
+        case semaphore_action::make_leases: {
+            auto r =
+                co_await s.async_create(leases, std::to_string(n_), ZOO_CONTAINER, use_awaitable, node_acl_);
+            in.made.result = outcome_of(r.rc);
+            in.made.rc = r.rc;
+            in.made.exists = r.rc == ZNODEEXISTS;
+            break;
+        }
+        case semaphore_action::read_n:
+            in.read = reply_of(co_await s.async_get_data(leases, 0, use_awaitable));
+            break;
+        case semaphore_action::create: {
+            auto r = co_await s.async_create_and_list(a.node, data_, ZOO_EPHEMERAL_SEQUENTIAL, path_,
+                                                      use_awaitable, node_acl_);
+            in.made = made_of(r);
+            break;
+        }
+        case semaphore_action::wait_connected: {
+            const bool on_watch = m.current() == semaphore_fsm::state::line_waiting;
+            co_await wait_until([&] {
+                return stop() || internal_lost_ || (on_watch && recheck_) ||
+                       s_->state() == session_state::connected;
+            });
+            break;
+        }
+        case semaphore_action::list_path:
+            in.listing = reply_of(co_await s.async_get_children(path_, use_awaitable));
+            break;
+        case semaphore_action::list_leases: {
+            recheck_ = false;
+            wid_ = watch_leases();
+            auto r = co_await s.async_get_children_watch(leases, wid_, use_awaitable);
+            wid_armed_ = r.rc == ZOK;
+            in.listing = reply_of(std::move(r));
+            break;
+        }
+        case semaphore_action::wait:
+            co_await wait_until([&] { return recheck_ || stop() || internal_lost_; });
+            break;
+        case semaphore_action::check_lease:
+            // The lease must vouch for the session at the grant, with room for the first
+            // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
+            in.rc = co_await lease_for_grant(s, s.options().loss, headroom_until, m.node());
+            if (in.rc == lease_check_denied_rc) in.rc = semaphore_codes::check_denied;
+            break;
+        case semaphore_action::grant:
+        case semaphore_action::fail:
+        case semaphore_action::restart:
+            break;
+        }
+        in.stop = stop();
+        in.internal_lost = internal_lost_ || internal_.is_lost();
+        co_return in;
+    }
+
+    /// Ends the leases' watch of the machine's last listing, removing it from the server if the
+    /// machine says so (semaphore_action::unwatch_at_server).
+    void end_watch(const semaphore_action& a) {
+        if (wid_ == 0) return;
+        s_->drop_watch(std::exchange(wid_, 0), wid_armed_ && a.unwatch_at_server);
+        wid_armed_ = false;
+    }
+
+    error_code failure_code(const semaphore_action& a) const {
+        switch (a.why) {
+        case semaphore_action::stop:
+            return reason();
+        case semaphore_action::request_failed:
+            return fail_code(a.rc);
+        case semaphore_action::internal_error:
+            return errc::internal_error;
+        case semaphore_action::size_mismatch:
+            return errc::semaphore_size_mismatch;
+        case semaphore_action::path_used_by_lock:
+            return errc::path_used_by_lock;
+        case semaphore_action::node_deleted:
+            return errc::lock_node_deleted;
+        case semaphore_action::busy:
+            return errc::lock_busy;
+        case semaphore_action::lease_check_denied:
+            return errc::lease_check_denied;
+        case semaphore_action::none:
+            break;
+        }
+        return errc::internal_error;
     }
 
     static asio::awaitable<void> run(std::shared_ptr<lease_op> self) {
@@ -181,185 +344,26 @@ private:
                     o->wake_.cancel();
                 }));
 
-            // 2. N, the path's source of truth, and our lease, in one flight: the server runs a
-            // session's requests in order, so the read of N is answered first, and a lease made
-            // under another N is deleted (finish) before anyone can count it against theirs.
+            // 2. and 3.: the lease's machine (N, our lease, the count, the wait, the grant)
             const std::string leases = op.path_ + "/leases";
             const auto guid = make_guid();
-            auto read = std::make_shared<std::optional<zk_result>>();
-            auto made = std::make_shared<std::optional<zk_result>>();
-            s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
-            // (the fault: "<path>/leases" goes between N's read and the create, as the container
-            // reaper may take it)
-            if (fault_injection::take(s.faults.reap_leases_before_create))
-                s.remove(leases, -1, zk_handler([](zk_result) {}));
-            auto create = [&](auto token) {
-                // The path's children ride in the same flight (one path, one lock: see below).
-                return s.async_create_and_list(leases + "/_c_" + guid + "-lease-", op.data_,
-                                               ZOO_EPHEMERAL_SEQUENTIAL, op.path_, std::move(token),
-                                               op.node_acl_);
-            };
-            create([made](zk_result r) { *made = std::move(r); });
-            // ... and step 3's first listing of the leases, with its watch: if all went well, it
-            // is the count our lease is in.
-            op.recheck_ = false;
-            std::uint64_t first_wid = op.watch_leases();
-            zk_result first = co_await s.async_get_children_watch(leases, first_wid, use_awaitable);
-            // Answered before the listing, so their completions have run: unless a request was
-            // refused before it was sent, or the handle closed, whose completions may come in
-            // another order. A create with no result may have been applied: as on a connection
-            // loss, its lease is deleted by its guid.
-            zk_result c = *made ? std::move(**made) : zk_result{};
-            zk_result d = *read ? std::move(**read) : zk_result{};
-            if (!*made) c.rc = ZCONNECTIONLOSS;
-            if (!*read) {
-                s.drop_watch(first_wid, first.rc == ZOK);
-                if (c.rc == ZOK)
-                    op.lease_node_ = c.path; // (finish deletes it)
-                else if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT)
-                    s.delete_by_guid_in_background(leases, guid);
-                co_return co_await op.finish(errc::internal_error);
-            }
-            bool prefetched = c.rc == ZOK && c.list_rc == ZOK && d.rc == ZOK && first.rc == ZOK &&
-                              d.data == std::to_string(op.n_);
-            if (!prefetched) s.drop_watch(first_wid, first.rc == ZOK);
-            if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
-                s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
-                co_return co_await op.finish(op.fail_code(c.rc));
-            }
-            if (c.rc == ZOK) op.lease_node_ = c.path; // (from here on, finish deletes it)
-            bool made_leases = false;
-            if (d.rc == ZNONODE) {
-                // No "<path>/leases" at the read (the first lease, or reaped): make it. Our create
-                // failed too, unless someone made it between the two requests.
-                auto mk = co_await op.create_leases_node();
-                if (mk.rc != ZOK && mk.rc != ZNODEEXISTS) co_return co_await op.finish(op.fail_code(mk.rc));
-                made_leases = true;
-                d = co_await s.async_get_data(leases, 0, use_awaitable);
-            }
-            if (d.rc != ZOK) co_return co_await op.finish(op.fail_code(d.rc));
-            if (d.data != std::to_string(op.n_)) co_return co_await op.finish(errc::semaphore_size_mismatch);
-            for (int attempt = 1; c.rc == ZNONODE && attempt <= 5; ++attempt) {
-                // "<path>/leases" (a container) was not there at our create (reaped, or not made
-                // yet): make it (unless just made above), and create again
-                if (attempt > 1 || !made_leases) {
-                    auto mk = co_await op.create_leases_node();
-                    if (mk.rc != ZOK && mk.rc != ZNODEEXISTS) {
-                        c.rc = mk.rc;
-                        break;
-                    }
-                }
-                c = co_await create(use_awaitable);
-            }
-            if (c.rc == ZCONNECTIONLOSS || c.rc == ZOPERATIONTIMEOUT) {
-                s.delete_by_guid_in_background(leases, guid); // outcome unknown: make sure no lease stays
-                co_return co_await op.finish(op.fail_code(c.rc));
-            }
-            if (c.rc != ZOK) co_return co_await op.finish(op.fail_code(c.rc));
-            op.lease_node_ = c.path;
-            const std::string mine(last_segment(c.path));
-            // One path, one lock: the path's listing, made after our lease was created, must hold no
-            // lock node (of a mutex, a read/write lock, or the unique_node strategy's "lock"). A lock
-            // node created after this listing is followed by its owner's own listing, which sees
-            // our lease and refuses (mutex.cpp, check_no_semaphore): of two racing, one sees the other.
-            for (;;) {
-                if (c.list_rc == ZOK) {
-                    bool conflict = false;
-                    for (const auto& k : c.children)
-                        conflict = conflict || k == "lock" || parse_contender(k).has_value();
-                    if (conflict) {
-                        if (prefetched) s.drop_watch(first_wid, true);
-                        co_return co_await op.finish(errc::path_used_by_lock); // (deletes our lease)
-                    }
-                    break;
-                }
-                if (c.list_rc != ZCONNECTIONLOSS && c.list_rc != ZOPERATIONTIMEOUT)
-                    co_return co_await op.finish(op.fail_code(c.list_rc));
-                while (!op.stop() && s.state() != session_state::connected) { // list again once reconnected
-                    op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
-                    co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
-                }
-                if (op.stop()) co_return co_await op.finish(op.reason());
-                auto l = co_await s.async_get_children(op.path_, use_awaitable);
-                c.list_rc = l.rc;
-                c.children = std::move(l.children);
-            }
-
-            // 3. wait while more than N leases exist (only the internal lock's holder waits)
-            bool restart = false;
+            semaphore_fsm m({op.path_, leases + "/_c_" + guid + "-lease-", op.n_, op.try_only_});
             lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
-            while (!restart) {
-                const bool pre = std::exchange(prefetched, false); // (the flight's listing: first round only)
-                if (op.stop() || op.internal_lost_ || op.internal_.is_lost()) {
-                    if (pre) s.drop_watch(first_wid, true);
-                    if (op.stop()) co_return co_await op.finish(op.reason());
-                    restart = true;
-                    break;
-                }
-                std::uint64_t wid = first_wid;
-                zk_result l;
-                if (pre) {
-                    l = std::move(first);
-                } else {
-                    op.recheck_ = false;
-                    wid = op.watch_leases();
-                    l = co_await s.async_get_children_watch(leases, wid, use_awaitable);
-                }
-                if (l.rc != ZOK) {
-                    s.drop_watch(wid);
-                    if ((l.rc == ZCONNECTIONLOSS || l.rc == ZOPERATIONTIMEOUT) && !op.try_only_) {
-                        // wait for the reconnect (or the deadline, a cancel, the session's end)
-                        while (!op.recheck_ && !op.stop() && !op.internal_lost_ &&
-                               s.state() != session_state::connected) {
-                            op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
-                            co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
-                        }
-                        continue;
-                    }
-                    co_return co_await op.finish(op.fail_code(l.rc));
-                }
-                std::size_t count = 0;
-                bool present = false;
-                for (auto& k : l.children) {
-                    if (!is_semaphore_lease(k)) continue;
-                    ++count;
-                    present = present || k == mine;
-                }
-                if (!present) {
-                    s.drop_watch(wid);
-                    op.lease_node_.clear();
-                    co_return co_await op.finish(errc::lock_node_deleted);
-                }
-                if (count <= static_cast<std::size_t>(op.n_)) {
-                    s.drop_watch(wid);
-                    if (op.stop()) co_return co_await op.finish(op.reason());
-                    // The lease must vouch for the session at the grant, with room for the first
-                    // heartbeat (lease_for_grant: a renewal first if not; as the mutex's).
-                    const int rc =
-                        co_await lease_for_grant(s, s.options().loss, headroom_until, op.lease_node_);
-                    if (rc == lease_check_denied_rc) co_return co_await op.finish(errc::lease_check_denied);
-                    if (rc == ZNONODE) co_return co_await op.finish(errc::lock_node_deleted); // (our lease)
-                    if (rc != ZOK) {
-                        if (rc != ZOPERATIONTIMEOUT && rc != ZCONNECTIONLOSS)
-                            co_return co_await op.finish(op.fail_code(rc));
-                        continue; // list again (after a reconnect, if the connection went)
-                    }
-                    if (op.stop()) co_return co_await op.finish(op.reason());
-                    auto h = std::make_shared<held_lock>(op.s_, op.lease_node_,
-                                                         *parse_sequence(mine.substr(mine.size() - 10)),
-                                                         c.stat.czxid, s.session_id());
-                    h->start();
-                    co_return co_await op.finish({}, guard(std::move(h)));
-                }
-                if (op.try_only_) { // N are held: a try does not wait (finish deletes our lease)
-                    s.drop_watch(wid);
-                    co_return co_await op.finish(errc::lock_busy);
-                }
-                if (!op.recheck_ && !op.stop() && !op.internal_lost_) {
-                    op.wake_.expires_at(op.deadline_ ? *op.deadline_ : clock::time_point::max());
-                    co_await op.wake_.async_wait(asio::as_tuple(use_awaitable));
-                }
-                s.drop_watch(wid, true);
+            auto a = m.start();
+            while (a.what != semaphore_action::grant && a.what != semaphore_action::fail &&
+                   a.what != semaphore_action::restart) {
+                auto in = co_await op.perform(m, a, headroom_until);
+                a = m.resume(std::move(in));
+            }
+            op.end_watch(a);
+            if (a.delete_by_guid) s.delete_by_guid_in_background(leases, guid); // (a create's fate unknown)
+            op.lease_node_ = m.node(); // (finish deletes it unless granted)
+            if (a.what == semaphore_action::fail) co_return co_await op.finish(op.failure_code(a));
+            if (a.what == semaphore_action::grant) {
+                auto h = std::make_shared<held_lock>(op.s_, op.lease_node_, m.sequence(), m.czxid(),
+                                                     s.session_id());
+                h->start();
+                co_return co_await op.finish({}, guard(std::move(h)));
             }
             // Start over: our lease goes, the internal lock too (it is lost already).
             if (s.state() == session_state::connected) {
@@ -390,6 +394,8 @@ private:
     bool cancelled_ = false;
     bool recheck_ = false;
     bool internal_lost_ = false; // strand: the internal lock was lost while we waited
+    std::uint64_t wid_ = 0;      // the leases' watch of the machine's last listing (0: none)
+    bool wid_armed_ = false;     // ... which the server holds
     error_code fatal_;
 };
 

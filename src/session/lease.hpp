@@ -330,6 +330,25 @@ public:
         return deadline(v, t, fraction) <
                std::max(now, from) + static_cast<lease_ns>(room * static_cast<double>(t));
     }
+    /// How long (a fraction of T) an acquire seeks a lease with room for its first heartbeat
+    /// (too_short_to_grant) before a lease that has merely not lapsed is enough. Long enough for
+    /// evidence to exist: right after a connection (the handshake's bound can lie far back: a slow
+    /// TLS handshake, servers tried in turn) only a commit sent G after the connection's first
+    /// answer can vouch for it. Bounded, so that round trips near the liveness bound cannot
+    /// livelock an acquire.
+    static constexpr double grant_headroom_wait = 0.5;
+    /// When an acquire that first found its lease short at `now` stops seeking headroom.
+    static constexpr lease_ns grant_headroom_until(lease_ns now, lease_ns timeout) noexcept {
+        return now + static_cast<lease_ns>(grant_headroom_wait * static_cast<double>(timeout));
+    }
+    /// The grant's check (lease_for_grant drives it; the simulator runs the same): true if a grant
+    /// now must wait for a renewal. Until `headroom_until` (0: the acquire has not seen a short
+    /// lease yet) the lease must leave its first heartbeats room (too_short_to_grant); after that,
+    /// not lapsed is enough. A grant its lease does not vouch for is never given.
+    bool too_short_for_grant(lease_ns now, double fraction, lease_ns headroom_until) const noexcept {
+        const bool seeking = headroom_until == 0 || now < headroom_until;
+        return seeking ? too_short_to_grant(now, fraction) : lapsed(now, fraction);
+    }
     /// When the first heartbeat after a grant is due: a period after the lease's reference
     /// point v + reference_offset T (which the steady state keeps at or after the last
     /// heartbeat's send, less a round trip), or a period after the last write (`last_commit`,

@@ -9,8 +9,8 @@ bool session_impl::lease_lapsed(double fraction) const noexcept {
     return lease_->lapsed(lease_clock::now(), fraction);
 }
 
-bool session_impl::lease_too_short_to_grant(double fraction) const noexcept {
-    return lease_->too_short_to_grant(lease_clock::now(), fraction);
+bool session_impl::lease_too_short_for_grant(double fraction, lease_ns headroom_until) const noexcept {
+    return lease_->too_short_for_grant(lease_clock::now(), fraction, headroom_until);
 }
 
 bool session_impl::lease_lapsed_since(lease_ns since, double fraction) const noexcept {

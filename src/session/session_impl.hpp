@@ -240,12 +240,13 @@ public:
     /// True once no request sent within the last `fraction` x T got a reply that went through
     /// the leader (see loss_policy).
     bool lease_lapsed(double fraction) const noexcept;
-    /// True if a grant now would likely be lost before its first heartbeats could renew it:
-    /// session_lease::too_short_to_grant (two heartbeat periods, at most half the fraction, from
-    /// when heartbeats can first renew it). A grant seeks such a lease by renewing, for T/2 at
-    /// most (lease_for_grant): slow replies can leave it a few milliseconds, and right after a
-    /// connection nothing can be vouched for before T/4.
-    bool lease_too_short_to_grant(double fraction) const noexcept;
+    /// True if a grant now must wait for a renewal (session_lease::too_short_for_grant): until
+    /// `headroom_until` (0: not yet) the lease must leave its first heartbeats room (two
+    /// heartbeat periods, at most half the fraction, from when heartbeats can first renew it);
+    /// after that, not lapsed is enough. lease_for_grant seeks the headroom for T/2 at most: slow
+    /// replies can leave it a few milliseconds, and right after a connection nothing can be
+    /// vouched for before G.
+    bool lease_too_short_for_grant(double fraction, lease_ns headroom_until) const noexcept;
     /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
     /// now, or lapsed at some time after `since` that a later renewal revealed (final).
     bool lease_lapsed_since(lease_ns since, double fraction) const noexcept;

@@ -4,7 +4,7 @@
 // leader's expiry queue rounded up to the next tick, leader elections (a new leader restores every
 // session with a full timeout from its start). Three clients, each with zklock's real
 // session_lease and the real heartbeat schedule (the same calls session_heartbeat.cpp makes), and
-// the grant's lease check of lease_grant.hpp: P holds the lock first and releases it, H waits
+// the grant's lease check (session_lease::too_short_for_grant, which lease_grant.hpp drives): P holds the lock first and releases it, H waits
 // behind P and is granted, W waits behind H. Each seed draws the tick ratio, the ping loop's
 // phase and jitter, the links' delays, a pause of H's process and a stall of its link around the
 // grant, and one fault of H's server at any moment around the grant:
@@ -452,17 +452,13 @@ struct world {
         send(c, kind::read, false, [this, c] { try_grant(c); });
     }
     bool too_short(int c) const {
-        const auto& x = cl[c];
-        const bool seeking = x.headroom_until == 0 || now < x.headroom_until;
-        if (seeking) return x.lease->too_short_to_grant(now, fraction);
-        const lease_ns d = deadline(c);
-        return d == 0 || now > d;
+        return cl[c].lease->too_short_for_grant(now, fraction, cl[c].headroom_until);
     }
     void try_grant(int c) {
         auto& x = cl[c];
         if (x.granted != 0 || x.ended) return;
         if (!too_short(c)) return grant(c);
-        if (x.headroom_until == 0) x.headroom_until = now + T / 2;
+        if (x.headroom_until == 0) x.headroom_until = session_lease::grant_headroom_until(now, T);
         send(c, renewal(), false, [this, c] {
             if (!too_short(c)) return grant(c);
             at(now + T / 20, [this, c] {

@@ -168,6 +168,28 @@ TEST(Lease, ARequestQueuedBeforeTheConnectionIsTimedByItsReply) {
     EXPECT_EQ(l->vouched(), 920 * ms) << "G after the create's reply";
 }
 
+TEST(Lease, TheGrantSeeksHeadroomForHalfATimeoutThenTakesALeaseThatHasNotLapsed) {
+    // too_short_for_grant, the grant's decision that lease_for_grant drives and the simulator's
+    // clocked world runs: the same handshake-only lease as above, too short for the first
+    // heartbeats while the acquire seeks headroom, and enough once it stops seeking (not lapsed).
+    auto l = std::make_unique<session_lease>();
+    l->start(10 * ms);
+    l->saw_state(50 * ms, false);
+    l->on_connected(T, 900 * ms);
+    l->saw_state(901 * ms, true);
+    l->on_reply(920 * ms, true, 930 * ms);
+    ASSERT_EQ(l->vouched(), 10 * ms);
+    EXPECT_TRUE(l->too_short_for_grant(930 * ms, 0.3, 0)) << "not seeking yet: the headroom rule";
+    const lease_ns until = session_lease::grant_headroom_until(930 * ms, T);
+    EXPECT_EQ(until, 930 * ms + T / 2);
+    EXPECT_TRUE(l->too_short_for_grant(1200 * ms, 0.3, until)) << "still seeking";
+    // an acquire that began seeking earlier (at 600 ms: until 1600 ms)
+    EXPECT_TRUE(l->too_short_for_grant(1200 * ms, 0.3, 1600 * ms));
+    EXPECT_FALSE(l->too_short_for_grant(1200 * ms, 0.3, 1100 * ms))
+        << "past its seeking: not lapsed (the deadline is 10 + 1425 ms) is enough";
+    EXPECT_TRUE(l->too_short_for_grant(1436 * ms, 0.3, 1100 * ms)) << "lapsed: never granted";
+}
+
 TEST(Lease, TheSteadyStateOfHeartbeatsKeepsALockAtTheStatedMargin) {
     // Heartbeats (commits) every T/10 that are also the only sends, answered 2 ms later: each
     // one vouches for the one answered at most G before it, sent at most 0.4125 T and a round
@@ -243,8 +265,8 @@ enum class schedule {
                          ///< flight, a heartbeat a period after the last write (next_heartbeat_at); the
                          ///< grant seeks the headroom above (two periods, at most f/2), counted from when
                          ///< heartbeats can first renew the lease (too_short_to_grant), for T/2
-                         ///< (lease_grant_headroom_wait); the first heartbeat at first_heartbeat_at (the
-                         ///< steady state's time, never before renewable_from)
+    ///< (session_lease::grant_headroom_wait); the first heartbeat at first_heartbeat_at (the
+    ///< steady state's time, never before renewable_from)
 };
 
 /// A model of one free lock's acquire and hold, against the real session_lease and its schedule
