@@ -415,6 +415,31 @@ protected:
     void grant_at_every_touch_phase(std::chrono::milliseconds one_way);
 };
 
+/// How late a 10 ms timer on the test's io_context (the session's too) fires, at most, while it
+/// runs: the process's own stalls (a loaded machine descheduling it), which delay the heartbeats'
+/// sends as a slow round trip would, but which slowest_write does not see.
+struct stall_probe {
+    std::shared_ptr<std::atomic<std::int64_t>> worst = std::make_shared<std::atomic<std::int64_t>>(0);
+    std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
+    explicit stall_probe(const asio::any_io_executor& ex) {
+        asio::co_spawn(
+            ex,
+            [w = worst, s = stop, ex]() -> awaitable<void> {
+                asio::steady_timer t(ex);
+                while (!*s) {
+                    const auto due = clk::now() + 10ms;
+                    t.expires_at(due);
+                    co_await t.async_wait(asio::as_tuple(use_awaitable));
+                    const auto late = std::chrono::nanoseconds(clk::now() - due).count();
+                    if (late > *w) *w = late;
+                }
+            },
+            asio::detached);
+    }
+    ~stall_probe() { *stop = true; }
+    std::int64_t ns() const { return *worst; }
+};
+
 void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
     const auto T = 2000ms;
     const double f = loss_policy::default_lease_fraction;
@@ -426,6 +451,7 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
         auto a = co_await connect(o);
         CO_REQUIRE(a->negotiated_timeout() == T);
         proxy.delay(one_way);
+        stall_probe stalls(co_await asio::this_coro::executor);
         for (int k = 0; k < 4; ++k) {
             const auto path = lock_path("phase" + std::to_string(k));
             co_await sleep_for(
@@ -468,7 +494,11 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
                 // own: beyond the premise a loss that did not happen may be reported, by design
                 // (docs/lease.md, "Liveness"). Reported, not asserted, as the grant's headroom
                 // above. (Seen once in CI at 300 ms injected: lost with writes of 450 ms.)
-                const auto slowest = std::chrono::nanoseconds(a->statistics().slowest_write).count();
+                // A stall of this process delays a heartbeat's send as much as a slow reply, and
+                // slowest_write does not count it: the premise is 2 r + the stall < 2 x the bound.
+                // (Seen once in a full suite run: lost at round trips of 50 ms, writes of 63 ms.)
+                const auto slowest =
+                    std::chrono::nanoseconds(a->statistics().slowest_write).count() + stalls.ns() / 2;
                 const double bound = zklock::detail::session_lease::liveness_bound(f) * T_ns;
 #ifdef ZT_UNDER_TSAN
                 // (ThreadSanitizer's own slowness adds to the injected round trips: reported only)
@@ -478,14 +508,17 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
                 if (static_cast<double>(slowest) < bound)
                     ADD_FAILURE() << "phase " << k << ", round trips " << 2 * one_way.count()
                                   << " ms: the heartbeats did not keep the lease: "
-                                  << g.loss_reason().message() << " (slowest write " << slowest / 1'000'000
-                                  << " ms, under the premise's " << static_cast<long long>(bound / 1e6)
-                                  << " ms)";
+                                  << g.loss_reason().message()
+                                  << " (slowest write plus half the longest stall " << slowest / 1'000'000
+                                  << " ms (stall " << stalls.ns() / 1'000'000 << " ms), under the premise's "
+                                  << static_cast<long long>(bound / 1e6) << " ms)";
                 else
-                    std::printf(
-                        "  phase %d: lost within 1 s with writes up to %lld ms, beyond the liveness premise "
-                        "(%lld ms): reported, not asserted\n",
-                        k, static_cast<long long>(slowest / 1'000'000), static_cast<long long>(bound / 1e6));
+                    std::printf("  phase %d: lost within 1 s with writes plus half the longest stall of "
+                                "%lld ms (stall %lld ms), beyond the liveness premise (%lld ms): reported, "
+                                "not asserted\n",
+                                k, static_cast<long long>(slowest / 1'000'000),
+                                static_cast<long long>(stalls.ns() / 1'000'000),
+                                static_cast<long long>(bound / 1e6));
 #endif
             } else {
                 EXPECT_GE(a->statistics().heartbeats, beats + 3) << "phase " << k;
@@ -493,11 +526,14 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
             co_await g.async_release(use_awaitable);
             co_await expect_no_leftovers(*a, path);
         }
-        std::printf("  round trips %lld ms: slowest write %lld ms, %llu heartbeats, %llu touches\n",
-                    static_cast<long long>(2 * one_way.count()),
-                    static_cast<long long>(a->statistics().slowest_write.count() / 1000),
-                    static_cast<unsigned long long>(a->statistics().heartbeats),
-                    static_cast<unsigned long long>(a->statistics().touches));
+        std::printf(
+            "  round trips %lld ms: slowest write %lld ms, longest stall %lld ms, %llu heartbeats, %llu "
+            "touches\n",
+            static_cast<long long>(2 * one_way.count()),
+            static_cast<long long>(a->statistics().slowest_write.count() / 1000),
+            static_cast<long long>(stalls.ns() / 1'000'000),
+            static_cast<unsigned long long>(a->statistics().heartbeats),
+            static_cast<unsigned long long>(a->statistics().touches));
         proxy.delay(0ms);
     });
 }
