@@ -6,6 +6,10 @@
 # command; --trace (with --seed) prints the run step by step.
 #   scripts/sim.sh [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--rw] [--trace]
 #                  [--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]
+# With --semaphore first, the semaphore's world instead (test/sim/sem_sim.cpp): clients that take
+# and release leases, each round run by the semaphore's state machine (src/protocol/semaphore_fsm.hpp):
+#   scripts/sim.sh --semaphore [--seeds N] [--seed S] [--first S] [--clients N] [--leases N]
+#                  [--cycles N] [--trace] [--bug count-others|no-sweep|no-restart]
 # With --lease first, the clocked world of the lease instead (test/sim/lease_sim.cpp): the real
 # session_lease and heartbeat schedule against a model ensemble (ping loops with jitter, the expiry
 # queue, frozen and cut-off servers, a deposed leader), the margin measured against the leader's
@@ -13,12 +17,16 @@
 #   scripts/sim.sh --lease [--seeds N] [--seed S] [--first S] [--trace]
 #                  [--bug read-renewed|sync-renewed|quarter-gap]
 # --bug re-introduces a past defect in the simulator's copy (its decisions or its driver): the run passes when a seed finds it.
-# The suite runs 10,000 seeds (20,000 with --lease), and each --bug (sim.* in ctest). See docs/internals.md, "The
+# The suite runs 10,000 seeds (of each world; 20,000 with --lease), and each --bug (sim.* in ctest). See docs/internals.md, "The
 # deterministic simulator".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh" >&2
 build=$("$root/scripts/build.sh")
+if [ "${1:-}" = --semaphore ]; then
+    shift
+    exec "$build/test/zklock_sim_sem" "$@"
+fi
 if [ "${1:-}" = --lease ]; then
     shift
     exec "$build/test/zklock_sim_lease" "$@"

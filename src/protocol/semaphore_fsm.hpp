@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -115,7 +116,32 @@ inline constexpr int operation_timeout = -7;
 inline constexpr int check_denied = -10'000; // lease_for_grant's lease_check_denied_rc
 } // namespace semaphore_codes
 
-class semaphore_fsm {
+/// What a listing of the leases says: is ours among them, and how many leases are there.
+struct semaphore_count {
+    bool present = false;
+    std::size_t leases = 0;
+};
+
+/// The machine's decisions about a listing of the leases. The simulator instantiates the machine
+/// with its own, to re-introduce a defect.
+struct semaphore_decisions {
+    static semaphore_count count(const std::vector<std::string>& children, std::string_view mine) {
+        semaphore_count c;
+        for (const auto& k : children) {
+            if (!is_semaphore_lease(k)) continue;
+            ++c.leases;
+            c.present = c.present || k == mine;
+        }
+        return c;
+    }
+    /// At most N leases, ours among them: ours may be held.
+    static bool within(std::size_t leases, int max_leases) {
+        return leases <= static_cast<std::size_t>(max_leases);
+    }
+};
+
+template <class Decisions = semaphore_decisions>
+class basic_semaphore_fsm {
 public:
     enum class state {
         flight,         ///< the flight sent
@@ -139,7 +165,7 @@ public:
         bool try_only = false;
     };
 
-    explicit semaphore_fsm(config c) : c_(std::move(c)), n_text_(std::to_string(c_.max_leases)) {}
+    explicit basic_semaphore_fsm(config c) : c_(std::move(c)), n_text_(std::to_string(c_.max_leases)) {}
 
     /// The first action of a round (the internal lock is held).
     semaphore_action start() {
@@ -334,19 +360,12 @@ private:
     /// The leases' listing: at most N (ours among them) grants, after the lease's check.
     semaphore_action count(const std::vector<std::string>& children) {
         watch_ = watch_state::counted;
-        std::size_t n = 0;
-        bool present = false;
-        const auto mine = last_segment(node_);
-        for (const auto& k : children) {
-            if (!is_semaphore_lease(k)) continue;
-            ++n;
-            present = present || k == mine;
-        }
-        if (!present) {
+        const auto n = Decisions::count(children, last_segment(node_));
+        if (!n.present) {
             node_.clear();
             return fail(semaphore_action::node_deleted);
         }
-        if (n <= static_cast<std::size_t>(c_.max_leases)) {
+        if (Decisions::within(n.leases, c_.max_leases)) {
             if (stop_) return fail(semaphore_action::stop);
             st_ = state::checking_lease;
             return act(semaphore_action::check_lease);
@@ -371,5 +390,7 @@ private:
     bool stop_ = false;          ///< the latest input's stop
     bool internal_lost_ = false; ///< ... and internal_lost
 };
+
+using semaphore_fsm = basic_semaphore_fsm<>;
 
 } // namespace zklock::detail

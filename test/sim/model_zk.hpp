@@ -30,6 +30,7 @@ struct request {
     bool ephemeral = false, sequential = false, container = false;
     bool watch = false; // get_children: a child watch; get_data: a data watch; exists: an existence watch
     std::string marker; // release_with_marker: the marker path
+    std::string data;   // create: the node's data
 };
 
 struct reply {
@@ -40,6 +41,7 @@ struct reply {
     std::int32_t cversion = 0;         // get_children: the parent's
     std::int64_t owner = 0;            // get_data, exists: the ephemeral owner
     std::int64_t czxid = 0;            // create, get_data, exists: the node's creation zxid
+    std::string data;                  // get_data
 };
 
 struct event {
@@ -104,6 +106,7 @@ public:
             }
             out.owner = it->second.owner;
             out.czxid = it->second.czxid;
+            out.data = it->second.data;
             if (r.watch) data_watches_[r.path].insert(s);
             break;
         }
@@ -189,6 +192,7 @@ private:
         bool container = false;
         std::int32_t cversion = 0; // also the next sequential suffix
         std::int64_t czxid = 0;
+        std::string data;
         std::set<std::string> kids;
     };
 
@@ -208,6 +212,7 @@ private:
         n.owner = r.ephemeral ? s : 0;
         n.container = r.container;
         n.czxid = static_cast<std::int64_t>(zxid_);
+        n.data = r.data;
         auto& p = nodes_[parent];
         p.kids.insert(path.substr(parent.size() == 1 ? 1 : parent.size() + 1));
         ++p.cversion;
