@@ -2,8 +2,8 @@
 """Mutation runs of the deterministic simulator: does it find a defect nobody told it about?
 
 Each mutant changes one line of zklock's own protocol code (src/protocol/: the acquire's state
-machine, its decisions, the order of contenders) in a scratch copy, builds the simulator against
-that copy and runs it. A mutant is "killed" when some seed fails (and its first failing seed and
+machine, its decisions, the order of contenders, the semaphore's machine) in a scratch copy, builds
+the simulator (its semaphore world for the semaphore's) against that copy and runs it. A mutant is "killed" when some seed fails (and its first failing seed and
 violation are printed), "survived" otherwise. Survivors are listed with the reason the simulator
 cannot see them (docs/internals.md, "The deterministic simulator").
 
@@ -89,15 +89,34 @@ MUTANTS = [
      "            d.alone = std::none_of(all.begin(), blocker,",
      "            d.alone = true || std::none_of(all.begin(), blocker,",
      "a reader thinks its writer is all in its way (the read/write lock)", ["--rw"]),
+    # the semaphore's machine, run by the simulator's semaphore world (--semaphore: sem_sim.cpp)
+    ("sem-one-too-many", "src/protocol/semaphore_fsm.hpp",
+     "return leases <= static_cast<std::size_t>(max_leases);",
+     "return leases <= static_cast<std::size_t>(max_leases) + 1;",
+     "the count lets N + 1 leases be held", ["--semaphore"]),
+    ("sem-no-sweep", "src/protocol/semaphore_fsm.hpp",
+     "        auto a = failed(rc);\n        a.delete_by_guid = true;",
+     "        auto a = failed(rc);\n        a.delete_by_guid = false;",
+     "a round that lost its create's reply leaves the lease it may have made", ["--semaphore"]),
+    ("sem-no-restart", "src/protocol/semaphore_fsm.hpp",
+     "        if (internal_lost_) {",
+     "        if (false) {",
+     "a round whose internal lock was lost waits on (two waiters' leases block each other)",
+     ["--semaphore", "--leases", "1"]),
+    ("sem-count-before-the-path-check", "src/protocol/semaphore_fsm.hpp",
+     "        if (!lost(made_.listed)) return failed(made_.list_rc);",
+     "        if (!lost(made_.listed)) return failed(made_.list_rc);\n        return line_top();",
+     "a path listing lost with the connection is not made again (one path, one lock unchecked: no "
+     "other lock in this world, so not visible here)", ["--semaphore"]),
 ]
 
 
-def build(src_root, out):
+def build(src_root, out, world="sim.cpp"):
     zk = "-l:libzookeeper_st.so.2"
     # (the scratch copy's src/ first: its protocol/ is the mutated one; the rest from the tree)
     cmd = ["g++", "-std=c++20", "-O2", "-I" + os.path.join(src_root, "src"), "-I" + os.path.join(ROOT, "src"),
            "-I" + os.path.join(ROOT, "include"),
-           os.path.join(src_root, "test/sim/sim.cpp"), os.path.join(src_root, "src/protocol/protocol.cpp"),
+           os.path.join(src_root, "test/sim", world), os.path.join(src_root, "src/protocol/protocol.cpp"),
            os.path.join(src_root, "src/protocol/acquire_steps.cpp"), os.path.join(ROOT, "src/common/error.cpp"),
            zk, "-o", out]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -128,7 +147,10 @@ def main():
                 sys.exit(f"sim_mutants: {name}: the text to change occurs {text.count(old)} times in {path}")
             open(target, "w").write(text.replace(old, new))
             exe = os.path.join(scratch, "zklock_sim")
-            build(scratch, exe)
+            world = "sim.cpp"
+            if extra and extra[0] == "--semaphore":
+                world, extra = "sem_sim.cpp", extra[1:]
+            build(scratch, exe, world)
             r = subprocess.run([exe, "--seeds", str(args.seeds)] + extra, capture_output=True, text=True)
             lines = r.stdout.strip().splitlines()
             if r.returncode != 0 and lines and lines[0].startswith("seed "):

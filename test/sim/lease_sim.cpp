@@ -16,6 +16,9 @@
 //            reads and syncs until it notices it has no quorum;
 //   leader   the leader (not H's server) freezes: the followers elect a new one, which restores
 //            every session with a full T from its start.
+// Each client's connection events go through zklock's real session state machine
+// (session/session_fsm.hpp); the world carries out the effects that touch the lease, as
+// session_impl.cpp does (a heartbeat or a touch at once after a reconnect).
 // Invariant, measured against the server's own expiry (not the next grant): if the effective
 // leader expires H's session while H holds the lock, H's lease reported the loss at least the
 // stated margin, (1 - reference_offset - f) T, before that moment; and W is granted only after H
@@ -36,6 +39,7 @@
 #include <zklock/loss_policy.hpp>
 
 #include "session/lease.hpp"
+#include "session/session_fsm.hpp"
 
 #include <algorithm>
 #include <array>
@@ -287,6 +291,7 @@ struct world {
         std::uint64_t timer_gen = 0;
         lease_ns up_last = 0, down_last = 0; // FIFO links
         bool ended = false;                  // its session expired (it was told)
+        zd::session_fsm::facts sf;           // the session's state machine (session_fsm.hpp)
     };
     std::array<client, 3> cl;
 
@@ -504,6 +509,7 @@ struct world {
         ++x.conn;
         x.writes_in_flight = 0;
         x.lease->saw_state(now, false);
+        session_event(c, zd::session_fsm::event::connecting);
         const int next = (x.server + 1 + static_cast<int>(uniform(0, servers - 2))) % servers;
         at(now + uniform(1, 20) * ms, [this, c, next] { connect(c, next); });
     }
@@ -532,8 +538,8 @@ struct world {
                         auto& z = cl[c];
                         if (z.conn != conn || z.connected) return;
                         if (!alive) {
-                            z.ended = true;
                             log("%s learns its session expired", client_name(c));
+                            session_event(c, zd::session_fsm::event::expired);
                             return;
                         }
                         z.connected = true;
@@ -543,6 +549,7 @@ struct world {
                         z.lease->saw_state(now, true);
                         log("%s connects to s%d", client_name(c), srv);
                         watch_recv(c);
+                        session_event(c, zd::session_fsm::event::connected);
                         // the C client sets its watches again: a deletion missed fires now
                         if (z.watching >= 0 && !s[srv].has_node[z.watching]) {
                             z.watching = -1;
@@ -557,6 +564,25 @@ struct world {
         });
     }
     /// After a reconnect's listing: wait for the predecessor if this server still has its node.
+    /// The session's own state machine takes the event; the world carries out the effects that
+    /// touch the lease (as session_impl.cpp does): a heartbeat (or a touch) at once after a
+    /// reconnect, the heartbeat timer re-armed, the end of the session's locks at an expiry.
+    void session_event(int c, zd::session_fsm::event e) {
+        auto& x = cl[c];
+        const auto tr = zd::session_fsm::step(x.sf, e);
+        x.sf = tr.next;
+        for (auto fx : tr) switch (fx) {
+            case zd::session_fsm::effect::renew_lease_now:
+                fire(c); // (session_impl::arm_heartbeat(true): a heartbeat or a touch now, then the schedule)
+                break;
+            case zd::session_fsm::effect::notify_ended:
+                x.ended = true;
+                break;
+            default:
+                break;
+            }
+    }
+
     void try_grant_if_first(int c) {
         if (s[cl[c].server].has_node[c - 1]) {
             cl[c].watching = c - 1;
@@ -741,6 +767,7 @@ struct world {
             x.lease->saw_state(1 * ms, true);
             x.connected = true;
             x.last_recv = 1 * ms;
+            x.sf = zd::session_fsm::step(x.sf, zd::session_fsm::event::connected).next;
             touch_at_leader(c);
         }
         for (int i = 1; i < servers; ++i) ping_loop(0, i, era, uniform(0, tick / 2));

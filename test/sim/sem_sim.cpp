@@ -11,8 +11,9 @@
 // an expiry or an operator would), so that a round that waits can find its internal lock gone.
 //
 // Checked at every step: at most `leases` holders; nobody is stuck (nothing in flight anywhere,
-// fewer leases at the server than N and yet the internal lock's holder waits on them); no failure
-// without a cause in this world. At the end: every client finished its cycles; no lease left under
+// and a client waits on the leases although at most N are at the server, or nobody holds one); no
+// busy loop (a round lists the leases again only when their watch fired or the connection
+// changed); no failure without a cause in this world. At the end: every client finished its cycles; no lease left under
 // "<path>/leases"; no watch left on the server.
 //
 //   zklock_sim_sem [--seeds N] [--seed S] [--first S] [--clients N] [--leases N] [--cycles N]
@@ -98,6 +99,7 @@ struct client {
     bool internal_lost = false; // its internal lock was lost during this round
     bool recheck = false;       // the leases' watch fired
     bool watch_set = false;     // the last listing's watch is on the server (not fired)
+    int listings = 0;           // listings of the leases since the last thing that could change them
     std::string node;           // held, or being released
     std::deque<std::pair<std::uint64_t, tag>> outstanding;
     std::deque<request> inbound;
@@ -266,6 +268,7 @@ private:
         c.st = client::state::round;
         c.internal_lost = false;
         c.recheck = false;
+        c.listings = 0;
         run(c, c.m->start());
     }
     /// The driver learns that its internal lock was lost (its loss signal); `--bug no-restart`
@@ -327,6 +330,10 @@ private:
                 c.due = 1;
                 return;
             case action::list_leases:
+                // A round lists the leases again only for a cause: their watch fired, the
+                // connection changed, or its first listing was not usable. More is a busy loop.
+                if (++c.listings > 2 && violation_.empty())
+                    violation_ = "busy loop: " + who(c) + " lists the leases again with nothing changed";
                 c.recheck = false;
                 send(c, op::get_children, leases_path, tag::listing, true);
                 c.due = 1;
@@ -421,6 +428,7 @@ private:
         log(who(c) + " event " + std::to_string(e.type) + " " + e.path);
         if (e.path != leases_path || e.type != child_event) return;
         c.watch_set = false;
+        c.listings = 0;
         c.recheck = true;
         if (c.waiting) wake(c);
     }
@@ -509,6 +517,7 @@ private:
     // ---- faults
     void drop_connection(client& c) {
         log(who(c) + " CONNECTION LOST");
+        c.listings = 0;
         for (auto& r : c.inbound)
             if (rng_() % 2 == 0) server_.apply(c.session, r);
         c.inbound.clear();
