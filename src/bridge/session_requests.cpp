@@ -33,13 +33,25 @@ private:
     ACL_vector own_{};
     ACL_vector* vec_ = &ZOO_OPEN_ACL_UNSAFE;
 };
+/// `h`, behind the test's tap for requests of kind `k`.
+zk_handler tap_reply(std::shared_ptr<request_tap> tap, tapped_request k, zk_handler h) {
+    return zk_handler([tap = std::move(tap), k, h = std::move(h)](zk_result r) mutable {
+        tap->reply(k, r);
+        std::move(h)(std::move(r));
+    });
+}
 } // namespace
 
 void session_impl::create(const std::string& path, const std::string& data, int flags, zk_handler h,
                           const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
+    // (the test's tap sees a lock path's parents made; a new handler, not an assignment: Boost
+    // 1.81's any_completion_handler must not be assigned to)
+    zk_handler th = tap && (flags & ZOO_CONTAINER) != 0
+                        ? tap_reply(tap, tapped_request::container_create, std::move(h))
+                        : std::move(h);
     submit(
-        h,
+        th,
         [&](zhandle_t* zh, c_op* op) -> int {
             op->renews = vouch::commit;
             return zoo_acreate2(zh, path.c_str(), data.data(), static_cast<int>(data.size()), acl_vec.get(),
@@ -52,30 +64,19 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
                                    const std::string& parent, zk_handler h,
                                    const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
-    if (fault_injection::take(faults.drop_creates)) {
-        // Injected fault (faults.drop_creates): the request "never reached the server"; the
-        // caller sees a connection loss.
+    if (int rc = tap ? tap->refuse(tapped_request::create_and_list) : 0; rc != 0) {
+        // The test's tap: the request "never reached the server"; the caller sees `rc`.
         auto* lost = new c_op;
         lost->h.emplace(std::move(h));
-        lost->res.rc = ZCONNECTIONLOSS;
-        lost->res.list_rc = ZCONNECTIONLOSS;
+        lost->res.rc = rc;
+        lost->res.list_rc = rc;
         return post_result(strand_, lost);
     }
     auto* op = new c_op;
-    if (faults.lose_create_replies.load(std::memory_order_relaxed) > 0 ||
-        faults.lose_list_replies.load(std::memory_order_relaxed) > 0) {
+    if (tap) {
         // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
-        op->h.emplace([this, h = std::move(h)](zk_result r) mutable {
-            if (r.rc == ZOK && fault_injection::take(faults.create_and_list_faults_skip)) {
-                // left alone
-            } else if (r.rc == ZOK && fault_injection::take(faults.lose_create_replies)) {
-                r.rc = ZCONNECTIONLOSS;
-                r.list_rc = ZCONNECTIONLOSS;
-            } else if (r.rc == ZOK && fault_injection::take(faults.lose_list_replies)) {
-                r.list_rc = ZCONNECTIONLOSS;
-                r.children.clear();
-                r.cversion.reset();
-            }
+        op->h.emplace([t = tap, h = std::move(h)](zk_result r) mutable {
+            t->reply(tapped_request::create_and_list, r);
             std::move(h)(std::move(r));
         });
     } else {

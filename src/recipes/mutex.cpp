@@ -241,8 +241,6 @@ private:
             auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
             if (r.rc == ZOK && &p == &chain.back()) made_path_ = true;
-            if (fault_injection::take(s_->faults.drop_parent_creates))
-                co_return ZCONNECTIONLOSS; // (not sent)
             if (&p == &chain.front() && chain.size() > 1 && fault_injection::take(s_->faults.reap_ancestor))
                 (void)co_await s_->async_remove(p, use_awaitable); // as the container reaper may
         }

@@ -1,6 +1,8 @@
-// Faults a test can inject into one session: the states that real faults (a lost reply, the
-// container reaper, an allocation failure) leave behind, reached on demand instead of by luck.
+// Faults a test can inject into one session: the states that real faults (the container reaper,
+// an allocation failure, a late timer) leave behind, reached on demand instead of by luck.
 // Nothing but tests sets them; the library only reads them, one relaxed load on the paths below.
+// Lost requests and lost replies are not here: the tests inject those through the session's
+// request tap (request_tap.hpp; test/integration/request_faults.hpp).
 #pragma once
 
 #include <atomic>
@@ -11,28 +13,9 @@
 namespace zklock::detail {
 
 struct fault_injection {
-    /// The next N successful creates of create_and_list report ZCONNECTIONLOSS instead, as if
-    /// the reply had been lost after the server applied the create.
-    std::atomic<int> lose_create_replies{0};
-    /// The next N successful creates of create_and_list have their listing report
-    /// ZCONNECTIONLOSS, as if the create's reply had come and the connection had then dropped
-    /// before the listing's: the two replies split across a connection loss. (The connection
-    /// itself stays up: what the recipes see is the same.)
-    std::atomic<int> lose_list_replies{0};
-    /// While one of the two faults above is set, the next N successful creates of
-    /// create_and_list are left alone by them (a semaphore's internal lock goes first: this
-    /// reaches its lease's flight).
-    std::atomic<int> create_and_list_faults_skip{0};
-    /// The next N requests of the guaranteed deletes (delete_in_background) are not sent and
-    /// complete with cleanup_error_rc instead (ZMARSHALLINGERROR, ZOPERATIONTIMEOUT, ...).
-    std::atomic<int> cleanup_errors{0};
-    std::atomic<int> cleanup_error_rc{-5}; // ZMARSHALLINGERROR
     /// The lease timer fires this many milliseconds after the deadline it is armed for, as on a
     /// busy strand or after the machine was suspended: a lapse must be found all the same.
     std::atomic<int> lease_timer_late_ms{0};
-    /// The next N creates of create_and_list are not sent and report ZCONNECTIONLOSS (a create
-    /// lost on its way to the server).
-    std::atomic<int> drop_creates{0};
     /// The guid the next acquire names its node with (set before starting it, on the thread that
     /// runs the session's io_context).
     std::string next_guid;
@@ -49,16 +32,10 @@ struct fault_injection {
     /// The next N times an acquire creates the parents of its lock path, the topmost one is
     /// deleted again right after its create, as the container reaper may.
     std::atomic<int> reap_ancestor{0};
-    /// The next N creates of a lock path's parents are not sent and report ZCONNECTIONLOSS (the
-    /// connection dropped while the parents were made).
-    std::atomic<int> drop_parent_creates{0};
     /// The next time the C client reports the handle dead (credentials refused, session
     /// expired), the session handles that news this many milliseconds late, as a busy strand
     /// may: requests the dead handle refuses meanwhile must still end for the right reason.
     std::atomic<int> delay_end_event_ms{0};
-    /// The next N releases sent with their marker (a transaction) report ZCONNECTIONLOSS although
-    /// the server applied them, as if the connection had dropped before the reply.
-    std::atomic<int> lose_release_replies{0};
     /// A waiter that watches its predecessor's release marker sends the marker's watch, then
     /// waits this many milliseconds before it reads (and watches) the predecessor: the
     /// predecessor can go in between, the phase where the two requests are apart.

@@ -6,10 +6,11 @@
 
 namespace zklock::detail {
 namespace {
-/// A handler that reports ZCONNECTIONLOSS whatever the server answered (faults.lose_release_replies).
-zk_handler lose_reply(zk_handler h) {
-    return zk_handler([h = std::move(h)](zk_result r) mutable {
-        r.rc = ZCONNECTIONLOSS;
+/// The reply of `k` goes through the test's tap, if any.
+zk_handler tapped(const std::shared_ptr<request_tap>& tap, tapped_request k, zk_handler h) {
+    if (!tap) return h;
+    return zk_handler([tap, k, h = std::move(h)](zk_result r) mutable {
+        tap->reply(k, r);
         std::move(h)(std::move(r));
     });
 }
@@ -69,10 +70,10 @@ bool session_impl::cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const n
 
 template <class F>
 void session_impl::cleanup_request(F&& send, zk_handler h) {
-    if (fault_injection::take(faults.cleanup_errors)) { // injected: the request fails unsent
+    if (int rc = tap ? tap->refuse(tapped_request::cleanup) : 0; rc != 0) { // the test's tap: fails unsent
         auto* op = new c_op;
         op->h.emplace(std::move(h));
-        op->res.rc = faults.cleanup_error_rc.load(std::memory_order_relaxed);
+        op->res.rc = rc;
         return post_result(strand_, op);
     }
     std::forward<F>(send)(std::move(h));
@@ -145,10 +146,7 @@ void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
         ops.push_back({transaction::kind::remove, it->node, {}, -1, create_mode::persistent, acl::open()});
         cleanup_request(
             [&](zk_handler h) {
-                multi(ops,
-                      fault_injection::take(faults.lose_release_replies) ? lose_reply(std::move(h))
-                                                                         : std::move(h),
-                      n_delete);
+                multi(ops, tapped(tap, tapped_request::marked_release, std::move(h)), n_delete);
             },
             zk_handler([w, gen, ep, it](zk_result r) {
                 auto s = w.lock();

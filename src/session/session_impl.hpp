@@ -15,6 +15,7 @@
 
 #include "bridge/boot_timer.hpp"
 #include "session/fault_injection.hpp"
+#include "session/request_tap.hpp"
 #include "session/lease.hpp"
 #include <zklock/guard.hpp>
 #include "session/metrics.hpp"
@@ -411,6 +412,9 @@ public:
 
     /// Faults tests inject (fault_injection.hpp); never set outside tests.
     fault_injection faults;
+    /// A test's tap on the session's requests (request_tap.hpp): null outside tests. Set on the
+    /// thread that runs the session's io_context.
+    std::shared_ptr<request_tap> tap;
     /// The parent's cversion that listing `r` reports (or the one faults.cversion_override sets).
     std::optional<std::int32_t> listed_cversion(const zk_result& r) const noexcept {
         if (auto o = faults.cversion_override.load(std::memory_order_relaxed); o >= 0)
@@ -518,7 +522,7 @@ private:
     /// A request of the job failed with `rc`, and the node may still be there: try again, never
     /// give up while the session lives (reconnect, or a capped back-off while connected).
     void retry_cleanup(std::list<cleanup_job>::iterator it, int rc);
-    /// Sends a guaranteed delete's request, or fakes its failure (faults.cleanup_errors).
+    /// Sends a guaranteed delete's request, unless the test's tap refuses it (request_tap).
     template <class F>
     void cleanup_request(F&& send, zk_handler h);
     void finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec);

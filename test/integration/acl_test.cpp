@@ -5,6 +5,7 @@
 #include <zklock/semaphore.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 
@@ -224,8 +225,8 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
             // retrying against a session that can do nothing any more.
             zklock::mutex ms(*a, stuck);
             auto gs = co_await ms.async_acquire(use_awaitable);
-            a->impl()->faults.cleanup_error_rc = ZNOAUTH;
-            a->impl()->faults.cleanup_errors = 1'000'000;
+            zt::faults(*a).cleanup_error_rc = ZNOAUTH;
+            zt::faults(*a).cleanup_errors = 1'000'000;
             gs.release_in_background();
             co_await sleep_for(200ms);
             CO_REQUIRE(a->impl()->background_deletes() == 1u);
@@ -235,7 +236,7 @@ TEST_F(Acl, CredentialsRefusedOnAReconnectEndTheSessionWithAuthFailed) {
             co_await eventually([&] { return a->state() == zklock::session_state::disconnected; }, 15000ms);
             EXPECT_EQ(a->state(), zklock::session_state::disconnected);
             EXPECT_EQ(a->impl()->background_deletes(), 0u) << "a delete kept retrying on a refused session";
-            a->impl()->faults.cleanup_errors = 0;
+            zt::faults(*a).cleanup_errors = 0;
             EXPECT_TRUE(g.is_lost());
             EXPECT_EQ(g.loss_reason(), zk_errc::auth_failed) << g.loss_reason().message();
             co_await eventually([&] { return waited_ec.has_value(); });

@@ -7,6 +7,7 @@
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 
@@ -191,22 +192,22 @@ TEST_F(Acquire, ParentsLostWithTheConnectionAreNotTheReapersRace) {
         for (auto strategy : {zklock::lock_strategy::predecessor, zklock::lock_strategy::unique_node}) {
             const std::string top = "/zklock-parents-" + zklock::detail::make_guid().substr(0, 8);
             const std::string path = top + "/lock";
-            a->impl()->faults.drop_parent_creates = 5;
+            zt::faults(*a).drop_parent_creates = 5;
             zklock::mutex_options o;
             o.strategy = strategy;
             zklock::mutex m(*a, path, o);
             auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
             EXPECT_FALSE(ec) << ec.message();
             EXPECT_TRUE(g.owns_lock());
-            EXPECT_EQ(a->impl()->faults.drop_parent_creates.load(), 0) << "the fault was taken";
+            EXPECT_EQ(zt::faults(*a).drop_parent_creates.load(), 0) << "the fault was taken";
             if (g.owns_lock()) co_await g.async_release(use_awaitable);
             co_await expect_no_leftovers(*a, path);
             // six in a row: a named error, not a bare "no node", and nothing left
-            a->impl()->faults.drop_parent_creates = 6;
+            zt::faults(*a).drop_parent_creates = 6;
             zklock::mutex m2(*a, path + "2", o);
             auto [ec2, g2] = co_await m2.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
             EXPECT_EQ(ec2, errc::create_retries_exhausted) << ec2.message();
-            a->impl()->faults.drop_parent_creates = 0;
+            zt::faults(*a).drop_parent_creates = 0;
             co_await expect_no_leftovers(*a, path + "2");
         }
     });
@@ -262,10 +263,10 @@ TEST_F(Acquire, ANodeWithOurGuidOwnedByAnotherSessionIsNotAdopted) {
         CO_REQUIRE(other.create(path + "/_c_" + guid + "-lock-", ZOO_EPHEMERAL | ZOO_SEQUENCE) == ZOK);
         auto before = a->statistics();
         a->impl()->faults.next_guid = guid;
-        a->impl()->faults.drop_creates = 1;
+        zt::faults(*a).drop_creates = 1;
         zklock::mutex m(*a, path);
         auto g = co_await m.async_acquire_for(10s, use_awaitable);
-        EXPECT_EQ(a->impl()->faults.drop_creates.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*a).drop_creates.load(), 0) << "the fault was not injected";
         auto after = a->statistics();
         EXPECT_EQ(after.exists - before.exists, 1u) << "the owner was not checked";
         auto kids = co_await children_of(*a, path);

@@ -7,6 +7,7 @@
 #include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 #include "ensemble.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
@@ -249,10 +250,10 @@ TEST_F(Marker, AReleaseWhoseReplyIsLostGrantsOnceAndLeavesNothing) {
         co_await ga.async_release(use_awaitable);
         co_await eventually([&] { return wb->done; }, 5000ms);
         CO_REQUIRE(wb->granted());
-        b->impl()->faults.lose_release_replies = 1;
+        zt::faults(*b).lose_release_replies = 1;
         const auto b0 = b->statistics();
         co_await wb->guard.async_release(use_awaitable);
-        EXPECT_EQ(b->impl()->faults.lose_release_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*b).lose_release_replies.load(), 0) << "the fault was not injected";
         co_await eventually([&] { return b->impl()->background_deletes() == 0; }, 5000ms);
         EXPECT_EQ(b->impl()->background_deletes(), 0u);
         EXPECT_EQ(b->statistics().deletes - b0.deletes, 2u) << "the release and its retry";

@@ -2,6 +2,7 @@
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -358,10 +359,10 @@ TEST_F(Mutex, LostCreateReplyIsRecoveredByGuid) {
         auto warm = co_await m.async_acquire(use_awaitable);
         co_await warm.async_release(use_awaitable);
         auto before = a->statistics();
-        a->impl()->faults.lose_create_replies = 1;
+        zt::faults(*a).lose_create_replies = 1;
         auto g = co_await m.async_acquire(use_awaitable);
         auto after = a->statistics();
-        EXPECT_EQ(a->impl()->faults.lose_create_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*a).lose_create_replies.load(), 0) << "the fault was not injected";
         EXPECT_EQ(after.creates - before.creates, 1u) << "created twice instead of adopting the node";
         EXPECT_EQ(after.exists - before.exists, 1u) << "ownership (ephemeralOwner) was not checked";
         auto kids = co_await children_of(*a, path);
@@ -375,7 +376,7 @@ TEST_F(Mutex, LostCreateReplyWhileCancelledLeavesNoNode) {
     run_test([&]() -> awaitable<void> {
         auto c = co_await two_contenders();
         auto g = co_await c.ma.async_acquire(use_awaitable);
-        c.b->impl()->faults.lose_create_replies = 1;
+        zt::faults(*c.b).lose_create_replies = 1;
         auto [ec, g2] = co_await c.mb.async_acquire_for(200ms, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::acquire_timeout);
         co_await g.async_release(use_awaitable);

@@ -4,6 +4,7 @@
 #include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 #include "raw_zk.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -153,7 +154,7 @@ TEST_F(RoundTrip, ARevocationRequestOnThePredecessorIsNotADeletion) {
 }
 
 // The create and its listing ride in one flight (create_and_list). Their replies can split across
-// a connection loss: the create's comes, the listing's is lost. The fault (faults.lose_list_replies)
+// a connection loss: the create's comes, the listing's is lost. The fault (zt::faults: lose_list_replies)
 // reports exactly that to the recipe. Each case: one create only (no second node), the children
 // listed again, the order, the cancellation and the leftovers as without the fault.
 
@@ -166,10 +167,10 @@ TEST_F(RoundTrip, AFreeLockWhoseListingReplyIsLostIsGrantedAfterOneMoreListing) 
             co_await m.async_acquire(use_awaitable); // (the parents exist: only the flight is measured)
         co_await warm.async_release(use_awaitable);
         const auto before = a->statistics();
-        a->impl()->faults.lose_list_replies = 1;
+        zt::faults(*a).lose_list_replies = 1;
         auto g = co_await m.async_acquire(use_awaitable);
         const auto after = a->statistics();
-        EXPECT_EQ(a->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*a).lose_list_replies.load(), 0) << "the fault was not injected";
         EXPECT_EQ(after.creates - before.creates, 1u) << "a second create: the answered one was not kept";
         EXPECT_EQ(after.get_children - before.get_children, 2u) << "the lost listing was not made again";
         EXPECT_EQ(after.exists - before.exists, 0u)
@@ -186,11 +187,11 @@ TEST_F(RoundTrip, AWaiterWhoseListingReplyIsLostStillWaitsItsTurn) {
         auto c = co_await two_contenders();
         auto g = co_await c.ma.async_acquire(use_awaitable);
         const auto before = c.b->statistics();
-        c.b->impl()->faults.lose_list_replies = 1;
+        zt::faults(*c.b).lose_list_replies = 1;
         auto w = in_background([&](auto h) { c.mb.async_acquire_for(10s, h); });
         co_await eventually([&] { return c.b->statistics().get_data > before.get_data; },
                             5000ms); // (its watch is armed)
-        EXPECT_EQ(c.b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*c.b).lose_list_replies.load(), 0) << "the fault was not injected";
         co_await sleep_for(200ms);
         EXPECT_FALSE(w->done) << "granted while the holder still held the lock";
         EXPECT_EQ((co_await children_of(*c.a, c.path)).size(), 2u);
@@ -206,10 +207,10 @@ TEST_F(RoundTrip, ATimedOutAcquireWhoseListingReplyIsLostLeavesNoNode) {
     run_test([&]() -> awaitable<void> {
         auto c = co_await two_contenders();
         auto g = co_await c.ma.async_acquire(use_awaitable);
-        c.b->impl()->faults.lose_list_replies = 1;
+        zt::faults(*c.b).lose_list_replies = 1;
         auto [ec, g2] = co_await c.mb.async_acquire_for(300ms, boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
-        EXPECT_EQ(c.b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*c.b).lose_list_replies.load(), 0) << "the fault was not injected";
         auto kids = co_await children_of(*c.a, c.path);
         for (int i = 0; i < 100 && kids.size() != 1; ++i) { // (its delete is guaranteed, maybe not yet done)
             co_await sleep_for(50ms);

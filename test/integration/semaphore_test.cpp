@@ -6,6 +6,7 @@
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 #include "tcp_segments.hpp"
@@ -98,7 +99,7 @@ TEST_F(Semaphore, AWaiterStartsOverWhenItsInternalLockIsLost) {
 
 TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
     // The semaphore's lease create carries the path's listing (one path, one lock: no lock node
-    // may be there). Its reply lost after the create's (faults.lose_list_replies, the two replies
+    // may be there). Its reply lost after the create's (zt::faults: lose_list_replies, the two replies
     // split across a connection loss; the internal lock's successful create, which goes first,
     // is skipped): the check is made on a new listing, and still refuses a path a mutex holds,
     // leaving no lease. (On this fresh path the flight's create finds no "<path>/leases": the
@@ -111,30 +112,30 @@ TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
         auto g = co_await m.async_acquire(use_awaitable);
         zklock::semaphore sem(*b, path, 2);
         const auto before = b->statistics();
-        b->impl()->faults.create_and_list_faults_skip = 1;
-        b->impl()->faults.lose_list_replies = 1;
+        zt::faults(*b).create_and_list_faults_skip = 1;
+        zt::faults(*b).lose_list_replies = 1;
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
-        EXPECT_EQ(b->impl()->faults.create_and_list_faults_skip.load(), 0);
+        EXPECT_EQ(zt::faults(*b).lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*b).create_and_list_faults_skip.load(), 0);
         EXPECT_EQ(ec, zklock::errc::path_used_by_lock) << ec.message();
         // (what guards the fresh listing is the refusal above: a lost listing read as empty
         // would have granted the lease)
         EXPECT_GE(b->statistics().get_children - before.get_children, 4u);
         co_await g.async_release(use_awaitable);
         // and on a free path, granted after the fresh listing
-        b->impl()->faults.create_and_list_faults_skip = 1;
-        b->impl()->faults.lose_list_replies = 1;
+        zt::faults(*b).create_and_list_faults_skip = 1;
+        zt::faults(*b).lose_list_replies = 1;
         auto [ec2, lease2] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec2) << ec2.message();
-        EXPECT_EQ(b->impl()->faults.lose_list_replies.load(), 0) << "the fault was not injected";
-        EXPECT_EQ(b->impl()->faults.create_and_list_faults_skip.load(), 0);
+        EXPECT_EQ(zt::faults(*b).lose_list_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*b).create_and_list_faults_skip.load(), 0);
         EXPECT_TRUE(lease2.owns_lock());
         co_await lease2.async_release(use_awaitable);
     });
 }
 
 TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostLeavesNoLease) {
-    // The lease's create is applied and its reply lost (faults.lose_create_replies, past the
+    // The lease's create is applied and its reply lost (zt::faults: lose_create_replies, past the
     // internal lock's flight), while N's read and the listings of the same flight are answered:
     // the acquire cannot know its lease, fails as on a connection loss, and deletes the lease by
     // its guid in the background. Nothing stays, and the next acquire is granted.
@@ -146,11 +147,11 @@ TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostLeavesNoLease) {
             auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
             co_await g.async_release(use_awaitable);
         }
-        a->impl()->faults.create_and_list_faults_skip = 1;
-        a->impl()->faults.lose_create_replies = 1;
+        zt::faults(*a).create_and_list_faults_skip = 1;
+        zt::faults(*a).lose_create_replies = 1;
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(a->impl()->faults.lose_create_replies.load(), 0) << "the fault was not injected";
-        EXPECT_EQ(a->impl()->faults.create_and_list_faults_skip.load(), 0);
+        EXPECT_EQ(zt::faults(*a).lose_create_replies.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*a).create_and_list_faults_skip.load(), 0);
         // (the internal lock's lost create would have been recovered by its guid: granted)
         EXPECT_TRUE(zklock::is_connection_error(ec)) << ec.message();
         EXPECT_FALSE(lease.owns_lock());

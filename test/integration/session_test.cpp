@@ -7,6 +7,7 @@
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
+#include "request_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 
@@ -125,8 +126,8 @@ TEST_F(GuaranteedDelete, NeverGivesUpWhileTheSessionLives) {
             zklock::mutex m(*a, path);
             auto g = co_await m.async_acquire(use_awaitable);
             const auto before = a->metrics().background_delete_retries;
-            a->impl()->faults.cleanup_error_rc = rc;
-            a->impl()->faults.cleanup_errors = 3;
+            zt::faults(*a).cleanup_error_rc = rc;
+            zt::faults(*a).cleanup_errors = 3;
             g.release_in_background(); // the guaranteed delete: its first 3 requests fail
             co_await expect_no_leftovers(*a, path);
             EXPECT_EQ(a->state(), session_state::connected);
