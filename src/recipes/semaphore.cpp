@@ -243,9 +243,11 @@ private:
             break;
         }
         case semaphore_action::wait_connected: {
-            const bool on_watch = m.current() == semaphore_fsm::state::line_waiting;
+            // Waiting to count again also ends when the leases' watch fires or the internal lock is
+            // lost; waiting to list the path again, only with the connection (or a stop).
+            const bool counting = m.current() == semaphore_fsm::state::line_waiting;
             co_await wait_until([&] {
-                return stop() || internal_lost_ || (on_watch && recheck_) ||
+                return stop() || (counting && (internal_lost_ || recheck_)) ||
                        s_->state() == session_state::connected;
             });
             break;
@@ -262,7 +264,12 @@ private:
             break;
         }
         case semaphore_action::wait:
-            co_await wait_until([&] { return recheck_ || stop() || internal_lost_; });
+            // One wait: the leases' watch, a session event (a reconnect: count again), a cancel,
+            // the deadline or the internal lock's loss ends it (each cancels wake_).
+            if (!recheck_ && !stop() && !internal_lost_) {
+                wake_.expires_at(deadline_ ? *deadline_ : clock::time_point::max());
+                co_await wake_.async_wait(asio::as_tuple(use_awaitable));
+            }
             break;
         case semaphore_action::check_lease:
             // The lease must vouch for the session at the grant, with room for the first
