@@ -17,7 +17,8 @@
 #   scripts/sim.sh --lease [--seeds N] [--seed S] [--first S] [--trace]
 #                  [--bug read-renewed|sync-renewed|quarter-gap]
 # --bug re-introduces a past defect in the simulator's copy (its decisions or its driver): the run passes when a seed finds it.
-# The suite runs 10,000 seeds (of each world; 20,000 with --lease), and each --bug (sim.* in ctest). See docs/internals.md, "The
+# The suite runs 10,000 seeds (of each world; 20,000 with --lease; a tenth of that under the
+# sanitizers), and each --bug (sim.* in ctest). See docs/internals.md, "The
 # deterministic simulator".
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
