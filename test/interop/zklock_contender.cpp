@@ -6,7 +6,8 @@
 //       holds as leader, resigns
 //   zklock_interop_contender --observe CONNECT PATH SECONDS OUT
 //       follows the leader of election PATH (async_observe) and appends each leader's value to OUT,
-//       one a line; stops after SECONDS, or earlier on SIGTERM or SIGINT (exit 0 unless it failed)
+//       one a line; stops after SECONDS, or earlier once OUT.stop exists, or on SIGTERM or SIGINT
+//       (exit 0 unless it failed)
 //   With INTEROP_GATE set (run_interop.sh), once connected: creates $INTEROP_GATE.ready.<pid>, and
 //   (not --observe) waits for $INTEROP_GATE.go, so that every peer contends from the first hold.
 //   zklock_interop_contender --check-empty CONNECT PATH     exit 0 iff PATH has no children
@@ -33,6 +34,7 @@
 #include <cstdlib>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -116,11 +118,13 @@ int main(int argc, char** argv) {
         asio::steady_timer limit(io, std::chrono::seconds(std::atoi(argv[4])));
         asio::signal_set signals(io, SIGTERM, SIGINT);
         bool stopping = false;
+        asio::steady_timer* poll_timer = nullptr;
         auto stop = [&] {
             if (std::exchange(stopping, true)) return;
             stop_observe.emit(asio::cancellation_type::terminal);
             limit.cancel();
             signals.cancel();
+            if (poll_timer) poll_timer->cancel();
         };
         limit.async_wait([&](zklock::error_code ec) {
             if (!ec) stop();
@@ -128,6 +132,21 @@ int main(int argc, char** argv) {
         signals.async_wait([&](zklock::error_code ec, int) {
             if (!ec) stop();
         });
+        // The script asks it to stop with a file, "<OUT>.stop", not a signal: twice under the
+        // sanitizers a SIGTERM killed the observer with the signal's default action (exit 143,
+        // and no "leaders seen" line) although its signal_set was in place (unexplained).
+        const std::string stop_file = std::string(argv[5]) + ".stop";
+        asio::steady_timer poll_stop(io);
+        poll_timer = &poll_stop;
+        std::function<void()> poll = [&] {
+            poll_stop.expires_after(std::chrono::milliseconds(20));
+            poll_stop.async_wait([&](zklock::error_code ec) {
+                if (ec || stopping) return;
+                if (::access(stop_file.c_str(), F_OK) == 0) return stop();
+                poll();
+            });
+        };
+        poll();
         int seen = 0;
         asio::co_spawn(
             io,
