@@ -33,22 +33,32 @@ private:
     ACL_vector own_{};
     ACL_vector* vec_ = &ZOO_OPEN_ACL_UNSAFE;
 };
-/// `h`, behind the test's tap for requests of kind `k`.
-zk_handler tap_reply(std::shared_ptr<request_tap> tap, tapped_request k, zk_handler h) {
-    return zk_handler([tap = std::move(tap), k, h = std::move(h)](zk_result r) mutable {
-        tap->reply(k, r);
+} // namespace
+
+// ---------------------------------------------------------------- the test's tap (session_tap.hpp)
+zk_handler session_impl::behind_tap(tapped_request k, const std::string& path, zk_handler h) {
+    if (!tap) return h;
+    return zk_handler([t = tap, k, path, h = std::move(h)](zk_result r) mutable {
+        t->reply(k, path, r);
         std::move(h)(std::move(r));
     });
 }
-} // namespace
+
+void session_impl::refused_by_tap(int rc, zk_handler h) {
+    auto* op = new c_op;
+    op->h.emplace(std::move(h));
+    op->res.rc = rc;
+    op->res.list_rc = rc;
+    post_result(strand_, op);
+}
 
 void session_impl::create(const std::string& path, const std::string& data, int flags, zk_handler h,
                           const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
     // (the test's tap sees a lock path's parents made; a new handler, not an assignment: Boost
     // 1.81's any_completion_handler must not be assigned to)
-    zk_handler th = tap && (flags & ZOO_CONTAINER) != 0
-                        ? tap_reply(tap, tapped_request::container_create, std::move(h))
+    zk_handler th = (flags & ZOO_CONTAINER) != 0
+                        ? behind_tap(tapped_request::container_create, path, std::move(h))
                         : std::move(h);
     submit(
         th,
@@ -64,24 +74,10 @@ void session_impl::create_and_list(const std::string& path, const std::string& d
                                    const std::string& parent, zk_handler h,
                                    const std::shared_ptr<const acl>& a) {
     c_acl acl_vec(a);
-    if (int rc = tap ? tap->refuse(tapped_request::create_and_list) : 0; rc != 0) {
-        // The test's tap: the request "never reached the server"; the caller sees `rc`.
-        auto* lost = new c_op;
-        lost->h.emplace(std::move(h));
-        lost->res.rc = rc;
-        lost->res.list_rc = rc;
-        return post_result(strand_, lost);
-    }
+    if (int rc = tap ? tap->before(tapped_request::create_and_list, path) : 0; rc != 0)
+        return refused_by_tap(rc, std::move(h)); // (the request "never reached the server")
     auto* op = new c_op;
-    if (tap) {
-        // (Boost 1.81: an any_completion_handler must not be assigned to; wrap into the op.)
-        op->h.emplace([t = tap, h = std::move(h)](zk_result r) mutable {
-            t->reply(tapped_request::create_and_list, r);
-            std::move(h)(std::move(r));
-        });
-    } else {
-        op->h.emplace(std::move(h));
-    }
+    op->h.emplace(behind_tap(tapped_request::create_and_list, path, std::move(h)));
     op->remaining = 2;
     op->pipelined = true;
     op->renews = vouch::commit; // (the create's reply; the listing's renews nothing)
@@ -166,8 +162,9 @@ void session_impl::multi(const std::vector<transaction::op>& ops, zk_handler h,
 
 void session_impl::get_children(const std::string& path, zk_handler h, std::uint64_t watch_id) {
     note_watch_path(watch_id, path, true);
+    zk_handler th = behind_tap(tapped_request::list, path, std::move(h));
     submit(
-        h,
+        th,
         [&](zhandle_t* zh, c_op* op) -> int {
             if (watch_id == 0) return zoo_aget_children2(zh, path.c_str(), 0, on_strings, op);
             return zoo_awget_children2(zh, path.c_str(), node_watcher,
@@ -178,6 +175,20 @@ void session_impl::get_children(const std::string& path, zk_handler h, std::uint
 }
 
 void session_impl::get_data(const std::string& path, std::uint64_t watch_id, zk_handler h) {
+    if (auto late = tap && watch_id != 0 ? tap->hold(tapped_request::watched_read, path)
+                                         : std::chrono::milliseconds();
+        late.count() > 0) {
+        // The test's tap holds the request up on its way (session_tap::hold).
+        auto t = std::make_shared<asio::steady_timer>(strand_, late);
+        t->async_wait([t, w = weak_from_this(), path, watch_id, h = std::move(h)](error_code) mutable {
+            if (auto s = w.lock()) s->get_data_now(path, watch_id, std::move(h));
+        });
+        return;
+    }
+    get_data_now(path, watch_id, std::move(h));
+}
+
+void session_impl::get_data_now(const std::string& path, std::uint64_t watch_id, zk_handler h) {
     note_watch_path(watch_id, path, false);
     submit(
         h,

@@ -129,8 +129,8 @@ private:
             if (l.rc != ZOK && l.rc != ZNONODE) co_return op.finish(op.fail_code(l.rc), std::nullopt);
             std::optional<std::string> first;
             if (l.rc == ZOK) {
-                auto sorted = sorted_contenders(l.children, lock_dialect::curator, lock_family::mutex,
-                                                s.listed_cversion(l));
+                auto sorted =
+                    sorted_contenders(l.children, lock_dialect::curator, lock_family::mutex, l.cversion);
                 if (!sorted.empty()) first = op.path_ + "/" + std::string(sorted.front().name);
             }
             if (!first) {
@@ -149,9 +149,9 @@ private:
                         op.recheck_ = true; // made meanwhile: list again
                 } else {
                     w = co_await s.async_get_children_watch(op.path_, wid, use_awaitable);
-                    if (w.rc == ZOK && sorted_contenders(w.children, lock_dialect::curator,
-                                                         lock_family::mutex, s.listed_cversion(w))
-                                               .size() != 0)
+                    if (w.rc == ZOK &&
+                        sorted_contenders(w.children, lock_dialect::curator, lock_family::mutex, w.cversion)
+                                .size() != 0)
                         op.recheck_ = true;
                     if (w.rc == ZNONODE) op.recheck_ = true;
                 }

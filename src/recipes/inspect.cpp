@@ -86,7 +86,7 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
     auto l = co_await s.async_get_children(path, use_awaitable);
     if (l.rc == ZNONODE) co_return std::make_pair(ZOK, std::vector<contender_info>{});
     if (l.rc != ZOK) co_return std::make_pair(l.rc, std::vector<contender_info>{});
-    auto nodes = lock_nodes(l.children, o, s.listed_cversion(l));
+    auto nodes = lock_nodes(l.children, o, l.cversion);
     // The unique_node strategy's one node: its holder.
     if (std::find(l.children.begin(), l.children.end(), "lock") != l.children.end()) {
         contender_info i;

@@ -239,10 +239,9 @@ private:
             std::shared_ptr<const acl> node_acl;
             if (&p == &chain.back()) node_acl = req_.node_acl;
             auto r = co_await s_->async_create(p, std::string(), ZOO_CONTAINER, use_awaitable, node_acl);
+            // (a lost reply may have made it: counted as made, so that a stop now deletes it)
+            if (&p == &chain.back() && (r.rc == ZOK || is_connection_rc(r.rc))) made_path_ = true;
             if (r.rc != ZOK && r.rc != ZNODEEXISTS) co_return r.rc;
-            if (r.rc == ZOK && &p == &chain.back()) made_path_ = true;
-            if (&p == &chain.front() && chain.size() > 1 && fault_injection::take(s_->faults.reap_ancestor))
-                (void)co_await s_->async_remove(p, use_awaitable); // as the container reaper may
         }
         co_return ZOK;
     }
@@ -311,7 +310,7 @@ private:
         const std::string node = op.req_.path + "/lock";
         // The node's data starts with a guid of this acquire: a create whose reply was lost is
         // recognised by it (and only by it: the session alone would also match a sibling's node).
-        const std::string guid = make_guid();
+        const std::string guid = s.new_guid();
         const std::string data =
             guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
         auto ours = [&](const zk_result& g) {
@@ -471,17 +470,13 @@ private:
                 }
             });
             s.exists_watch(release_marker(a.node), marker_watch_, zk_handler([](zk_result) {}));
-            if (int ms = s.faults.pause_before_predecessor_ms.load(std::memory_order_relaxed); ms > 0) {
-                asio::steady_timer pause(s.strand(), std::chrono::milliseconds(ms));
-                co_await pause.async_wait(asio::as_tuple(use_awaitable));
-            }
         }
         acquire_input in;
         zk_result g;
         if (a.watch_children) { // the herd-prone variant: any change of the children wakes every waiter
             g = co_await s.async_get_children_watch(req_.path, pred_watch_, use_awaitable);
             in.children = std::move(g.children);
-            in.cv = s.listed_cversion(g);
+            in.cv = g.cversion;
         } else {
             // getData, not exists: exists on a vanished node would leave a creation watch behind.
             g = co_await s.async_get_data(a.node, pred_watch_, use_awaitable);
@@ -502,14 +497,9 @@ private:
             in.ok = co_await wait_connected();
             break;
         case acquire_action::create_and_list: {
-            if (fault_injection::take(s.faults.orphan_creates))
-                (void)co_await s.async_create(a.node, data, ZOO_EPHEMERAL_SEQUENTIAL, use_awaitable,
-                                              req_.node_acl);
             auto r = co_await s.async_create_and_list(a.node, data, ZOO_EPHEMERAL_SEQUENTIAL, req_.path,
                                                       use_awaitable, req_.node_acl);
             if (r.rc == ZOK || is_connection_rc(r.rc)) path_used_ = true; // (a lost reply may have made it)
-            if (fault_injection::take(s.faults.stop_after_parents) && r.rc == ZNONODE)
-                cancel_after_parents_ = true;
             in.result = outcome_of(r.rc);
             in.rc = r.rc;
             in.path = std::move(r.path);
@@ -517,14 +507,13 @@ private:
             in.listed = outcome_of(r.list_rc);
             if (r.list_rc == ZOK) {
                 in.children = std::move(r.children);
-                in.cv = s.listed_cversion(r);
+                in.cv = r.cversion;
             }
             break;
         }
         case acquire_action::make_parents:
             in.rc = co_await ensure_parents();
             in.result = outcome_of(in.rc);
-            if (cancel_after_parents_ && in.result != outcome::connection) cancel(); // (the fault)
             break;
         case acquire_action::list:
         case acquire_action::list_leases: {
@@ -538,7 +527,7 @@ private:
             in.result = outcome_of(l.rc);
             in.rc = l.rc;
             in.children = std::move(l.children);
-            in.cv = s.listed_cversion(l);
+            in.cv = l.cversion;
             break;
         }
         case acquire_action::read_node: {
@@ -576,11 +565,8 @@ private:
         op.listener_id_ = s.add_listener(self);
         if (!co_await op.wait_connected()) co_return op.finish(op.stop_reason());
         op.gen_ = s.generation();
-        if (fault_injection::take(s.faults.throw_in_acquire)) throw std::bad_alloc();
         if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
-        op.guid_ =
-            guid_in_name(s.faults.next_guid.empty() ? make_guid() : std::exchange(s.faults.next_guid, {}),
-                         op.req_.dialect);
+        op.guid_ = guid_in_name(s.new_guid(), op.req_.dialect);
         const auto& data =
             op.req_.node_data.empty() && !op.req_.election ? default_node_data() : op.req_.node_data;
         // The protocol is acquire_fsm's (src/protocol/acquire_fsm.hpp); this loop performs it.
@@ -620,13 +606,12 @@ private:
     std::int64_t czxid_ = 0;
     bool cancelled_ = false;
     bool recheck_ = false;
-    bool pred_deleted_ = false;         // the watch that woke us was the predecessor's deletion
-    bool marked_ = false;               // the predecessor's release marker was created
-    bool waited_ = false;               // some listing put another contender before our node (grant)
-    bool made_path_ = false;            // ensure_parents created the lock path itself
-    bool path_used_ = false;            // a create of ours in it succeeded, or may have
-    bool cancel_after_parents_ = false; // (faults.stop_after_parents)
-    std::uint64_t pred_watch_ = 0;      // the watches of the last acquire_action::watch (end_watches)
+    bool pred_deleted_ = false;    // the watch that woke us was the predecessor's deletion
+    bool marked_ = false;          // the predecessor's release marker was created
+    bool waited_ = false;          // some listing put another contender before our node (grant)
+    bool made_path_ = false;       // ensure_parents created the lock path itself, or may have
+    bool path_used_ = false;       // a create of ours in it succeeded, or may have
+    std::uint64_t pred_watch_ = 0; // the watches of the last acquire_action::watch (end_watches)
     std::uint64_t marker_watch_ = 0;
     bool pred_read_ok_ = false;   // ... whose read of the predecessor set its watch
     lease_ns headroom_until_ = 0; // lease_fresh: until when it seeks a lease with headroom (lease_for_grant)

@@ -198,10 +198,6 @@ private:
             auto read = std::make_shared<std::optional<zk_result>>();
             auto made = std::make_shared<std::optional<zk_result>>();
             s.get_data(leases, 0, zk_handler([read](zk_result r) { *read = std::move(r); }));
-            // (the fault: "<path>/leases" goes between N's read and the create, as the container
-            // reaper may take it)
-            if (fault_injection::take(s.faults.reap_leases_before_create))
-                s.remove(leases, -1, zk_handler([](zk_result) {}));
             // The path's children ride in the same flight (one path, one lock).
             s.create_and_list(a.node, data_, ZOO_EPHEMERAL_SEQUENTIAL, path_,
                               zk_handler([made](zk_result r) { *made = std::move(r); }), node_acl_);
@@ -323,7 +319,6 @@ private:
         auto& op = *self;
         auto& s = *op.s_;
         op.listener_id_ = s.add_listener(self);
-        if (fault_injection::take(s.faults.throw_in_acquire)) throw std::bad_alloc();
         if (op.n_ < 1) co_return co_await op.finish(errc::invalid_max_leases);
 
         for (;;) { // a round; a round starts over when the internal lock is lost while we wait
@@ -353,7 +348,7 @@ private:
 
             // 2. and 3.: the lease's machine (N, our lease, the count, the wait, the grant)
             const std::string leases = op.path_ + "/leases";
-            const auto guid = make_guid();
+            const auto guid = s.new_guid();
             semaphore_fsm m({op.path_, leases + "/_c_" + guid + "-lease-", op.n_, op.try_only_});
             lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
             auto a = m.start();

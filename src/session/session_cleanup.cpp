@@ -5,28 +5,19 @@
 #include "protocol/protocol.hpp"
 
 namespace zklock::detail {
-namespace {
-/// The reply of `k` goes through the test's tap, if any.
-zk_handler tapped(const std::shared_ptr<request_tap>& tap, tapped_request k, zk_handler h) {
-    if (!tap) return h;
-    return zk_handler([tap, k, h = std::move(h)](zk_result r) mutable {
-        tap->reply(k, r);
-        std::move(h)(std::move(r));
-    });
-}
-} // namespace
-
 // ---------------------------------------------------------------- guaranteed deletes
+// The job's protocol is cleanup_fsm's (cleanup_fsm.hpp); this file sends its requests and feeds
+// it their replies. A job is named by its iterator: it stays valid until finish_cleanup erases
+// it, which happens on the strand after the job's own reply, or in finish_all_cleanups when the
+// session ends or is renewed (then cleanup_alive() is false when the reply arrives).
+
 void session_impl::delete_in_background(std::string node, std::optional<pending<void(error_code)>> done,
                                         std::int64_t owner_czxid, bool marked) {
     if (state() == session_state::closed || state() == session_state::expired || refused_) {
         if (done) done->complete({}); // the server deletes the session's ephemeral nodes
         return;
     }
-    cleanup_job job;
-    job.node = std::move(node);
-    job.owner_czxid = owner_czxid;
-    job.marked = marked && owner_czxid == 0;
+    cleanup_job job(cleanup_fsm::of_node(std::move(node), owner_czxid, marked));
     if (done) job.waiters.push_back(std::move(*done));
     cleanups_.push_back(std::move(job));
     cleanup_gauges();
@@ -35,10 +26,7 @@ void session_impl::delete_in_background(std::string node, std::optional<pending<
 
 void session_impl::delete_by_guid_in_background(std::string parent, std::string guid) {
     if (state() == session_state::closed || state() == session_state::expired || refused_) return;
-    cleanup_job job;
-    job.parent = std::move(parent);
-    job.guid = std::move(guid);
-    cleanups_.push_back(std::move(job));
+    cleanups_.emplace_back(cleanup_fsm::of_guid(std::move(parent), std::move(guid)));
     cleanup_gauges();
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
@@ -68,25 +56,11 @@ bool session_impl::cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const n
            state() != session_state::expired;
 }
 
-template <class F>
-void session_impl::cleanup_request(F&& send, zk_handler h) {
-    if (int rc = tap ? tap->refuse(tapped_request::cleanup) : 0; rc != 0) { // the test's tap: fails unsent
-        auto* op = new c_op;
-        op->h.emplace(std::move(h));
-        op->res.rc = rc;
-        return post_result(strand_, op);
-    }
-    std::forward<F>(send)(std::move(h));
-}
-
-void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, int rc) {
+void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, cleanup_rules::retry_plan plan) {
     it->running = false;
-    ++it->failures;
     n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-    const auto plan = cleanup_rules::plan_retry(it->failures, rc, state() == session_state::connected);
     if (plan.on_reconnect) return; // run_cleanups retries it on the reconnect
-    // Until the node is gone or the session ends.
-    it->running = true; // (not run_cleanups' to start meanwhile)
+    it->running = true;            // (not run_cleanups' to start meanwhile)
     it->backoff = std::make_shared<asio::steady_timer>(strand_, plan.backoff);
     it->backoff->async_wait(
         [w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](error_code ec) {
@@ -98,104 +72,52 @@ void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, int rc) {
 }
 
 void session_impl::run_cleanup(std::list<cleanup_job>::iterator it) {
-    // The job is named by its iterator: it stays valid until finish_cleanup erases it, which
-    // happens on the strand after the job's own reply, or in finish_all_cleanups when the
-    // session ends or is renewed (then cleanup_alive() is false when the reply arrives).
     it->running = true;
-    auto gen = generation();
-    auto ep = cleanup_epoch_;
-    auto w = weak_from_this();
-    if (!it->node.empty() && it->owner_czxid != 0) {
-        // A fixed name: check that the node is still ours (an admin may have broken it and
-        // someone else created it again), then delete exactly that version of it.
-        cleanup_request(
-            [&](zk_handler h) { exists(it->node, std::move(h)); }, zk_handler([w, gen, ep, it](zk_result r) {
-                auto s = w.lock();
-                if (!s || !s->cleanup_alive(gen, ep)) return;
-                switch (cleanup_rules::after_check(r.rc, r.stat.czxid, it->owner_czxid)) {
-                case cleanup_rules::verdict::delete_version:
-                    break;
-                case cleanup_rules::verdict::retry:
-                    return s->retry_cleanup(it, r.rc);
-                default:
-                    return s->finish_cleanup(it, {}); // gone, not ours, or gone with the session
-                }
-                s->cleanup_request([&](zk_handler h) { s->remove(it->node, r.stat.version, std::move(h)); },
-                                   zk_handler([w, gen, ep, it](zk_result r2) {
-                                       auto s = w.lock();
-                                       if (!s || !s->cleanup_alive(gen, ep)) return;
-                                       switch (cleanup_rules::after_versioned_delete(r2.rc)) {
-                                       case cleanup_rules::verdict::look_again:
-                                           return s->run_cleanup(it);
-                                       case cleanup_rules::verdict::retry:
-                                           return s->retry_cleanup(it, r2.rc);
-                                       default:
-                                           return s->finish_cleanup(it, {});
-                                       }
-                                   }));
-            }));
-        return;
-    }
-    if (!it->node.empty() && it->marked) {
+    perform_cleanup(it, it->fsm.next());
+}
+
+void session_impl::perform_cleanup(std::list<cleanup_job>::iterator it, cleanup_action a) {
+    if (a.what == cleanup_action::done) return finish_cleanup(it, {});
+    if (a.what == cleanup_action::retry) return retry_cleanup(it, a.plan);
+    if (a.unmarked) n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
+    // Its reply goes back to the machine, unless the job ended meanwhile.
+    zk_handler on_reply([w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](zk_result r) {
+        auto s = w.lock();
+        if (!s || !s->cleanup_alive(gen, ep)) return;
+        cleanup_reply in{r.rc, r.stat.czxid, r.stat.version, std::move(r.children)};
+        s->perform_cleanup(it, it->fsm.resume(in, s->state() == session_state::connected));
+    });
+    // The test's tap may refuse it: it then fails unsent (session_tap::before).
+    if (int rc = tap ? tap->before(tapped_request::cleanup, a.path) : 0; rc != 0)
+        return refused_by_tap(rc, std::move(on_reply));
+    switch (a.what) {
+    case cleanup_action::check:
+        return exists(a.path, std::move(on_reply));
+    case cleanup_action::delete_version:
+        return remove(a.path, a.version, std::move(on_reply));
+    case cleanup_action::remove:
+        return remove(a.path, -1, std::move(on_reply));
+    case cleanup_action::marked_release: {
         // The release of a write node that was the lowest: its marker tells the waiter behind it
         // that it holds the lock now, without a listing (protocol.hpp, release_marker).
-        const auto marker = release_marker(it->node);
+        const auto marker = release_marker(a.path);
         std::vector<transaction::op> ops;
         ops.push_back({transaction::kind::create, marker, {}, -1, create_mode::ephemeral, acl::open()});
         ops.push_back({transaction::kind::remove, marker, {}, -1, create_mode::persistent, acl::open()});
-        ops.push_back({transaction::kind::remove, it->node, {}, -1, create_mode::persistent, acl::open()});
-        cleanup_request(
-            [&](zk_handler h) {
-                multi(ops, tapped(tap, tapped_request::marked_release, std::move(h)), n_delete);
-            },
-            zk_handler([w, gen, ep, it](zk_result r) {
-                auto s = w.lock();
-                if (!s || !s->cleanup_alive(gen, ep)) return;
-                switch (cleanup_rules::after_marked_release(r.rc)) {
-                case cleanup_rules::verdict::finished:
-                    return s->finish_cleanup(it, {});
-                case cleanup_rules::verdict::unmarked:
-                    it->marked = false; // (sent again at once, plainly: a retry all the same)
-                    s->n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
-                    return s->run_cleanup(it);
-                default:
-                    return s->retry_cleanup(it, r.rc);
-                }
-            }));
-        return;
+        ops.push_back({transaction::kind::remove, a.path, {}, -1, create_mode::persistent, acl::open()});
+        return multi(ops, behind_tap(tapped_request::marked_release, a.path, std::move(on_reply)), n_delete);
     }
-    if (!it->node.empty()) {
-        cleanup_request([&](zk_handler h) { remove(it->node, -1, std::move(h)); },
-                        zk_handler([w, gen, ep, it](zk_result r) {
-                            auto s = w.lock();
-                            if (!s || !s->cleanup_alive(gen, ep)) return;
-                            if (cleanup_rules::after_delete(r.rc) == cleanup_rules::verdict::finished)
-                                return s->finish_cleanup(it, {});
-                            s->retry_cleanup(it, r.rc); // the node may still be there
-                        }));
-        return;
+    case cleanup_action::list:
+        // A write first, in the same flight (a check of the parent): the listing then shows every
+        // write this session sent before, a create lost with the connection that still sat in
+        // the leader's pipeline included (the next server's reads are not synced: acquire_fsm's
+        // barrier).
+        renew_lease(zk_handler([](zk_result) {}), a.path);
+        return get_children(a.path, std::move(on_reply));
+    case cleanup_action::retry:
+    case cleanup_action::done:
+        break;
     }
-    // A write first, in the same flight (a check of the parent): the listing then shows every
-    // write this session sent before, a create lost with the connection that still sat in the
-    // leader's pipeline included (the next server's reads are not synced: acquire_fsm's barrier).
-    renew_lease(zk_handler([](zk_result) {}), it->parent);
-    cleanup_request([&](zk_handler h) { get_children(it->parent, std::move(h)); },
-                    zk_handler([w, gen, ep, it](zk_result r) {
-                        auto s = w.lock();
-                        if (!s || !s->cleanup_alive(gen, ep)) return;
-                        switch (cleanup_rules::after_listing(r.rc)) {
-                        case cleanup_rules::verdict::search:
-                            break;
-                        case cleanup_rules::verdict::retry:
-                            return s->retry_cleanup(it, r.rc);
-                        default:
-                            return s->finish_cleanup(it, {}); // the parent is gone, or the session
-                        }
-                        auto found = find_by_guid(r.children, it->guid);
-                        if (!found) return s->finish_cleanup(it, {}); // never created, or the parent is gone
-                        it->node = it->parent + "/" + *found;
-                        s->run_cleanup(it);
-                    }));
 }
 
 } // namespace zklock::detail

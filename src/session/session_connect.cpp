@@ -182,8 +182,8 @@ void session_impl::resolve_hosts(std::function<void(error_code)> then) {
     };
     for (std::size_t i = 0; i < spec.hosts.size(); ++i) {
         auto& h = spec.hosts[i];
-        auto port = static_cast<unsigned short>(std::stoi(h.port)); // (validated: 1..65535)
-        std::string overridden = faults.resolve_override ? faults.resolve_override(h.host) : std::string();
+        auto port = static_cast<unsigned short>(std::stoi(h.port));          // (validated: 1..65535)
+        std::string overridden = tap ? tap->resolve(h.host) : std::string(); // (a test's DNS)
         if (is_address_literal(h.host) || !overridden.empty()) {
             auto a = overridden.empty() ? h.host : overridden;
             if (a.front() == '[') a = a.substr(1, a.size() - 2);

@@ -95,7 +95,7 @@ void session_impl::arm_lease_timer() {
     const lease_ns now = lease_clock::now();
     lease_ns at =
         std::max(session_lease::deadline(lease_->vouched(), lease_->timeout(), *f) + 1, now + 1'000'000);
-    at += static_cast<lease_ns>(faults.lease_timer_late_ms.load(std::memory_order_relaxed)) * 1'000'000;
+    if (tap) at += std::chrono::duration_cast<std::chrono::nanoseconds>(tap->lease_timer_late()).count();
     if (lease_timer_.expiry() > now && std::abs(lease_timer_.expiry() - at) < 100'000) return;
     lease_timer_.expires_at(at);
     lease_timer_.async_wait([w = weak_from_this()](error_code ec) {

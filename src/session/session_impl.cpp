@@ -214,11 +214,17 @@ void session_impl::on_watch(std::uint64_t id, int type) {
     fn(type);
 }
 
+std::string session_impl::new_guid() {
+    auto g = make_guid();
+    if (tap) tap->naming(g);
+    return g;
+}
+
 error_code session_impl::start_handle() {
     // Fail closed: with TLS the C client is given the relay's loopback listeners and nothing
     // else. Were their address missing, opts_.connect would send the session's password and
     // digest credentials in clear to the TLS port's host.
-    if (fault_injection::take(faults.lose_relay_address)) resolved_connect_.clear();
+    if (tap) tap->handing_over(resolved_connect_);
     if (relay_ && resolved_connect_.substr(0, resolved_connect_.find('/')) != relay_->connect_string()) {
         log_line("zklock: TLS: refusing to give the C client " +
                  (resolved_connect_.empty() ? opts_.connect : resolved_connect_) +
@@ -257,9 +263,9 @@ void session_impl::close_handle(std::shared_ptr<zk_handle> h) {
 void session_impl::on_session_event(std::uint64_t gen, int zstate) {
     if (gen != generation() || state() == session_state::closed) return;
     if (zstate == ZOO_AUTH_FAILED_STATE || zstate == ZOO_EXPIRED_SESSION_STATE) {
-        if (int ms = faults.delay_end_event_ms.exchange(0, std::memory_order_relaxed); ms > 0) {
-            // Injected fault: the news of the end arrives late (see fault_injection).
-            auto t = std::make_shared<asio::steady_timer>(strand_, std::chrono::milliseconds(ms));
+        if (auto late = tap ? tap->end_news_late() : std::chrono::milliseconds(); late.count() > 0) {
+            // The test's tap: the news of the end arrives late (session_tap::end_news_late).
+            auto t = std::make_shared<asio::steady_timer>(strand_, late);
             t->async_wait([t, w = weak_from_this(), gen, zstate](error_code) {
                 if (auto s = w.lock()) s->on_session_event(gen, zstate);
             });

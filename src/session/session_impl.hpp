@@ -14,8 +14,8 @@
 #pragma once
 
 #include "bridge/boot_timer.hpp"
-#include "session/fault_injection.hpp"
-#include "session/request_tap.hpp"
+#include "session/cleanup_fsm.hpp"
+#include "session/session_tap.hpp"
 #include "session/lease.hpp"
 #include <zklock/guard.hpp>
 #include "session/metrics.hpp"
@@ -410,17 +410,11 @@ public:
     void on_auth_result(std::uint64_t gen, int rc);
     void on_watch(std::uint64_t id, int type);
 
-    /// Faults tests inject (fault_injection.hpp); never set outside tests.
-    fault_injection faults;
-    /// A test's tap on the session's requests (request_tap.hpp): null outside tests. Set on the
-    /// thread that runs the session's io_context.
-    std::shared_ptr<request_tap> tap;
-    /// The parent's cversion that listing `r` reports (or the one faults.cversion_override sets).
-    std::optional<std::int32_t> listed_cversion(const zk_result& r) const noexcept {
-        if (auto o = faults.cversion_override.load(std::memory_order_relaxed); o >= 0)
-            return static_cast<std::int32_t>(o);
-        return r.cversion;
-    }
+    /// A test's tap on the session (session_tap.hpp): null outside tests. Set on the thread that
+    /// runs the session's io_context.
+    std::shared_ptr<session_tap> tap;
+    /// A fresh guid for a lock node or a lease (make_guid), seen by the test's tap first.
+    std::string new_guid();
 
     // metrics (session::metrics())
     metrics_registry& metrics() noexcept { return metrics_; }
@@ -437,15 +431,11 @@ public:
 
 private:
     struct cleanup_job {
-        std::string node;   // known path, or empty while looking it up by guid
-        std::string parent; // with guid
-        std::string guid;
-        std::int64_t owner_czxid = 0; // with a fixed name: delete only this incarnation
-        bool marked = false;          // a release with its marker (until the server refuses it)
+        explicit cleanup_job(cleanup_fsm m) : fsm(std::move(m)) {}
+        cleanup_fsm fsm; // what it deletes, and how far it got (session/cleanup_fsm.hpp)
         std::vector<pending<void(error_code)>> waiters;
-        bool running = false;
+        bool running = false; // a request or a back-off in flight
         std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
-        int failures = 0;                            // in a row: the back-off's exponent
         std::shared_ptr<asio::steady_timer> backoff; // a retry that waits
     };
     /// The metrics' view of cleanups_ (strand): how many, since when (the list is in age order).
@@ -518,13 +508,13 @@ private:
     void run_cleanups();
     void unwatch_everywhere(std::string path);
     void resend_unwatches();
+    /// Starts (or starts again, after a retry's wait) the job's machine: its next request.
     void run_cleanup(std::list<cleanup_job>::iterator it);
-    /// A request of the job failed with `rc`, and the node may still be there: try again, never
-    /// give up while the session lives (reconnect, or a capped back-off while connected).
-    void retry_cleanup(std::list<cleanup_job>::iterator it, int rc);
-    /// Sends a guaranteed delete's request, unless the test's tap refuses it (request_tap).
-    template <class F>
-    void cleanup_request(F&& send, zk_handler h);
+    /// Carries out one action of the job's machine (cleanup_fsm.hpp).
+    void perform_cleanup(std::list<cleanup_job>::iterator it, cleanup_action a);
+    /// Waits as `plan` says (for the reconnect, or a capped back-off while connected), then
+    /// run_cleanup: never gives up while the session lives.
+    void retry_cleanup(std::list<cleanup_job>::iterator it, cleanup_rules::retry_plan plan);
     void finish_cleanup(std::list<cleanup_job>::iterator it, error_code ec);
     void finish_all_cleanups();
     bool cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const noexcept;
@@ -532,6 +522,13 @@ private:
     bool refused_ = false;            // strand: the credentials were refused; no new handle yet
     template <class F>
     void submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter);
+    /// `h`, with its reply shown to the test's tap (as a request of kind `k` on `path`) first;
+    /// `h` itself when there is no tap.
+    zk_handler behind_tap(tapped_request k, const std::string& path, zk_handler h);
+    /// get_data's request, sent now (get_data may hold it up for the test's tap).
+    void get_data_now(const std::string& path, std::uint64_t watch_id, zk_handler h);
+    /// A request the test's tap refused (session_tap::before): `h` completes with `rc`, posted.
+    void refused_by_tap(int rc, zk_handler h);
 
     asio::any_io_executor ex_;
     strand_type strand_;

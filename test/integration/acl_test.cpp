@@ -5,7 +5,7 @@
 #include <zklock/semaphore.hpp>
 
 #include "common.hpp"
-#include "request_faults.hpp"
+#include "session_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 
@@ -288,7 +288,7 @@ TEST_F(Acl, AnAcquireTheDeadHandleRefusesEndsWithAuthFailedBeforeTheSessionHears
             auto a = co_await connect(o);
             auto b = co_await connect(options(zk.connect())); // no credentials: checks the paths after
             const auto base = unique_path("dead-handle");
-            a->impl()->faults.delay_end_event_ms = 1500;
+            zt::faults(*a).end_news_late_ms = 1500;
             CO_REQUIRE(zk.restart_with("-XX:+UseSerialGC -XX:TieredStopAtLevel=1 "
                                        "-Dzookeeper.DigestAuthenticationProvider.enabled=false"));
 

@@ -7,6 +7,7 @@
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
+#include "session_faults.hpp"
 #include "proxy.hpp"
 #include "tcp_segments.hpp"
 
@@ -163,7 +164,7 @@ TEST_F(Bridge, AHostThatDoesNotResolveFailsTheConnectWithoutBlocking) {
 }
 
 TEST_F(Bridge, HostNamesAreLookedUpAgainWhenEveryServerHasFailed) {
-    // A name whose address changes (faults.resolve_override stands in for the DNS): first an
+    // A name whose address changes (zt::faults(s).resolve_host stands in for the DNS): first an
     // address where nothing listens (127.0.0.2: the server listens on 127.0.0.1 only), then the
     // server's. After a round in which every server failed, the session looks the name up again
     // and hands the C client the new address (zoo_set_servers): the connect succeeds.
@@ -172,7 +173,7 @@ TEST_F(Bridge, HostNamesAreLookedUpAgainWhenEveryServerHasFailed) {
         o.connect_timeout = 15000ms;
         zklock::session s(io.get_executor(), o);
         auto where = std::make_shared<std::string>("127.0.0.2");
-        s.impl()->faults.resolve_override = [where](const std::string& host) {
+        zt::faults(s).resolve_host = [where](const std::string& host) {
             return host == "zk-moved.test" ? *where : std::string();
         };
         asio::steady_timer moved(io, 1500ms);

@@ -7,6 +7,7 @@
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
+#include "session_faults.hpp"
 #include "proxy.hpp"
 
 #include <boost/asio/as_tuple.hpp>
@@ -145,7 +146,11 @@ TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
         auto admin = co_await connect();
         auto a = co_await connect();
         co_await zklock::async_create_node(*admin, path, "", use_awaitable);
-        a->impl()->faults.cversion_override = INT32_MAX;
+        // (the fault: every listing reports the parent's cversion as wrapped)
+        zt::faults(*a).on_reply = [](zt::session_faults::kind k, const std::string&, auto& r) {
+            if (k == zt::session_faults::kind::list || k == zt::session_faults::kind::create_and_list)
+                r.cversion = INT32_MAX;
+        };
         zklock::mutex m(*a, path);
         { // nothing odd on the path: a wrapped counter alone does not stop the lock
             auto [ec, g] = co_await m.async_acquire_for(5s, asio::as_tuple(use_awaitable));
@@ -160,7 +165,7 @@ TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
         auto left = co_await children_of(*admin, path);
         EXPECT_EQ(left, std::vector<std::string>{"y-lock--000000001"}) << "the refused acquire left its node";
         // the real cversion says that no wrap happened: the same child is foreign, the lock is granted
-        a->impl()->faults.cversion_override = -1;
+        zt::faults(*a).on_reply = nullptr;
         auto [ec2, g2] = co_await m.async_acquire_for(5s, asio::as_tuple(use_awaitable));
         EXPECT_FALSE(ec2) << ec2.message();
         co_await g2.async_release(use_awaitable);

@@ -5,6 +5,7 @@
 #include <zklock/semaphore.hpp>
 
 #include "common.hpp"
+#include "session_faults.hpp"
 #include "loss_race.hpp"
 #include "proxy.hpp"
 
@@ -271,7 +272,7 @@ TEST_F(Lease, ALapseNoTimerSawIsStillALoss) {
         o.session_timeout = T;
         auto a = co_await connect(o);
         CO_REQUIRE(a->negotiated_timeout() == T);
-        a->impl()->faults.lease_timer_late_ms = 30000;
+        zt::faults(*a).lease_timer_late_ms = 30000;
         zklock::mutex m(*a, path);
         auto g = co_await m.async_acquire(use_awaitable);
         auto lost = std::make_shared<std::optional<zklock::error_code>>();
@@ -286,7 +287,7 @@ TEST_F(Lease, ALapseNoTimerSawIsStillALoss) {
         EXPECT_EQ(**lost, errc::lease_expired) << (*lost)->message();
         EXPECT_EQ(a->state(), session_state::connected) << "the session survived: only the lease lapsed";
         EXPECT_TRUE(g.is_lost());
-        a->impl()->faults.lease_timer_late_ms = 0;
+        zt::faults(*a).lease_timer_late_ms = 0;
         co_await g.async_release(use_awaitable);
     });
 }

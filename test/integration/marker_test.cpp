@@ -7,7 +7,7 @@
 #include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
-#include "request_faults.hpp"
+#include "session_faults.hpp"
 #include "ensemble.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
@@ -213,7 +213,7 @@ TEST_F(Marker, AReleaseBetweenTheMarkersWatchAndThePredecessorsReadGrants) {
         auto ga = co_await ma.async_acquire(use_awaitable);
         auto wb = in_background([&](auto h) { mb.async_acquire_for(10s, h); });
         co_await wait_for_children(*a, path, 2);
-        c->impl()->faults.pause_before_predecessor_ms = 1500;
+        zt::faults(*c).hold_watched_reads_ms = 1500;
         const auto c0 = c->statistics();
         auto wc = in_background([&](auto h) { mc.async_acquire_for(10s, h); });
         co_await eventually([&] { return c->statistics().exists > c0.exists; }, 5000ms);
@@ -229,7 +229,7 @@ TEST_F(Marker, AReleaseBetweenTheMarkersWatchAndThePredecessorsReadGrants) {
         EXPECT_EQ(c->statistics().get_data - c0.get_data, 1u);
         EXPECT_EQ(c->statistics().get_children - c0.get_children, 1u) << "listed again";
         EXPECT_EQ(c->statistics().marked_grants - c0.marked_grants, 1u);
-        c->impl()->faults.pause_before_predecessor_ms = 0;
+        zt::faults(*c).hold_watched_reads_ms = 0;
         co_await wc->guard.async_release(use_awaitable);
     });
 }

@@ -2,7 +2,7 @@
 #include <zklock/mutex.hpp>
 
 #include "common.hpp"
-#include "request_faults.hpp"
+#include "session_faults.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>

@@ -4,7 +4,7 @@
 #include <zklock/shared_mutex.hpp>
 
 #include "common.hpp"
-#include "request_faults.hpp"
+#include "session_faults.hpp"
 #include "raw_zk.hpp"
 
 #include <boost/asio/as_tuple.hpp>

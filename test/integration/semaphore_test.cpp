@@ -6,7 +6,7 @@
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
-#include "request_faults.hpp"
+#include "session_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 #include "tcp_segments.hpp"
@@ -36,9 +36,9 @@ TEST_F(Semaphore, RecreatesItsReapedLeasesNode) {
             co_await g.async_release(use_awaitable);
         }
         const auto before = a->statistics();
-        a->impl()->faults.reap_leases_before_create = 1;
+        zt::faults(*a).reap_leases_before_create = 1;
         auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(a->impl()->faults.reap_leases_before_create.load(), 0) << "the fault was not injected";
+        EXPECT_EQ(zt::faults(*a).reap_leases_before_create.load(), 0) << "the fault was not injected";
         EXPECT_FALSE(ec) << ec.message();
         EXPECT_TRUE(lease.owns_lock());
         // the internal lock's, the lease's (ZNONODE), "<path>/leases" again, the lease's again

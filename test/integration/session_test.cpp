@@ -7,7 +7,7 @@
 #include <zklock/znode.hpp>
 
 #include "common.hpp"
-#include "request_faults.hpp"
+#include "session_faults.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
 

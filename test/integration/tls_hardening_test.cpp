@@ -5,6 +5,7 @@
 // TLS server (scripts/zk.sh start --tls), and throwaway `openssl s_server`s holding certificates
 // the suite's CA signs here.
 #include "common.hpp"
+#include "session_faults.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_executor.hpp>
@@ -208,7 +209,7 @@ TEST_F(TlsHardening, ListenersOfAddressesNoLongerResolvedAreClosed) {
             std::size_t fds = 0;
         };
         auto lookups = std::make_shared<std::vector<lookup>>();
-        s.impl()->faults.resolve_override = [lookups](const std::string& host) -> std::string {
+        zt::faults(s).resolve_host = [lookups](const std::string& host) -> std::string {
             if (host != "zk-churn.test") return {};
             lookups->push_back({open_fds().size()});
             return "127.0.0.2" + std::to_string(lookups->size() % 50); // 127.0.0.21, .22, ...
@@ -396,7 +397,7 @@ TEST_F(TlsHardening, ATlsSessionNeverConnectsAnywhereButTheRelay) {
             [reached](zklock::error_code ec, asio::ip::tcp::socket) { *reached = *reached || !ec; });
         auto o = tls_opts("127.0.0.1:" + std::to_string(server.local_endpoint().port()));
         o.connect_timeout = 1500ms;
-        auto r = co_await try_connect(o, [](zklock::session& s) { s.impl()->faults.lose_relay_address = 1; });
+        auto r = co_await try_connect(o, [](zklock::session& s) { zt::faults(s).lose_relay_address = 1; });
         EXPECT_EQ(r.ec, errc::tls_relay_bypassed) << r.ec.message();
         co_await sleep_for(100ms);
         EXPECT_FALSE(*reached) << "the C client connected to the server in clear";

@@ -21,8 +21,8 @@
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds it, and says which).
 #include "protocol/protocol.hpp"
 #include "protocol/semaphore_fsm.hpp"
-#include "session/cleanup_rules.hpp"
 
+#include "cleanup_jobs.hpp"
 #include "model_zk.hpp"
 
 #include <chrono>
@@ -75,10 +75,8 @@ enum class tag {
     made_list,
     listing,
     make,
-    release,
     abandon,
-    bg_delete,
-    bg_sweep,
+    cleanup, // a request of a release, a background delete or a sweep (cleanup_fsm)
     unwatch,
     barrier
 };
@@ -103,10 +101,7 @@ struct client {
     std::string node;           // held, or being released
     std::deque<std::pair<std::uint64_t, tag>> outstanding;
     std::deque<request> inbound;
-    std::map<std::uint64_t, std::string> bg;
-    std::vector<std::string> bg_retry;
-    std::vector<std::string> sweep_retry;
-    std::map<std::uint64_t, std::string> sweeps;
+    cleanup_jobs jobs; // its release, background deletes and sweeps (cleanup_fsm), in flight or waiting
     int holds = 0;
 };
 
@@ -233,12 +228,23 @@ private:
         return send(c, r, t);
     }
     void delete_in_background(client& c, const std::string& path) {
-        c.bg[send(c, op::remove, path, tag::bg_delete)] = path;
+        c.jobs.start({zd::cleanup_fsm::of_node(path)}, jobs_io(c));
     }
     void sweep_by_guid(client& c, const std::string& guid) {
-        send(c, op::check, sem_path, tag::barrier); // (its barrier: a write first)
-        c.sweeps[send(c, op::get_children, leases_path, tag::bg_sweep)] = guid;
         log(who(c) + " sweeps the leases for its guid");
+        c.jobs.start({zd::cleanup_fsm::of_guid(leases_path, guid)}, jobs_io(c));
+    }
+    /// How the cleanup machine's requests go out for `c` (cleanup_jobs.hpp).
+    cleanup_jobs::io jobs_io(client& c) {
+        return {[this, &c](const request& r) { return send(c, r, tag::cleanup); },
+                [this, &c](const std::string& path) { send(c, op::check, path, tag::barrier); },
+                [this, &c] {
+                    log(who(c) + " released");
+                    finish_cycle(c);
+                },
+                [this](const std::string& why) {
+                    if (violation_.empty()) violation_ = why;
+                }};
     }
     std::string random_guid() {
         static const char* hex = "0123456789abcdef";
@@ -420,8 +426,8 @@ private:
     }
     void release(client& c) {
         log(who(c) + " releases " + c.node);
-        send(c, op::remove, c.node, tag::release);
         c.st = client::state::releasing;
+        c.jobs.start({zd::cleanup_fsm::of_node(c.node), true}, jobs_io(c));
     }
 
     void on_event(client& c, const event& e) {
@@ -440,35 +446,12 @@ private:
         }
         const tag t = c.outstanding.front().second;
         c.outstanding.pop_front();
-        namespace cr = zd::cleanup_rules;
         switch (t) {
-        case tag::bg_delete: {
-            auto path = c.bg[r.id];
-            c.bg.erase(r.id);
-            if (cr::after_delete(r.rc) == cr::verdict::retry) c.bg_retry.push_back(path);
-            return;
-        }
-        case tag::bg_sweep: {
-            auto guid = c.sweeps[r.id];
-            c.sweeps.erase(r.id);
-            const auto v = cr::after_listing(r.rc);
-            if (v == cr::verdict::retry) c.sweep_retry.push_back(guid);
-            if (v == cr::verdict::search)
-                for (auto& child : r.children)
-                    if (child.find(guid) != std::string::npos)
-                        delete_in_background(c, leases_path + "/" + child);
-            return;
-        }
+        case tag::cleanup: // the library's own machine (session/cleanup_fsm.hpp)
+            return c.jobs.on_reply(r, r.rc != connection_loss, jobs_io(c)); // (lost: the connection is down)
         case tag::unwatch:
         case tag::barrier:
             return;
-        case tag::release:
-            if (cr::after_delete(r.rc) == cr::verdict::retry) {
-                send(c, op::remove, c.node, tag::release); // (the connection is back at once here)
-                return;
-            }
-            log(who(c) + " released");
-            return finish_cycle(c);
         case tag::abandon:
             if (r.rc != ok && r.rc != no_node) delete_in_background(c, c.node);
             return finish_cycle(c);
@@ -534,8 +517,7 @@ private:
             on_reply(c, r);
         }
         if (c.waiting) wake(c); // (a reconnect wakes the wait: the driver lists again)
-        for (auto& p : std::exchange(c.bg_retry, {})) delete_in_background(c, p);
-        for (auto& g : std::exchange(c.sweep_retry, {})) sweep_by_guid(c, g);
+        c.jobs.reconnected(jobs_io(c));
     }
     void expire(client& c) {
         log(who(c) + " SESSION EXPIRED in state " + name(c.st));
@@ -543,10 +525,7 @@ private:
         c.session = server_.open_session();
         c.inbound.clear();
         c.outstanding.clear();
-        c.bg.clear();
-        c.bg_retry.clear();
-        c.sweeps.clear();
-        c.sweep_retry.clear();
+        c.jobs.clear(); // (its nodes went with it)
         c.m.reset();
         c.waiting = false;
         c.watch_set = false;

@@ -7,8 +7,8 @@
 // Each client's acquire is zklock's own state machine (src/protocol/acquire_fsm.hpp), the one that
 // src/recipes/mutex.cpp's driver runs on a real session: this file only performs its actions on the
 // model, as the driver does on the C client (requests, watches and their removal, the guaranteed
-// deletes). The release (with its marker) and the background deletes take their verdicts from the
-// guaranteed deletes' own rules (src/session/cleanup_rules.hpp), as session_cleanup.cpp does.
+// deletes). The release (with its marker), the background deletes and the sweeps by guid are the
+// library's own machine too (src/session/cleanup_fsm.hpp), the one session_cleanup.cpp drives.
 //
 // Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free);
 // nobody is stuck (nothing in flight, nobody holds, someone waits); no acquire fails without a
@@ -23,8 +23,8 @@
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds the bug, and says which).
 #include "protocol/acquire_fsm.hpp"
 #include "protocol/protocol.hpp"
-#include "session/cleanup_rules.hpp"
 
+#include "cleanup_jobs.hpp"
 #include "model_zk.hpp"
 
 #include <chrono>
@@ -87,10 +87,8 @@ enum class tag {
     marker,
     pred,
     unwatch,
-    release,
     abandon,
-    bg_delete,
-    bg_sweep,
+    cleanup, // a request of a release, a background delete or a sweep (cleanup_fsm)
     barrier
 };
 
@@ -115,17 +113,13 @@ struct client {
     std::string node;    // held or being released
     bool waited = false;
     bool reader = false;                                   // this acquire is a read/write lock's reader
-    bool release_marked = false;                           // its release is sent as the marked transaction
     std::deque<std::pair<std::uint64_t, tag>> outstanding; // sent, not yet answered (FIFO)
     std::deque<request> inbound;                           // sent, not yet applied by the server
     /// Requests of a dropped connection already in the leader's pipeline: applied later (their
     /// replies lost), before the session's next write, while its reads on the next connection's
     /// server may not see them yet (a follower that lags: reads are not synced).
     std::deque<request> limbo;
-    std::map<std::uint64_t, std::string> bg;        // background deletes in flight, by request
-    std::vector<std::string> bg_retry;              // ... lost with the connection: sent again
-    std::map<std::uint64_t, std::string> sweeps;    // guid sweeps in flight, by request: their guid
-    std::vector<std::string> sweep_retry;           // ... lost with the connection: sent again
+    cleanup_jobs jobs; // its release, background deletes and sweeps (cleanup_fsm), in flight or waiting
     std::map<std::uint64_t, std::string> unwatches; // a marker's watch removals in flight
     std::vector<std::string> unwatch_retry;         // ... lost with the connection: sent again
     int holds = 0;
@@ -284,15 +278,29 @@ private:
     /// The guaranteed delete (session_impl::delete_in_background): sent again after every
     /// connection loss until the server says the node is gone.
     void delete_in_background(client& c, const std::string& path) {
-        c.bg[send(c, op::remove, path, tag::bg_delete)] = path;
         log(who(c) + " deletes in the background " + path);
+        start_job(c, {zd::cleanup_fsm::of_node(path)});
     }
-    /// delete_by_guid_in_background: list the path, delete every node with our guid.
+    /// delete_by_guid_in_background: list the path, delete the node with our guid.
     void sweep_by_guid(client& c, const std::string& guid) {
-        if (g_bug != bug::no_barrier) send(c, op::check, lock_path, tag::barrier); // (its barrier)
-        c.sweeps[send(c, op::get_children, lock_path, tag::bg_sweep)] = guid;
         log(who(c) + " sweeps the path for its guid");
+        start_job(c, {zd::cleanup_fsm::of_guid(lock_path, guid)});
     }
+    /// How the cleanup machine's requests go out for `c` (cleanup_jobs.hpp).
+    cleanup_jobs::io jobs_io(client& c) {
+        return {[this, &c](const request& r) { return send(c, r, tag::cleanup); },
+                [this, &c](const std::string& path) {
+                    if (g_bug != bug::no_barrier) send(c, op::check, path, tag::barrier); // (its barrier)
+                },
+                [this, &c] {
+                    log(who(c) + " released");
+                    finish_cycle(c);
+                },
+                [this](const std::string& why) {
+                    if (violation_.empty()) violation_ = why;
+                }};
+    }
+    void start_job(client& c, cleanup_jobs::job j) { c.jobs.start(std::move(j), jobs_io(c)); }
 
     std::string random_guid() {
         static const char* hex = "0123456789abcdef";
@@ -477,20 +485,8 @@ private:
                                              cfg_.rw ? zd::lock_family::rw : zd::lock_family::mutex,
                                              lock_dialect::curator);
         log(who(c) + " releases " + c.node + (marks ? " with its marker" : ""));
-        c.release_marked = marks;
-        send_release(c);
         c.st = client::state::releasing;
-    }
-    void send_release(client& c) {
-        if (c.release_marked) {
-            request r;
-            r.kind = op::release_with_marker;
-            r.path = c.node;
-            r.marker = zd::release_marker(c.node);
-            send(c, r, tag::release);
-        } else {
-            send(c, op::remove, c.node, tag::release);
-        }
+        start_job(c, {zd::cleanup_fsm::of_node(c.node, 0, marks), true});
     }
 
     /// A watch event reaches client `c`: the driver's watch callbacks.
@@ -547,24 +543,8 @@ private:
         c.outstanding.pop_front();
         const bool lost = r.rc == connection_loss;
         switch (t) {
-        case tag::bg_delete: {
-            auto path = c.bg[r.id];
-            c.bg.erase(r.id);
-            if (zd::cleanup_rules::after_delete(r.rc) == zd::cleanup_rules::verdict::retry)
-                c.bg_retry.push_back(path); // (sent again on the reconnect)
-            return;
-        }
-        case tag::bg_sweep: {
-            auto guid = c.sweeps[r.id];
-            c.sweeps.erase(r.id);
-            const auto v = zd::cleanup_rules::after_listing(r.rc);
-            if (v == zd::cleanup_rules::verdict::retry) c.sweep_retry.push_back(guid);
-            if (v == zd::cleanup_rules::verdict::search)
-                for (auto& child : r.children)
-                    if (child.find(guid) != std::string::npos)
-                        delete_in_background(c, lock_path + "/" + child);
-            return;
-        }
+        case tag::cleanup: // the library's own machine (session/cleanup_fsm.hpp)
+            return c.jobs.on_reply(r, !lost, jobs_io(c)); // (a lost reply: the connection is down)
         case tag::barrier:
             return;
         case tag::unwatch: {
@@ -576,18 +556,6 @@ private:
         }
         case tag::marker:
             return;
-        case tag::release: { // the guaranteed delete's own rules (session/cleanup_rules.hpp)
-            namespace cr = zd::cleanup_rules;
-            const auto v = c.release_marked ? cr::after_marked_release(r.rc) : cr::after_delete(r.rc);
-            if (v == cr::verdict::unmarked) c.release_marked = false; // refused: the node goes without it
-            if (v == cr::verdict::retry || v == cr::verdict::unmarked) {
-                // (the library retries on the reconnect; here the connection is back at once)
-                send_release(c);
-                return;
-            }
-            log(who(c) + " released");
-            return finish_cycle(c);
-        }
         case tag::abandon: // the driver's abandon: awaited, then in the background if not gone
             if (r.rc != ok && r.rc != no_node) delete_in_background(c, c.node);
             log(who(c) + " gave up; its node is deleted");
@@ -681,8 +649,7 @@ private:
             on_reply(c, r);
         }
         if (c.waiting) wake(c);
-        for (auto& p : std::exchange(c.bg_retry, {})) delete_in_background(c, p);
-        for (auto& g : std::exchange(c.sweep_retry, {})) sweep_by_guid(c, g);
+        c.jobs.reconnected(jobs_io(c));
         for (auto& m : std::exchange(c.unwatch_retry, {})) unwatch_marker(c, m);
     }
 
@@ -718,10 +685,7 @@ private:
         c.inbound.clear();
         c.limbo.clear();
         c.outstanding.clear();
-        c.bg.clear(); // (its nodes went with it)
-        c.bg_retry.clear();
-        c.sweeps.clear();
-        c.sweep_retry.clear();
+        c.jobs.clear(); // (its nodes went with it)
         c.unwatches.clear();
         c.unwatch_retry.clear();
         c.m.reset();
