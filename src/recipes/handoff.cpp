@@ -3,12 +3,15 @@
 //
 // Everything here runs on the session's strand. A queue is idle (no node), acquiring (one
 // node-acquire in flight for the whole queue) or held (the node is ours; one grant is lent to a
-// local holder). Each grant is its own held_lock (own guard, own loss signal), whose release
-// comes back here through release_hook instead of deleting the node.
+// local holder): its protocol is handoff_fsm's (src/protocol/handoff_fsm.hpp), and this file
+// carries out the machine's effects with the handlers, timers and guards. Each grant is its own
+// held_lock (own guard, own loss signal), whose release comes back here through release_hook
+// instead of deleting the node.
 #include <zklock/mutex.hpp>
 #include <zklock/path.hpp>
 
 #include "recipes/held_lock.hpp"
+#include "protocol/handoff_fsm.hpp"
 #include "protocol/protocol.hpp"
 #include "session/session_impl.hpp"
 
@@ -40,7 +43,7 @@ class handoff_queue final : public release_hook,
                             public std::enable_shared_from_this<handoff_queue> {
 public:
     handoff_queue(std::weak_ptr<session_impl> s, std::string key, acquire_request base)
-        : s_(std::move(s)), key_(std::move(key)), base_(std::move(base)) {
+        : s_(std::move(s)), key_(std::move(key)), base_(std::move(base)), m_(base_.local_handoff) {
         base_.deadline.reset();
         base_.try_only = false;
     }
@@ -49,17 +52,6 @@ public:
     void enqueue(acquire_request req, pending<void(error_code, guard)> h, const std::shared_ptr<ticket>& t) {
         auto s = s_.lock();
         if (!s) return h.complete(asio::error::operation_aborted, guard{});
-        error_code refused;
-        if (t->cancelled)
-            refused = asio::error::operation_aborted;
-        else if (req.try_only && phase_ != phase::idle)
-            refused = errc::lock_busy;
-        else if (req.deadline && std::chrono::steady_clock::now() >= *req.deadline)
-            refused = errc::acquire_timeout;
-        if (refused) {
-            h.complete(refused, guard{});
-            return forget_if_idle();
-        }
         if (!listening_) {
             listener_id_ = s->add_listener(weak_from_this());
             listening_ = true;
@@ -68,71 +60,42 @@ public:
         t->queue = weak_from_this();
         t->id = id;
         auto& w = waiters_[id];
-        w.try_only = req.try_only;
         w.revocable = req.revocable;
         w.loss = req.loss;
         w.h.emplace(std::move(h));
-        if (req.deadline) {
+        const bool past = req.deadline && std::chrono::steady_clock::now() >= *req.deadline;
+        if (req.deadline && !past) {
             w.timer = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
             w.timer->async_wait([q = weak_from_this(), id](error_code ec) {
                 if (ec) return; // cancelled: the waiter left some other way
-                if (auto self = q.lock()) self->leave(id, errc::acquire_timeout);
+                if (auto self = q.lock()) self->leave(id, handoff_reason::timed_out);
             });
         }
-        if (phase_ == phase::idle) acquire_node(*s);
+        perform(m_.enqueue(id, req.try_only, t->cancelled, past));
     }
 
     /// A waiter gives up (strand). The last one to leave while the node is being acquired is
     /// completed only once that acquire has ended and deleted its node: no node outlives a
     /// completed acquire.
-    void leave(std::uint64_t id, error_code why) {
-        auto it = waiters_.find(id);
-        if (it == waiters_.end()) return;
-        auto w = std::move(it->second);
-        waiters_.erase(it);
-        if (w.timer) w.timer->cancel();
-        if (waiters_.empty() && phase_ == phase::acquiring && cancel_) {
-            leaving_.emplace_back(std::move(*w.h), why);
-            cancelled_by_us_ = true;
-            cancel_->emit(asio::cancellation_type::terminal);
-            return;
-        }
-        w.h->complete(why, guard{});
+    void leave(std::uint64_t id, handoff_reason why) {
+        if (auto it = waiters_.find(id); it != waiters_.end() && it->second.timer) it->second.timer->cancel();
+        perform(m_.leave(id, why));
     }
 
     void local_release(held_lock& grant, std::optional<pending<void(error_code)>> done) override {
-        if (lent_.lock().get() != &grant) {
-            // A grant of an earlier node, lost with it (expiry, close) while the queue moved on
-            // to a new node: it has nothing to pass on, and the current grant is not its business.
-            if (done) done->complete({});
-            return;
-        }
-        lent_.reset();
-        if (phase_ != phase::held) {
-            // The queue let go of the node already (expiry, close); a new acquire may be under way.
-            if (done) done->complete({});
-            return forget_if_idle();
-        }
+        auto keep = shared_from_this(); // (a forget effect may drop the table's reference)
+        const bool current = lent_.lock().get() == &grant;
+        if (current) lent_.reset();
         auto s = s_.lock();
         // No hand-off under a node that is lost, or that someone asked us to give up (a
         // revocation request: the queue lets go after the current holder).
         const auto* n = node();
         const bool node_ok = n && n->st == held_lock::status::held && !n->revoke_requested;
         const bool connected = s && s->state() == session_state::connected;
-        switch (decide_after_release(node_ok, connected, waiters_.size(), grants_, bound())) {
-        case after_release::hand_off:
-            if (done) done->complete({});
-            grant_next(*s);
-            return;
-        case after_release::release_requeue:
-            release_node(std::move(done));
-            if (s) acquire_node(*s);
-            return;
-        case after_release::release:
-            release_node(std::move(done));
-            forget_if_idle();
-            return;
-        }
+        releaser_ = std::move(done);
+        perform(m_.local_release(current, node_ok, connected));
+        if (releaser_) releaser_->complete({}); // (not named by the effects: nothing to wait for)
+        releaser_.reset();
     }
 
     void on_session_event(session_event e) override {
@@ -140,32 +103,71 @@ public:
         // and let go of the node (which also breaks the queue -> node -> session reference chain).
         if (e != session_event::expired && e != session_event::closed) return;
         auto s = s_.lock();
-        fail_all(e == session_event::expired ? (s ? s->end_reason() : error_code(errc::session_expired))
-                                             : error_code(asio::error::operation_aborted));
-        if (phase_ == phase::held) release_node(std::nullopt);
-        forget_if_idle();
+        end_reason_ = e == session_event::expired ? (s ? s->end_reason() : error_code(errc::session_expired))
+                                                  : error_code(asio::error::operation_aborted);
+        perform(m_.session_ended());
     }
 
 private:
-    enum class phase { idle, acquiring, held };
     struct waiter {
         std::optional<pending<void(error_code, guard)>> h;
         std::unique_ptr<asio::steady_timer> timer;
-        bool try_only = false;
         bool revocable = false;
         std::optional<loss_policy> loss;
     };
 
-    std::uint32_t bound() const { return base_.local_handoff; }
+    /// Carries out the machine's effects (protocol/handoff_fsm.hpp), in order.
+    void perform(const handoff_fsm::effects& fx) {
+        auto s = s_.lock();
+        for (const auto& e : fx) {
+            switch (e.what) {
+            case handoff_effect::start_node:
+                if (s) acquire_node(*s, e.try_only);
+                break;
+            case handoff_effect::cancel_node:
+                if (cancel_) cancel_->emit(asio::cancellation_type::terminal);
+                break;
+            case handoff_effect::grant:
+                if (s) grant(*s, e.id, e.index);
+                break;
+            case handoff_effect::fail:
+                complete(e.id, code(e.why));
+                break;
+            case handoff_effect::keep_node:
+                if (s) keep_node(*s, std::move(result_));
+                break;
+            case handoff_effect::drop_result:
+                result_.release_in_background();
+                break;
+            case handoff_effect::drop_result_then_complete: {
+                // (the leavers' handlers, taken out now: they complete once the node is gone)
+                std::vector<std::pair<pending<void(error_code, guard)>, error_code>> leaving;
+                for (auto& [id, why] : e.leavers)
+                    if (auto h = take(id)) leaving.emplace_back(std::move(*h), code(why));
+                release_then(std::move(result_), [leaving = std::move(leaving)]() mutable {
+                    for (auto& [h, why] : leaving) h.complete(why, guard{});
+                });
+                break;
+            }
+            case handoff_effect::release_node:
+                release_node(std::exchange(releaser_, std::nullopt));
+                break;
+            case handoff_effect::release_done:
+                if (releaser_) releaser_->complete({});
+                releaser_.reset();
+                break;
+            case handoff_effect::forget:
+                forget_if_idle(); // (may destroy *this: always the last effect)
+                return;
+            }
+        }
+    }
 
     /// One node-acquire for the whole queue (try-only when every waiter is a try).
-    void acquire_node(session_impl& s) {
-        phase_ = phase::acquiring;
-        cancelled_by_us_ = false;
+    void acquire_node(session_impl& s, bool try_only) {
         auto req = base_;
         req.metered = false; // (each local waiter is counted on its own)
-        req.try_only =
-            std::all_of(waiters_.begin(), waiters_.end(), [](auto& kv) { return kv.second.try_only; });
+        req.try_only = try_only;
         cancel_ = std::make_unique<asio::cancellation_signal>();
         start_node_acquire(s.shared_from_this(), std::move(req),
                            asio::any_completion_handler<void(error_code, guard)>(asio::bind_cancellation_slot(
@@ -176,44 +178,21 @@ private:
     }
 
     void on_node(error_code ec, guard g) {
-        phase_ = phase::idle;
         auto signal = std::move(cancel_); // (its slot was cleared before this handler ran)
-        const bool we_cancelled = cancelled_by_us_;
-        cancelled_by_us_ = false;
-        // The waiters that gave up while the node was being acquired: its acquire has ended
-        // (and deleted the node if it had one), so now they may complete.
-        auto leaving = std::move(leaving_);
-        leaving_.clear();
         auto s = s_.lock();
-        if (s && waiters_.empty() && g.owns_lock() && !g.is_lost()) {
-            // Granted just as the last waiter left: delete the node first, then let them complete.
-            release_then(std::move(g), [leaving = std::move(leaving)]() mutable {
-                for (auto& [w, why] : leaving) w.complete(why, guard{});
-            });
-            return forget_if_idle();
-        }
-        for (auto& [h, why] : leaving) h.complete(why, guard{});
-        if (!s) return;
-        if (waiters_.empty()) { // everyone left while we waited
-            g.release_in_background();
-            return forget_if_idle();
-        }
-        if (ec == errc::lock_busy) {
-            fail_if([](const waiter& w) { return w.try_only; }, errc::lock_busy);
-            if (!waiters_.empty()) return acquire_node(*s); // those who came later wait
-            return forget_if_idle();
-        }
-        if (ec == asio::error::operation_aborted && we_cancelled && s->state() != session_state::closed) {
-            return acquire_node(*s); // we cancelled it (all had left), and new waiters came
-        }
-        if (ec) {
-            fail_all(ec);
-            return forget_if_idle();
-        }
-        if (g.is_lost()) { // lost between the grant and now (e.g. the loss policy fired)
-            g.release_in_background();
-            return acquire_node(*s);
-        }
+        using r = handoff_fsm::node_result;
+        const r what = ec == errc::lock_busy                  ? r::busy
+                       : ec == asio::error::operation_aborted ? r::cancelled
+                       : ec                                   ? r::failed
+                       : !g.owns_lock() || g.is_lost()        ? r::lost
+                                                              : r::granted;
+        node_error_ = ec;
+        result_ = std::move(g);
+        perform(m_.on_node(what, s != nullptr, s && s->state() == session_state::closed));
+        result_.release_in_background(); // (a result no effect took: none, or an empty guard)
+    }
+
+    void keep_node(session_impl& s, guard g) {
         node_ = std::move(g);
         auto& n = *node();
         n.revocable = true; // (the flag only records the request: see local_release)
@@ -221,17 +200,14 @@ private:
         // The node's loss reaches the grant that is lent out, even if its holder armed no watch.
         n.wait_lost(pending<void(error_code)>(
             asio::any_completion_handler<void(error_code)>(asio::bind_executor(
-                s->strand(),
+                s.strand(),
                 [q = weak_from_this(), w = std::weak_ptr<held_lock>(node_.state())](error_code why) {
                     auto self = q.lock();
                     if (!self || why == errc::lock_released || self->node_.state() != w.lock()) return;
                     if (auto lent = self->lent_.lock()) lent->lose(why);
                     self->after_node_lost(w, why);
                 })),
-            s->executor()));
-        grants_ = 0;
-        phase_ = phase::held;
-        grant_next(*s);
+            s.executor()));
     }
 
     /// The node is lost while the session lives on. The local waiters must not wait for the
@@ -258,22 +234,22 @@ private:
     /// Lets go of the lost node `lost` (unless the queue has done so already) and serves the
     /// waiters with a fresh node. The lent grant's release, whenever it comes, passes nothing on.
     void move_on(const std::weak_ptr<held_lock>& lost) {
-        if (phase_ != phase::held || node_.state() != lost.lock()) return; // released meanwhile
+        if (m_.state() != handoff_fsm::phase::held || node_.state() != lost.lock())
+            return; // released meanwhile
         lent_.reset();
-        release_node(std::nullopt); // (a node lost by policy: its deferred delete goes now)
         auto s = s_.lock();
-        if (s && !waiters_.empty() && s->state() != session_state::closed) return acquire_node(*s);
-        forget_if_idle();
+        perform(m_.node_lost(!s || s->state() == session_state::closed));
     }
 
-    void grant_next(session_impl& s) {
-        auto it = waiters_.begin();
+    void grant(session_impl& s, std::uint64_t id, std::uint32_t index) {
+        auto it = waiters_.find(id);
+        if (it == waiters_.end()) return;
         auto w = std::move(it->second);
         waiters_.erase(it);
         if (w.timer) w.timer->cancel();
         const auto& n = *node();
         auto h = std::make_shared<held_lock>(s.shared_from_this(), n.node, n.seq, n.czxid, n.session_id,
-                                             grants_++, shared_from_this());
+                                             index, shared_from_this());
         h->revocable = w.revocable;
         h->policy_override = w.loss;
         h->start();
@@ -282,31 +258,41 @@ private:
         w.h->complete({}, guard(std::move(h)));
     }
 
+    /// Waiter `id`'s handler, taken out of the queue.
+    std::optional<pending<void(error_code, guard)>> take(std::uint64_t id) {
+        auto it = waiters_.find(id);
+        if (it == waiters_.end()) return std::nullopt;
+        auto w = std::move(it->second);
+        waiters_.erase(it);
+        if (w.timer) w.timer->cancel();
+        return std::move(w.h);
+    }
+    void complete(std::uint64_t id, error_code why) {
+        if (auto h = take(id)) h->complete(why, guard{});
+    }
+    error_code code(handoff_reason why) const {
+        switch (why) {
+        case handoff_reason::cancelled:
+            return asio::error::operation_aborted;
+        case handoff_reason::timed_out:
+            return errc::acquire_timeout;
+        case handoff_reason::busy:
+            return errc::lock_busy;
+        case handoff_reason::node_failed:
+            return node_error_;
+        case handoff_reason::session_end:
+            return end_reason_;
+        }
+        return errc::internal_error;
+    }
+
     /// Deletes the node (the user's release, if any, completes when it is gone).
     void release_node(std::optional<pending<void(error_code)>> done) {
-        phase_ = phase::idle;
         guard g = std::move(node_); // its destructor posts a second release: a no-op
         if (auto h = g.state())
             h->release(std::move(done));
         else if (done)
             done->complete({});
-    }
-
-    template <class Pred>
-    void fail_if(Pred pred, error_code why) {
-        for (auto it = waiters_.begin(); it != waiters_.end();) {
-            if (!pred(it->second)) {
-                ++it;
-                continue;
-            }
-            auto w = std::move(it->second);
-            it = waiters_.erase(it);
-            if (w.timer) w.timer->cancel();
-            w.h->complete(why, guard{});
-        }
-    }
-    void fail_all(error_code why) {
-        fail_if([](const waiter&) { return true; }, why);
     }
 
     /// An idle, empty queue removes itself from the session's table.
@@ -315,17 +301,18 @@ private:
     std::weak_ptr<session_impl> s_;
     const std::string key_;
     acquire_request base_;
-    phase phase_ = phase::idle;
-    std::map<std::uint64_t, waiter> waiters_; // FIFO by id
-    std::vector<std::pair<pending<void(error_code, guard)>, error_code>> leaving_;
+    handoff_fsm m_;                           // the queue's protocol
+    std::map<std::uint64_t, waiter> waiters_; // the handlers, by the machine's ids (also while leaving)
     std::uint64_t next_id_ = 1;
     std::unique_ptr<asio::cancellation_signal> cancel_;
-    bool cancelled_by_us_ = false;
+    guard result_;          // the node acquire's result, while its effects are performed
+    error_code node_error_; // ... its error (handoff_reason::node_failed)
+    error_code end_reason_; // the session's end (handoff_reason::session_end)
+    std::optional<pending<void(error_code)>> releaser_; // local_release's completion, while performed
     guard node_; // with phase held: the queue's node (its own state: watch, loss)
     held_lock* node() const { return node_.state().get(); }
     std::weak_ptr<held_lock> lent_;           // the grant out now, if any
     std::optional<boot_timer> move_on_timer_; // after a loss by policy: see after_node_lost
-    std::uint32_t grants_ = 0;
     bool listening_ = false;
     std::uint64_t listener_id_ = 0;
 };
@@ -343,7 +330,7 @@ std::shared_ptr<handoff_table> table_of(session_impl& s) {
 }
 
 void handoff_queue::forget_if_idle() {
-    if (phase_ != phase::idle || !waiters_.empty() || !leaving_.empty() || !lent_.expired()) return;
+    if (!m_.idle() || !lent_.expired()) return;
     auto s = s_.lock();
     if (!s) return;
     if (listening_) s->remove_listener(listener_id_);
@@ -402,7 +389,7 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
         asio::post(strand, [t] {
             if (auto q = t->queue.lock())
-                q->leave(t->id, asio::error::operation_aborted);
+                q->leave(t->id, handoff_reason::cancelled);
             else
                 t->cancelled = true;
         });

@@ -24,6 +24,7 @@
 
 #include "cleanup_jobs.hpp"
 #include "model_zk.hpp"
+#include "runner.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -246,13 +247,7 @@ private:
                     if (violation_.empty()) violation_ = why;
                 }};
     }
-    std::string random_guid() {
-        static const char* hex = "0123456789abcdef";
-        std::string g(36, '-');
-        for (std::size_t i = 0; i < g.size(); ++i)
-            if (i != 8 && i != 13 && i != 18 && i != 23) g[i] = hex[rng_() % 16];
-        return g;
-    }
+    std::string random_guid() { return sim::random_guid(rng_); }
 
     // ---- the internal lock: one holder at a time, in order; it can be lost
     void grant_internal() {
@@ -535,10 +530,6 @@ private:
     }
 
     bool do_one() {
-        struct choice {
-            int weight;
-            std::function<void()> run;
-        };
         std::vector<choice> enabled;
         for (auto& c : clients_) {
             if (!c.inbound.empty())
@@ -597,18 +588,7 @@ private:
                                    log("the container reaper deletes the empty leases");
                                    server_.reap();
                                }});
-        if (enabled.empty()) return false;
-        int total = 0;
-        for (auto& a : enabled) total += a.weight;
-        int pick = static_cast<int>(rng_() % static_cast<std::uint64_t>(total));
-        for (auto& a : enabled) {
-            if (pick < a.weight) {
-                a.run();
-                return true;
-            }
-            pick -= a.weight;
-        }
-        return true;
+        return run_one(enabled, rng_);
     }
 
     std::mt19937_64 rng_;
@@ -637,83 +617,34 @@ bug parse_bug(const std::string& s) {
 int main(int argc, char** argv) {
     using namespace zklock::sim;
     config cfg;
-    std::uint64_t seeds = 1000, first = 1;
-    std::optional<std::uint64_t> only;
-    std::string bug_name;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "zklock_sim_sem: %s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (a == "--seeds")
-            seeds = std::stoull(next());
-        else if (a == "--seed")
-            only = std::stoull(next());
-        else if (a == "--first")
-            first = std::stoull(next());
-        else if (a == "--clients")
-            cfg.clients = std::stoi(next());
-        else if (a == "--leases")
-            cfg.leases = std::stoi(next());
-        else if (a == "--cycles")
-            cfg.cycles = std::stoi(next());
-        else if (a == "--trace")
-            cfg.trace = true;
-        else if (a == "--bug")
-            g_bug = parse_bug(bug_name = next());
-        else {
-            std::fprintf(
-                stderr, "usage: zklock_sim_sem [--seeds N] [--seed S] [--first S] [--clients N] [--leases N] "
-                        "[--cycles N] [--trace] [--bug count-others|no-sweep|no-restart]\n");
-            return 2;
-        }
-    }
-    if (only) {
-        first = *only;
-        seeds = 1;
-    }
-    const auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t failed = 0, holds = 0;
-    std::optional<std::uint64_t> found;
-    for (std::uint64_t s = first; s < first + seeds; ++s) {
-        world w(s, cfg);
-        const auto v = w.run();
-        holds += static_cast<std::uint64_t>(w.holds());
-        if (only && cfg.trace)
-            for (auto& l : w.trace) std::printf("  %s\n", l.c_str());
-        if (v.empty()) continue;
-        ++failed;
-        if (!found) {
-            found = s;
-            std::printf(
-                "seed %llu: %s\n  replay: zklock_sim_sem --seed %llu --clients %d --leases %d --cycles %d "
-                "--trace%s%s\n",
-                static_cast<unsigned long long>(s), v.c_str(), static_cast<unsigned long long>(s),
-                cfg.clients, cfg.leases, cfg.cycles, bug_name.empty() ? "" : " --bug ", bug_name.c_str());
-        }
-        if (!only && g_bug != bug::none) break;
-    }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const auto ran = found && g_bug != bug::none ? *found - first + 1 : seeds;
-    std::printf(
-        "zklock_sim_sem: %llu seed(s) from %llu, %d clients x %d cycles, at most %d leases: %llu failed; "
-        "%llu holds; %.2f s\n",
-        static_cast<unsigned long long>(ran), static_cast<unsigned long long>(first), cfg.clients, cfg.cycles,
-        cfg.leases, static_cast<unsigned long long>(failed), static_cast<unsigned long long>(holds), secs);
-    if (g_bug != bug::none) {
-        if (found) {
-            std::printf(
-                "zklock_sim_sem: the re-introduced defect was found at seed %llu, after %llu seed(s)\n",
-                static_cast<unsigned long long>(*found), static_cast<unsigned long long>(ran));
-            return 0;
-        }
-        std::printf("zklock_sim_sem: the re-introduced defect was NOT found in %llu seeds\n",
-                    static_cast<unsigned long long>(seeds));
-        return 1;
-    }
-    return failed == 0 ? 0 : 1;
+    seed_runner r{"zklock_sim_sem"};
+    r.parse(
+        argc, argv,
+        [&](const std::string& a, auto& next) {
+            if (a == "--clients")
+                cfg.clients = std::stoi(next());
+            else if (a == "--leases")
+                cfg.leases = std::stoi(next());
+            else if (a == "--cycles")
+                cfg.cycles = std::stoi(next());
+            else
+                return false;
+            return true;
+        },
+        [](const std::string& name) { g_bug = parse_bug(name); },
+        "[--seeds N] [--seed S] [--first S] [--clients N] [--leases N] [--cycles N] [--trace] "
+        "[--bug count-others|no-sweep|no-restart]");
+    cfg.trace = r.trace;
+    return r.run(
+        [&](std::uint64_t s) {
+            world w(s, cfg);
+            auto v = w.run();
+            return seed_runner::outcome{v, static_cast<std::uint64_t>(w.holds()), std::move(w.trace)};
+        },
+        [&](std::uint64_t s) {
+            return "--seed " + std::to_string(s) + " --clients " + std::to_string(cfg.clients) +
+                   " --leases " + std::to_string(cfg.leases) + " --cycles " + std::to_string(cfg.cycles);
+        },
+        std::to_string(cfg.clients) + " clients x " + std::to_string(cfg.cycles) + " cycles, at most " +
+            std::to_string(cfg.leases) + " leases");
 }
