@@ -5,6 +5,7 @@
 # and cancellations. Prints each failing seed's replay
 # command; --trace (with --seed) prints the run step by step.
 #   scripts/sim.sh [--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--rw] [--trace]
+#                  [--handoff L [--bound B]]   (L local acquirers per session behind the hand-off's queue)
 #                  [--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]
 # With --semaphore first, the semaphore's world instead (test/sim/sem_sim.cpp): clients that take
 # and release leases, each round run by the semaphore's state machine (src/protocol/semaphore_fsm.hpp):

@@ -2,7 +2,8 @@
 """Mutation runs of the deterministic simulator: does it find a defect nobody told it about?
 
 Each mutant changes one line of zklock's own protocol code (src/protocol/: the acquire's state
-machine, its decisions, the order of contenders, the semaphore's machine) in a scratch copy, builds
+machine, its decisions, the order of contenders, the semaphore's machine, the hand-off's queue; the
+release machine of src/session/) in a scratch copy, builds
 the simulator (its semaphore world for the semaphore's) against that copy and runs it. A mutant is "killed" when some seed fails (and its first failing seed and
 violation are printed), "survived" otherwise. Survivors are listed with the reason the simulator
 cannot see them (docs/internals.md, "The deterministic simulator").
@@ -98,6 +99,30 @@ MUTANTS = [
      "        auto a = failed(rc);\n        a.delete_by_guid = true;",
      "        auto a = failed(rc);\n        a.delete_by_guid = false;",
      "a round that lost its create's reply leaves the lease it may have made", ["--semaphore"]),
+    ("cleanup-lost-delete-not-retried", "src/session/cleanup_fsm.hpp",
+     "            return retry(r.rc, connected); // the node may still be there",
+     "            return end();",
+     "a release or background delete lost with the connection is not sent again (its node stays)"),
+    ("cleanup-lost-marked-release-retried-plain", "src/session/cleanup_fsm.hpp",
+     "            default:\n                return retry(r.rc, connected);\n            }\n        case cleanup_action::remove:",
+     "            default:\n                marked_ = false;\n                return retry(r.rc, connected);\n            }\n        case cleanup_action::remove:",
+     "a marked release whose reply was lost is sent again without its marker"),
+    ("cleanup-sweep-finds-nothing", "src/session/cleanup_fsm.hpp",
+     "if (auto found = find_by_guid(r.children, guid_)) {",
+     "if (auto found = std::optional<std::string>()) {",
+     "the sweep by guid never deletes the node it finds"),
+    ("handoff-grant-on-arrival", "src/protocol/handoff_fsm.hpp",
+     "        if (phase_ == phase::idle) start(out);\n        return out;",
+     "        if (phase_ == phase::idle) start(out);\n        if (phase_ == phase::held) grant_next(out);\n        return out;",
+     "a local acquirer that comes while the node is held is granted at once", ["--handoff", "3"]),
+    ("handoff-no-requeue", "src/protocol/handoff_fsm.hpp",
+     "            release(out);\n            start(out);\n            break;",
+     "            release(out);\n            break;",
+     "after the bound, the node goes and the queue does not ask for a new one", ["--handoff", "3"]),
+    ("handoff-session-end-keeps-waiters", "src/protocol/handoff_fsm.hpp",
+     "        fail_if([](bool) { return true; }, handoff_reason::session_end, out);",
+     "",
+     "the session's end does not tell the local waiters", ["--handoff", "3"]),
     ("sem-no-restart", "src/protocol/semaphore_fsm.hpp",
      "        if (internal_lost_) {",
      "        if (false) {",
@@ -139,7 +164,7 @@ def main():
             continue
         scratch = tempfile.mkdtemp(prefix="zklock-mutant-")
         try:
-            for d in ("src/protocol", "test/sim"):
+            for d in ("src/protocol", "src/session", "test/sim"):
                 shutil.copytree(os.path.join(ROOT, d), os.path.join(scratch, d))
             target = os.path.join(scratch, path)
             text = open(target).read()

@@ -10,7 +10,8 @@
 // deletes). The release (with its marker), the background deletes and the sweeps by guid are the
 // library's own machine too (src/session/cleanup_fsm.hpp), the one session_cleanup.cpp drives.
 //
-// Checked at every step: at most one holder; a deletion makes at most one waiter act (herd-free);
+// Checked at every step: at most one holder; fencing tokens increase; a deletion makes at most one
+// waiter act (herd-free);
 // nobody is stuck (nothing in flight, nobody holds, someone waits); no acquire fails without a
 // cause this world has (a give-up, an expiry, the reaper's races, lost creates). At the end: every client
 // finished its cycles within the step bound (liveness); the lock path holds no node once every
@@ -22,6 +23,7 @@
 //              [--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds the bug, and says which).
 #include "protocol/acquire_fsm.hpp"
+#include "protocol/handoff_fsm.hpp"
 #include "protocol/protocol.hpp"
 
 #include "cleanup_jobs.hpp"
@@ -72,6 +74,10 @@ struct config {
     int clients = 3;
     int cycles = 4;
     bool rw = false; ///< the read/write lock: each acquire is a reader or a writer (seeded)
+    /// The in-process hand-off: this many local acquirers per session queue behind one node
+    /// (handoff_fsm), `cycles` each, at most `handoff_bound` grants under one node. 0: off.
+    int handoff = 0;
+    std::uint32_t handoff_bound = 2;
     bool trace = false;
     std::uint64_t max_steps = 20000;
 };
@@ -124,6 +130,16 @@ struct client {
     std::map<std::uint64_t, std::string> unwatches; // a marker's watch removals in flight
     std::vector<std::string> unwatch_retry;         // ... lost with the connection: sent again
     int holds = 0;
+    // The in-process hand-off (config::handoff): the session's queue and its local acquirers.
+    struct local {
+        enum class state { idle, queued, holding, done } st = state::idle;
+        int cycles_left = 0;
+        std::uint64_t id = 0; // the queue's id for its current acquire
+    };
+    std::optional<zd::handoff_fsm> queue;
+    std::vector<local> locals;
+    int lent = -1; // the local that holds now
+    std::uint64_t next_local = 1;
 };
 
 const char* name(client::state s) {
@@ -171,6 +187,11 @@ public:
             cl.id = i;
             cl.session = server_.open_session();
             cl.cycles_left = c.cycles;
+            if (c.handoff > 0) {
+                cl.queue.emplace(c.handoff_bound);
+                cl.locals.resize(static_cast<std::size_t>(c.handoff));
+                for (auto& l : cl.locals) l.cycles_left = c.cycles;
+            }
             clients_.push_back(cl);
         }
         make_path();
@@ -237,6 +258,10 @@ private:
                 !server_.outbox(c.session).empty() || c.st == client::state::held)
                 return;
             waiter = waiter || (c.waiting && !c.stop);
+            // a local acquirer queued behind a queue that acquires nothing
+            for (auto& l : c.locals)
+                waiter = waiter || (l.st == client::local::state::queued &&
+                                    c.queue->state() == zd::handoff_fsm::phase::idle);
         }
         if (waiter && violation_.empty())
             violation_ =
@@ -433,9 +458,18 @@ private:
         c.st = client::state::held;
         c.node = c.m->node();
         c.waited = c.m->waited();
+        const auto token = zd::fencing_token(c.m->czxid(), 0); // (guard::fencing_token)
         c.m.reset();
         ++c.holds;
-        log(who(c) + " GRANTED " + c.node);
+        log(who(c) + " GRANTED " + c.node + " (fencing token " + std::to_string(token) + ")");
+        // Fencing tokens increase: a writer's above every earlier grant's, any grant's above every
+        // earlier writer's (readers granted together may come in any order among themselves).
+        if ((token <= (c.reader ? max_writer_token_ : max_token_)) && violation_.empty())
+            violation_ = "fencing: " + who(c) + " granted with token " + std::to_string(token) +
+                         ", not above an earlier grant's " +
+                         std::to_string(c.reader ? max_writer_token_ : max_token_);
+        max_token_ = std::max(max_token_, token);
+        if (!c.reader) max_writer_token_ = std::max(max_writer_token_, token);
         // Exclusion: a writer holds alone; readers share (the read/write lock).
         int holders = 0, writers = 0;
         std::string names;
@@ -448,6 +482,90 @@ private:
         if (writers > 0 && holders > 1 && violation_.empty())
             violation_ = "mutual exclusion: " + std::to_string(holders) + " holders, " +
                          std::to_string(writers) + " writer(s): " + names;
+        if (c.queue) perform_queue(c, c.queue->on_node(zd::handoff_fsm::node_result::granted, true, false));
+    }
+
+    // ---- the in-process hand-off (config::handoff): the queue's effects, as handoff.cpp's
+
+    void perform_queue(client& c, const zd::handoff_fsm::effects& fx) {
+        using e = zd::handoff_effect;
+        for (const auto& f : fx) {
+            switch (f.what) {
+            case e::start_node:
+                if (c.st != client::state::idle) {
+                    if (violation_.empty())
+                        violation_ = "hand-off: a node acquire started while " + who(c) + " is " + name(c.st);
+                    return;
+                }
+                start(c);
+                break;
+            case e::cancel_node:
+                log(who(c) + " cancels the queue's node acquire (its last waiter left)");
+                c.stop = true;
+                if (c.waiting) wake(c);
+                break;
+            case e::grant: {
+                auto& l = local_of(c, f.id);
+                if (c.st != client::state::held && violation_.empty())
+                    violation_ = "hand-off: " + who(c) + " granted a local acquirer without holding the node";
+                int holding = 0;
+                for (auto& o : clients_)
+                    for (auto& x : o.locals) holding += x.st == client::local::state::holding ? 1 : 0;
+                if (holding > 0 && violation_.empty())
+                    violation_ = "mutual exclusion (hand-off): " + who(c) +
+                                 " grants while another local acquirer holds";
+                l.st = client::local::state::holding;
+                c.lent = static_cast<int>(&l - c.locals.data());
+                ++c.holds;
+                log(who(c) + " hands the lock to local " + std::to_string(c.lent) + " (grant " +
+                    std::to_string(f.index) + " under " + c.node + ")");
+                break;
+            }
+            case e::fail:
+                local_done(c, local_of(c, f.id), "fails");
+                break;
+            case e::keep_node:
+            case e::release_done:
+            case e::forget:
+                break;
+            case e::drop_result:
+            case e::release_node:
+                release_queue_node(c);
+                break;
+            case e::drop_result_then_complete:
+                release_queue_node(c);
+                for (auto& [id, why] : f.leavers) local_done(c, local_of(c, id), "left");
+                break;
+            }
+        }
+        maybe_done(c);
+    }
+    client::local& local_of(client& c, std::uint64_t id) {
+        for (auto& l : c.locals)
+            if (l.id == id && l.st != client::local::state::done) return l;
+        if (violation_.empty()) violation_ = "hand-off: an effect for an unknown local acquirer";
+        return c.locals.front();
+    }
+    /// A local acquire ends (a failure, a give-up, or its release): a cycle spent.
+    void local_done(client& c, client::local& l, const char* how) {
+        log(who(c) + " local " + std::to_string(&l - c.locals.data()) + " " + how);
+        l.st = --l.cycles_left > 0 ? client::local::state::idle : client::local::state::done;
+    }
+    /// The queue lets go of its node: a release in the background, as held_lock's.
+    void release_queue_node(client& c) {
+        if (c.st != client::state::held) return; // (gone with the session, or never held)
+        const bool marks = c.waited && zd::may_mark_release(zd::last_segment(c.node), zd::lock_family::mutex,
+                                                            lock_dialect::curator);
+        log(who(c) + " releases the queue's node " + c.node + (marks ? " with its marker" : ""));
+        start_job(c, {zd::cleanup_fsm::of_node(c.node, 0, marks)});
+        c.node.clear();
+        c.st = client::state::idle;
+    }
+    void maybe_done(client& c) {
+        if (c.st != client::state::idle || !c.queue->idle()) return;
+        for (auto& l : c.locals)
+            if (l.st != client::local::state::done) return;
+        c.st = client::state::done;
     }
 
     /// The acquire failed: its node (if any) goes, waited for; in the background if that is lost.
@@ -470,6 +588,12 @@ private:
 
     void finish_cycle(client& c) {
         c.node.clear();
+        if (c.queue) { // the queue's node acquire has ended without a node
+            c.st = client::state::idle;
+            using r = zd::handoff_fsm::node_result;
+            return perform_queue(
+                c, c.queue->on_node(c.act.why == action::stop ? r::cancelled : r::failed, true, false));
+        }
         c.st = --c.cycles_left > 0 ? client::state::idle : client::state::done;
     }
 
@@ -687,6 +811,19 @@ private:
         c.waiting = false;
         c.watched_marker.clear();
         c.watched_pred.clear();
+        if (c.queue) {
+            // The session's end: the local holder was told first (the premise), the queue fails
+            // its waiters and lets go; then the node acquire in flight ends with the expiry.
+            if (c.lent >= 0) local_done(c, c.locals[static_cast<std::size_t>(c.lent)], "lost its grant");
+            c.lent = -1;
+            const bool acquiring = c.st == client::state::acquiring || c.st == client::state::releasing;
+            c.st = client::state::idle;
+            c.node.clear();
+            perform_queue(c, c.queue->session_ended());
+            if (acquiring && c.queue->state() == zd::handoff_fsm::phase::acquiring)
+                perform_queue(c, c.queue->on_node(zd::handoff_fsm::node_result::failed, true, false));
+            return;
+        }
         if (c.st != client::state::idle && c.st != client::state::done) finish_cycle(c);
     }
 
@@ -713,9 +850,34 @@ private:
                                        else
                                            on_event(c, std::get<event>(m));
                                    }});
-            if (c.st == client::state::idle) enabled.push_back({3, [&] { start(c); }});
-            if (c.st == client::state::held) enabled.push_back({2, [&] { release(c); }});
-            if (c.st == client::state::acquiring && !c.stop)
+            if (c.queue) { // the local acquirers act; the queue drives the node
+                for (auto& l : c.locals) {
+                    if (l.st == client::local::state::idle)
+                        enabled.push_back({3, [&] {
+                                               l.st = client::local::state::queued;
+                                               l.id = c.next_local++;
+                                               log(who(c) + " local " + std::to_string(&l - c.locals.data()) +
+                                                   " acquire");
+                                               perform_queue(c, c.queue->enqueue(l.id, false, false, false));
+                                           }});
+                    if (l.st == client::local::state::queued)
+                        enabled.push_back(
+                            {1, [&] {
+                                 log(who(c) + " local " + std::to_string(&l - c.locals.data()) + " gives up");
+                                 perform_queue(c, c.queue->leave(l.id, zd::handoff_reason::cancelled));
+                             }});
+                    if (l.st == client::local::state::holding)
+                        enabled.push_back({2, [&] {
+                                               c.lent = -1;
+                                               local_done(c, l, "releases");
+                                               perform_queue(c, c.queue->local_release(
+                                                                    true, c.st == client::state::held, true));
+                                           }});
+                }
+            }
+            if (!c.queue && c.st == client::state::idle) enabled.push_back({3, [&] { start(c); }});
+            if (!c.queue && c.st == client::state::held) enabled.push_back({2, [&] { release(c); }});
+            if (!c.queue && c.st == client::state::acquiring && !c.stop)
                 enabled.push_back({1, [&] {
                                        log(who(c) + " gives up (cancels) during " + name(c.act.what));
                                        c.stop = true;
@@ -749,6 +911,7 @@ private:
     int faults_left_ = 6;
     std::string violation_;
     std::map<std::string, std::set<int>> actors_;
+    std::int64_t max_token_ = 0, max_writer_token_ = 0; // the largest fencing tokens granted so far
 };
 
 bug parse_bug(const std::string& s) {
@@ -780,14 +943,24 @@ int main(int argc, char** argv) {
                 cfg.cycles = std::stoi(next());
             else if (a == "--rw")
                 cfg.rw = true;
+            else if (a == "--handoff")
+                cfg.handoff = std::stoi(next());
+            else if (a == "--bound")
+                cfg.handoff_bound = static_cast<std::uint32_t>(std::stoul(next()));
             else
                 return false;
             return true;
         },
         [](const std::string& name) { g_bug = parse_bug(name); },
-        "[--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--rw] [--trace] "
+        "[--seeds N] [--seed S] [--first S] [--clients N] [--cycles N] [--rw | --handoff L [--bound B]] "
+        "[--trace] "
         "[--bug no-guid-recovery|herd|always-alone|unwatch-once|no-barrier]");
     cfg.trace = r.trace;
+    if (cfg.handoff > 0 && cfg.rw) {
+        std::fprintf(
+            stderr, "zklock_sim: --handoff is the mutex's (local_handoff is refused for read/write locks)\n");
+        return 2;
+    }
     return r.run(
         [&](std::uint64_t s) {
             world w(s, cfg);
@@ -796,7 +969,11 @@ int main(int argc, char** argv) {
         },
         [&](std::uint64_t s) {
             return "--seed " + std::to_string(s) + " --clients " + std::to_string(cfg.clients) +
-                   " --cycles " + std::to_string(cfg.cycles) + (cfg.rw ? " --rw" : "");
+                   " --cycles " + std::to_string(cfg.cycles) + (cfg.rw ? " --rw" : "") +
+                   (cfg.handoff > 0 ? " --handoff " + std::to_string(cfg.handoff) + " --bound " +
+                                          std::to_string(cfg.handoff_bound)
+                                    : "");
         },
-        std::to_string(cfg.clients) + " clients x " + std::to_string(cfg.cycles) + " cycles");
+        std::to_string(cfg.clients) + " clients x " + std::to_string(cfg.cycles) + " cycles" +
+            (cfg.handoff > 0 ? " x " + std::to_string(cfg.handoff) + " local acquirers each" : ""));
 }
