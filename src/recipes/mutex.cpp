@@ -5,6 +5,7 @@
 #include "recipes/held_lock.hpp"
 #include "recipes/lease_grant.hpp"
 #include "protocol/acquire_fsm.hpp"
+#include "protocol/unique_fsm.hpp"
 #include "protocol/protocol.hpp"
 #include "session/session_impl.hpp"
 
@@ -210,22 +211,6 @@ private:
         if (rc == ZNONODE) fatal_ = errc::lock_node_deleted;
         co_return rc;
     }
-    /// lease_fresh until it holds, waiting for the connection in between. False (my_node_
-    /// abandoned, the acquire completed) if it must stop.
-    asio::awaitable<bool> renew_before_grant() {
-        for (int rc; (rc = co_await lease_fresh()) != ZOK;) {
-            if (!is_connection_rc(rc)) {
-                co_await abandon(fail_code(rc));
-                co_return false;
-            }
-            if (!co_await wait_connected()) {
-                co_await abandon(stop_reason());
-                co_return false;
-            }
-        }
-        co_return true;
-    }
-
     /// Creates the lock path and its ancestors as CONTAINER nodes.
     asio::awaitable<int> ensure_parents() {
         auto chain = ancestors(req_.path);
@@ -302,101 +287,93 @@ private:
         finish({}, guard(std::move(h)));
     }
 
-    /// The seeds' first algorithm: everyone creates "<path>/lock"; the winner holds it, the others
-    /// watch it and race again when it goes (every release wakes every waiter).
+    /// The seeds' first algorithm (lock_strategy::unique_node): its protocol is unique_fsm's
+    /// (src/protocol/unique_fsm.hpp); this loop performs it.
     static asio::awaitable<void> run_unique(std::shared_ptr<acquire_op> self) {
         auto& op = *self;
         auto& s = *op.s_;
-        const std::string node = op.req_.path + "/lock";
         // The node's data starts with a guid of this acquire: a create whose reply was lost is
-        // recognised by it (and only by it: the session alone would also match a sibling's node).
+        // recognised by it.
         const std::string guid = s.new_guid();
         const std::string data =
             guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
-        auto ours = [&](const zk_result& g) {
-            return g.rc == ZOK && g.data.compare(0, guid.size(), guid) == 0;
-        };
-        bool maybe_created = false; // a create failed with connection loss: it may have been applied
-        auto give_up = [&](error_code ec) -> asio::awaitable<void> {
-            if (maybe_created && s.state() == session_state::connected) {
-                auto g = co_await s.async_get_data(node, 0, use_awaitable);
-                if (ours(g)) op.my_node_ = node; // abandon deletes it
+        unique_fsm fsm(op.req_.path + "/lock", guid, op.req_.try_only);
+        std::uint64_t wid = 0; // the watch of the last `read`, through `wait`
+        for (auto a = fsm.start(op.should_stop());;) {
+            if (wid != 0 && a.what != unique_action::wait)
+                s.drop_watch(std::exchange(wid, 0), fsm.end_watch_at_server());
+            if (fsm.owns_node()) op.my_node_ = fsm.node();
+            if (a.what == unique_action::grant) {
+                op.czxid_ = fsm.czxid();
+                co_return op.grant();
             }
-            co_await op.abandon(ec);
-        };
-        int lost_parent_creates = 0;
-        for (int parent_attempts = 0;;) {
-            if (op.should_stop()) co_return co_await give_up(op.stop_reason());
-            auto r = co_await s.async_create(node, data, ZOO_EPHEMERAL, use_awaitable, op.req_.node_acl);
-            if (r.rc == ZOK || r.rc == ZNODEEXISTS || is_connection_rc(r.rc)) op.path_used_ = true;
-            if (r.rc == ZOK) {
-                op.my_node_ = node;
-                op.czxid_ = r.stat.czxid;
-                // One path, one lock: sequential lock nodes (of any recipe) or a semaphore's leases
-                // here would not see our node. Listed after our create, so that of two clients
-                // racing, one sees the other (their own check: acquire_fsm's examine()).
-                for (;;) {
-                    auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
-                    if (is_connection_rc(l.rc)) {
-                        if (!co_await op.wait_connected()) co_return co_await op.abandon(op.stop_reason());
-                        continue;
+            if (a.what == unique_action::fail) {
+                acquire_action f;
+                f.why = a.why;
+                f.rc = a.rc;
+                co_return co_await op.abandon(op.failure_code(f));
+            }
+            unique_input in;
+            switch (a.what) {
+            case unique_action::create: {
+                auto r =
+                    co_await s.async_create(fsm.node(), data, ZOO_EPHEMERAL, use_awaitable, op.req_.node_acl);
+                if (r.rc == ZOK || r.rc == ZNODEEXISTS || is_connection_rc(r.rc)) op.path_used_ = true;
+                in.result = outcome_of(r.rc);
+                in.rc = r.rc;
+                in.czxid = r.stat.czxid;
+                break;
+            }
+            case unique_action::make_parents:
+                in.rc = co_await op.ensure_parents();
+                in.result = outcome_of(in.rc);
+                break;
+            case unique_action::list: {
+                auto l = co_await s.async_get_children(op.req_.path, use_awaitable);
+                in.result = outcome_of(l.rc);
+                in.rc = l.rc;
+                in.children = std::move(l.children);
+                break;
+            }
+            case unique_action::read: {
+                op.recheck_ = false;
+                wid = s.add_watch([w = op.weak_from_this()](int) {
+                    if (auto o = w.lock()) {
+                        o->recheck_ = true;
+                        o->wake_.cancel();
                     }
-                    if (l.rc != ZOK) co_return co_await op.abandon(op.fail_code(l.rc));
-                    bool conflict =
-                        std::find(l.children.begin(), l.children.end(), "leases") != l.children.end();
-                    for (const auto& c : l.children) conflict = conflict || parse_contender(c).has_value();
-                    if (conflict) co_return co_await op.abandon(errc::strategy_conflict);
-                    break;
+                });
+                auto g = co_await s.async_get_data(fsm.node(), wid, use_awaitable);
+                in.result = outcome_of(g.rc);
+                in.rc = g.rc;
+                in.data = std::move(g.data);
+                in.czxid = g.stat.czxid;
+                break;
+            }
+            case unique_action::read_own:
+                in.result = outcome::connection; // (not connected: not asked)
+                if (s.state() == session_state::connected) {
+                    auto g = co_await s.async_get_data(fsm.node(), 0, use_awaitable);
+                    in.result = outcome_of(g.rc);
+                    in.data = std::move(g.data);
                 }
-                if (!co_await op.renew_before_grant()) co_return;
-                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-                co_return op.grant();
+                break;
+            case unique_action::wait:
+                co_await op.wait_event();
+                break;
+            case unique_action::wait_connected:
+                in.ok = co_await op.wait_connected();
+                break;
+            case unique_action::check_lease:
+                in.rc = co_await op.lease_fresh();
+                in.result = outcome_of(in.rc);
+                break;
+            case unique_action::grant:
+            case unique_action::fail:
+                break;
             }
-            if (r.rc == ZNONODE && parent_attempts < 5) {
-                int rc = co_await op.ensure_parents();
-                if (is_connection_rc(rc)) { // (not made: no attempt; see the sequential loop below)
-                    if (++lost_parent_creates > 5) co_return co_await give_up(errc::create_retries_exhausted);
-                    if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
-                    continue;
-                }
-                ++parent_attempts;
-                // ZNONODE: the reaper removed an ancestor (an empty container) between our creates
-                if (rc != ZOK && rc != ZNONODE) co_return op.finish(op.fail_code(rc));
-                continue;
-            }
-            if (is_connection_rc(r.rc))
-                maybe_created = true;
-            else if (r.rc == ZNONODE)
-                co_return op.finish(op.no_parent_code());
-            else if (r.rc != ZNODEEXISTS)
-                co_return op.finish(op.fail_code(r.rc));
-            // Taken (or our reply was lost): see whose it is, and watch it.
-            op.recheck_ = false;
-            auto wid = s.add_watch([w = op.weak_from_this()](int) {
-                if (auto o = w.lock()) {
-                    o->recheck_ = true;
-                    o->wake_.cancel();
-                }
-            });
-            auto g = co_await s.async_get_data(node, wid, use_awaitable);
-            if (ours(g)) {
-                s.drop_watch(wid); // our create was applied; its reply was lost
-                op.my_node_ = node;
-                op.czxid_ = g.stat.czxid;
-                if (!co_await op.renew_before_grant()) co_return;
-                if (op.should_stop()) co_return co_await op.abandon(op.stop_reason());
-                co_return op.grant();
-            }
-            if (g.rc == ZOK || g.rc == ZNONODE) maybe_created = false; // the answer is in: not ours
-            if (g.rc == ZOK && op.req_.try_only) {
-                s.drop_watch(wid, true);
-                co_return op.finish(op.busy_code());
-            }
-            if (g.rc == ZOK) co_await op.wait_event();
-            s.drop_watch(wid, g.rc == ZOK);
-            if (is_connection_rc(g.rc)) {
-                if (!co_await op.wait_connected()) co_return co_await give_up(op.stop_reason());
-            }
+            in.stop = op.should_stop();
+            a = fsm.resume(in);
         }
     }
 
