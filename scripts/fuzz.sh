@@ -4,7 +4,10 @@
 # lookup, the acquire's state machine (any sequence of results: a grant only after the lease's
 # check, never on a node it did not make, a stop that ends it), and the semaphore's (a grant only
 # after the lease's check on its own lease counted among at most N, a restart only after the
-# internal lock's loss, a sweep whenever a create's fate is unknown). Each target starts from its seed corpus in test/fuzz/corpus/<target>/ (new inputs go to
+# internal lock's loss, a sweep whenever a create's fate is unknown), the in-process hand-off's
+# queue (each waiter told once, one grant out, only under a kept node) and the unique_node
+# strategy's machine (a grant only after the lease's check, on a node it created or read as
+# ours). Each target starts from its seed corpus in test/fuzz/corpus/<target>/ (new inputs go to
 # a temp dir, not into the repository). A crash leaves its input in build-fuzz/: add it to the
 # corpus once fixed.
 #   scripts/fuzz.sh [--seconds N]     N seconds per target (default 30)
@@ -18,7 +21,7 @@ if [ ! -f "$dir/build.ninja" ]; then
   cmake -S "$root" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
     -DZKLOCK_FUZZ=ON -DZKLOCK_BUILD_TESTS=OFF -DZKLOCK_BUILD_EXAMPLES=OFF -DZKLOCK_BUILD_BENCH=OFF >&2
 fi
-targets=(contenders paths guid acquire_fsm semaphore_fsm)
+targets=(contenders paths guid acquire_fsm semaphore_fsm handoff_fsm unique_fsm)
 ninja -C "$dir" "${targets[@]/#/zklock_fuzz_}" >&2
 fail=0
 for t in "${targets[@]}"; do

@@ -10,6 +10,7 @@
 // Input: byte 0 picks the shape (try, read/write, reader, watch_children, election); then each
 // result takes one byte (its outcome, the stop bit and what it varies) and, for listings, one more
 // that picks which children appear.
+#include "fuzz_input.hpp"
 #include "protocol/acquire_fsm.hpp"
 
 #include <cstdint>
@@ -32,22 +33,8 @@ constexpr std::int64_t session = 8;
     std::abort();
 }
 
-struct input {
-    const std::uint8_t* p;
-    std::size_t n;
-    std::uint8_t next() {
-        if (n == 0) return 0xff; // ran out: every later result stops
-        --n;
-        return *p++;
-    }
-    bool done() const { return n == 0; }
-};
-
-std::string seq(int n) {
-    char s[16];
-    std::snprintf(s, sizeof s, "%010d", n);
-    return s;
-}
+using zklock::fuzz::input;
+using zklock::fuzz::seq;
 
 } // namespace
 

@@ -13,6 +13,7 @@
 //
 // Input: byte 0 picks N (1 to 3) and try; then each result takes one byte (its outcome, the stop
 // and internal-lost bits, what it varies) and, for listings, one more that picks the children.
+#include "fuzz_input.hpp"
 #include "protocol/semaphore_fsm.hpp"
 
 #include <cstdint>
@@ -36,22 +37,8 @@ const std::string prefix = leases + "/_c_" + guid + "-lease-";
     std::abort();
 }
 
-struct input {
-    const std::uint8_t* p;
-    std::size_t n;
-    std::uint8_t next() {
-        if (n == 0) return 0xff; // ran out: every later result stops
-        --n;
-        return *p++;
-    }
-    bool done() const { return n == 0; }
-};
-
-std::string seq(int n) {
-    char s[16];
-    std::snprintf(s, sizeof s, "%010d", n);
-    return s;
-}
+using zklock::fuzz::input;
+using zklock::fuzz::seq;
 
 outcome outcome_of(std::uint8_t b) { return static_cast<outcome>(b & 3); }
 int rc_of(outcome o) {
