@@ -277,7 +277,8 @@ TEST_F(Acl, AnAcquireTheDeadHandleRefusesEndsWithAuthFailedBeforeTheSessionHears
     // its requests refused at once ("invalid zhandle state"), and must still end with
     // auth_failed, the reason, not session_expired or the bare code. On its own that gap is a few
     // milliseconds wide (a waiting semaphore fell into it in 1 of ~25 runs of the test above);
-    // the fault hook widens it to 1.5 s, and acquires are started every 20 ms across it.
+    // the test's tap (end_news_late_ms) widens it to 1.5 s, and acquires are started every 20 ms
+    // across it.
     private_server zk;
     ASSERT_FALSE(zk.connect().empty());
     run_test(

@@ -140,7 +140,8 @@ TEST_F(Foreign, AParentWhoseCounterMayHaveWrappedIsNeverGrantedOnAGuess) {
     // A parent's cversion at the cap (2147483647) means that its counter may have wrapped,
     // so suffixes may repeat or be negative. Peers then order the children differently (Curator as
     // strings, '-' first; kazoo as strings too), and zklock cannot know which node came first: it
-    // refuses to grant rather than guess. The cap is reached here through the test hook.
+    // refuses to grant rather than guess. The cap is reached here through the test's tap (every
+    // listing reports it).
     run_test([&]() -> awaitable<void> {
         auto path = lock_path();
         auto admin = co_await connect();
