@@ -41,6 +41,8 @@
 #include "session/lease.hpp"
 #include "session/session_fsm.hpp"
 
+#include "runner.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdarg>
@@ -825,39 +827,15 @@ bug parse_bug(const std::string& b) {
 
 int main(int argc, char** argv) {
     using namespace zklock::sim;
-    std::uint64_t seeds = 1000, first = 1;
-    std::optional<std::uint64_t> only;
-    bool trace = false;
-    std::string bug_name;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        auto next = [&]() -> std::string {
-            if (i + 1 >= argc) {
-                std::fprintf(stderr, "zklock_sim_lease: %s needs a value\n", a.c_str());
-                std::exit(2);
-            }
-            return argv[++i];
-        };
-        if (a == "--seeds")
-            seeds = std::stoull(next());
-        else if (a == "--first")
-            first = std::stoull(next());
-        else if (a == "--seed")
-            only = std::stoull(next());
-        else if (a == "--trace")
-            trace = true;
-        else if (a == "--bug")
-            g_bug = parse_bug(bug_name = next());
-        else {
-            std::fprintf(stderr, "usage: zklock_sim_lease [--seeds N] [--first S] [--seed S] [--trace] "
-                                 "[--bug read-renewed|sync-renewed|quarter-gap]\n");
-            return 2;
-        }
-    }
-    if (only) {
-        first = *only;
-        seeds = 1;
-    }
+    seed_runner r{"zklock_sim_lease"};
+    r.parse(
+        argc, argv, [](const std::string&, auto&) { return false; }, // (no options of its own)
+        [](const std::string& name) { g_bug = parse_bug(name); },
+        "[--seeds N] [--first S] [--seed S] [--trace] [--bug read-renewed|sync-renewed|quarter-gap]");
+    const auto seeds = r.seeds, first = r.first;
+    const auto only = r.only;
+    const bool trace = r.trace;
+    const std::string bug_name = r.bug_name;
     const auto t0 = std::chrono::steady_clock::now();
     std::uint64_t failed = 0, held = 0, expired_holders = 0;
     std::optional<std::uint64_t> found;
