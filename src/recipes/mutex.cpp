@@ -253,13 +253,14 @@ private:
         wake_.cancel();
         deadline_timer_.cancel();
         grace_timer_.cancel();
-        if (made_path_ && !path_used_ && !session_gone() && s_->state() == session_state::connected) {
+        if (made_path_ && !path_used_ && !session_gone()) {
             // We made the lock path and never created a node in it (we stopped in between, or
             // the create was refused): the server never reaps a container that never had a
-            // child, so it goes now. Once: if someone's node is in it by now, the server refuses
-            // (ZNOTEMPTY); if someone is about to create one, that create finds no parent and
-            // makes it again.
-            s_->remove(req_.path, -1, zk_handler([](zk_result) {}));
+            // child, so it goes, now or on the reconnect (a delete lost with the connection is
+            // sent again). If someone's node is in it by then, the server refuses (ZNOTEMPTY) and
+            // the path is theirs; if someone is about to create one, that create finds no parent
+            // and makes it again.
+            s_->delete_unused_path_in_background(req_.path);
         }
         if (handler_) handler_.complete(ec, std::move(g)); // (else: completed after the grace)
     }

@@ -11,6 +11,7 @@
 //   node, marked (a write lock's       marked_release    ok/gone -> done; refused -> remove
 //     release that was the lowest)       (transaction)     (the marker dropped); lost -> retry
 //   node                               remove            ok/gone -> done
+//   an unused lock path                remove            ok/gone/not empty -> done
 //   parent and guid                    list (+ barrier)  found -> remove it; none/parent gone -> done
 //   any: a reply that leaves the node possibly there   -> retry (plan_retry: on the reconnect, or
 //        after a back-off), then the same request again; a reply of a gone handle -> done
@@ -63,6 +64,15 @@ public:
         m.node_ = std::move(node);
         m.owner_czxid_ = owner_czxid;
         m.marked_ = marked && owner_czxid == 0;
+        return m;
+    }
+    /// Deletes the lock path `path`, which an acquire made (or may have made: the create's
+    /// reply was lost) and never created a node in: the server never reaps a container that never
+    /// had a child. If someone's node is in it by then, it is theirs: the job ends.
+    static cleanup_fsm of_unused_path(std::string path) {
+        cleanup_fsm m;
+        m.node_ = std::move(path);
+        m.path_only_ = true;
         return m;
     }
     /// Deletes the child of `parent` whose name carries `guid`, if there is one (a create whose
@@ -132,7 +142,8 @@ public:
                 return retry(r.rc, connected);
             }
         case cleanup_action::remove:
-            if (cr::after_delete(r.rc) == cr::verdict::finished) return end();
+            if ((path_only_ ? cr::after_path_delete(r.rc) : cr::after_delete(r.rc)) == cr::verdict::finished)
+                return end();
             return retry(r.rc, connected); // the node may still be there
         case cleanup_action::list:
             switch (cr::after_listing(r.rc)) {
@@ -160,6 +171,8 @@ public:
     const std::string& parent() const noexcept { return parent_; }
     const std::string& guid() const noexcept { return guid_; }
     bool marked() const noexcept { return marked_; }
+    /// A lock path, not a lock node (of_unused_path).
+    bool path_only() const noexcept { return path_only_; }
     /// Failed requests so far (the back-off's exponent).
     int failures() const noexcept { return failures_; }
     bool finished() const noexcept { return sent_ == cleanup_action::done; }
@@ -181,6 +194,7 @@ private:
     std::string node_, parent_, guid_;
     std::int64_t owner_czxid_ = 0;
     bool marked_ = false;
+    bool path_only_ = false;
     int failures_ = 0;
     cleanup_action::kind sent_ = cleanup_action::done; // the request in flight, or retry/done
 };

@@ -43,6 +43,14 @@ constexpr verdict after_versioned_delete(int rc) noexcept {
     return verdict::retry;
 }
 
+/// After the delete of a lock path that an acquire made (or may have made) and never used: a
+/// container that never had a child, which the server never reaps. ZNOTEMPTY: someone's node is
+/// in it now; the path is theirs, and the server reaps it once it is empty again.
+constexpr verdict after_path_delete(int rc) noexcept {
+    if (rc == ZOK || rc == ZNONODE || rc == ZNOTEMPTY || handle_gone(rc)) return verdict::finished;
+    return verdict::retry;
+}
+
 /// After an unconditional delete (a node whose owner is not recorded). Anything but "gone"
 /// leaves the node possibly there: never give up while the session lives.
 constexpr verdict after_delete(int rc) noexcept {

@@ -31,6 +31,13 @@ void session_impl::delete_by_guid_in_background(std::string parent, std::string 
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
 
+void session_impl::delete_unused_path_in_background(std::string path) {
+    if (state() == session_state::closed || state() == session_state::expired || refused_) return;
+    cleanups_.emplace_back(cleanup_fsm::of_unused_path(std::move(path)));
+    cleanup_gauges();
+    if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
+}
+
 void session_impl::run_cleanups() {
     resend_unwatches();
     for (auto it = cleanups_.begin(); it != cleanups_.end(); ++it)

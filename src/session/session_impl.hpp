@@ -400,6 +400,9 @@ public:
                               std::int64_t owner_czxid = 0, bool marked = false);
     /// Same, for a node known only by the guid in its name (a create whose reply was lost).
     void delete_by_guid_in_background(std::string parent, std::string guid);
+    /// Same, for a lock path an acquire made (or may have made) and never created a node in; the
+    /// job ends if someone's node is in it by then (cleanup_fsm::of_unused_path).
+    void delete_unused_path_in_background(std::string path);
     std::size_t background_deletes() const noexcept { return cleanups_.size(); }
     /// The lease's inputs (diagnostics: tests' failure messages).
     session_lease::view lease_view() const noexcept { return lease_->inspect(); }

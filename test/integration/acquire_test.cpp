@@ -460,3 +460,59 @@ TEST_F(Acquire, AnAcquireThatStopsAfterMakingTheLockPathDeletesIt) {
             }
     });
 }
+
+TEST_F(Acquire, AnAcquireThatStopsDisconnectedAfterMakingTheLockPathDeletesItOnTheReconnect) {
+    // As above, but the connection is down when the acquire stops: the reply of the path's
+    // create is lost with the connection (the path was made), and the server refuses new
+    // connections until after the deadline. The path's delete waits for the reconnect (or, if
+    // the stop saw the connection up a moment longer, is lost with it and sent again): a
+    // one-shot delete, or none while disconnected, left the path, which the server never reaps.
+    run_test([&]() -> awaitable<void> {
+        for (bool sem : {false, true}) {
+            SCOPED_TRACE(sem ? "semaphore" : "mutex");
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto o = through(proxy);
+            o.session_timeout = 8000ms;
+            auto a = co_await connect(o);
+            const std::string path = sem ? semaphore_path("disconnected") : lock_path("disconnected");
+            const std::string made = sem ? path + "/locks" : path;
+            const auto timeout = 1s;
+            const auto deadline = std::chrono::steady_clock::now() + timeout;
+            int injected = 0;
+            zt::faults(*a).on_reply = [&](zt::session_faults::kind k, const std::string& p, auto& r) {
+                if (k != zt::session_faults::kind::container_create || p != made || r.rc != ZOK) return;
+                ++injected;
+                r.rc = ZCONNECTIONLOSS;
+                proxy.refuse_after(0); // (no new connection until the test allows it)
+                proxy.drop();
+                std::this_thread::sleep_until(deadline + 10ms);
+            };
+            zklock::error_code ec;
+            if (sem) {
+                zklock::semaphore m(*a, path, 2);
+                std::tie(ec, std::ignore) =
+                    co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
+            } else {
+                zklock::mutex m(*a, path);
+                std::tie(ec, std::ignore) =
+                    co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
+            }
+            zt::faults(*a).on_reply = nullptr;
+            EXPECT_EQ(injected, 1) << "the fault was not injected";
+            EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
+            co_await sleep_for(300ms);
+            EXPECT_NE(a->state(), session_state::connected) << "the connection was meant to be down";
+            proxy.refuse_after(-1);
+            zklock::error_code gone;
+            for (int i = 0; i < 250; ++i) { // (the reconnect, then the delete)
+                std::tie(gone, std::ignore) =
+                    co_await zklock::async_get_data(*a, made, boost::asio::as_tuple(use_awaitable));
+                if (gone == zklock::zk_errc::no_node) break;
+                co_await sleep_for(20ms);
+            }
+            EXPECT_EQ(gone, zklock::zk_errc::no_node) << made << " is still there: " << gone.message();
+            EXPECT_EQ(a->state(), session_state::connected);
+            co_await a->async_close(use_awaitable);
+        }
+    });
+}

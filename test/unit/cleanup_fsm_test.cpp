@@ -48,6 +48,32 @@ TEST(CleanupFsm, APlainDeleteEndsWhenTheNodeIsGoneAndRetriesOtherwise) {
     EXPECT_EQ(m.resume(rc(ZOK), connected).what, cleanup_action::done);
 }
 
+TEST(CleanupFsm, AnUnusedLockPathIsDeletedUnlessSomeonesNodeIsInItByThen) {
+    // Gone, or someone's node in it (ZNOTEMPTY: the path is theirs, and the server reaps it once
+    // it is empty again): the end.
+    for (int end : {ZOK, ZNONODE, ZNOTEMPTY}) {
+        auto m = cleanup_fsm::of_unused_path("/locks/a");
+        EXPECT_TRUE(m.path_only());
+        auto a = m.next();
+        EXPECT_EQ(a.what, cleanup_action::remove);
+        EXPECT_EQ(a.path, "/locks/a");
+        EXPECT_EQ(m.resume(rc(end), connected).what, cleanup_action::done) << end;
+    }
+    // Lost with the connection (the stop came while disconnected, or the delete was lost): sent
+    // again on the reconnect.
+    auto m = cleanup_fsm::of_unused_path("/locks/a");
+    m.next();
+    auto r = m.resume(rc(ZCONNECTIONLOSS), disconnected);
+    EXPECT_EQ(r.what, cleanup_action::retry);
+    EXPECT_TRUE(r.plan.on_reconnect);
+    EXPECT_EQ(m.next().what, cleanup_action::remove);
+    EXPECT_EQ(m.resume(rc(ZOK), connected).what, cleanup_action::done);
+    // A lock node's delete does not give up on ZNOTEMPTY (a node has no children of ours).
+    auto n = cleanup_fsm::of_node("/locks/a/n-0000000001");
+    n.next();
+    EXPECT_EQ(n.resume(rc(ZNOTEMPTY), connected).what, cleanup_action::retry);
+}
+
 TEST(CleanupFsm, AFixedNameIsDeletedOnlyInTheIncarnationThatIsOurs) {
     auto m = cleanup_fsm::of_node("/l/lock", 42);
     auto a = m.next();
@@ -130,7 +156,8 @@ TEST(CleanupFsm, EveryRequestEndsWhenTheHandleIsGone) {
     // The session's ephemeral nodes go with it: nothing left to delete.
     for (int dead : dead_handle) {
         std::vector<cleanup_fsm> jobs{cleanup_fsm::of_node("/l/n"), cleanup_fsm::of_node("/l/n", 7),
-                                      cleanup_fsm::of_node("/l/n", 0, true), cleanup_fsm::of_guid("/l", "g")};
+                                      cleanup_fsm::of_node("/l/n", 0, true), cleanup_fsm::of_guid("/l", "g"),
+                                      cleanup_fsm::of_unused_path("/l")};
         for (auto& j : jobs) {
             j.next();
             EXPECT_EQ(j.resume(rc(dead), connected).what, cleanup_action::done) << dead;
