@@ -12,8 +12,9 @@
 #   scripts/sim.sh --semaphore [--seeds N] [--seed S] [--first S] [--clients N] [--leases N]
 #                  [--cycles N] [--trace] [--bug count-others|no-sweep|no-restart]
 # With --lease first, the clocked world of the lease instead (test/sim/lease_sim.cpp): the real
-# session_lease and heartbeat schedule against a model ensemble (ping loops with jitter, the expiry
-# queue, frozen and cut-off servers, a deposed leader), the margin measured against the leader's
+# session_lease, heartbeat schedule, session state machine and acquire machine on one clock,
+# against a model ensemble (ping loops with jitter, the expiry queue, a replica of the tree per
+# server, frozen and cut-off servers, a deposed leader), the margin measured against the leader's
 # own expiry:
 #   scripts/sim.sh --lease [--seeds N] [--seed S] [--first S] [--trace]
 #                  [--bug read-renewed|sync-renewed|quarter-gap]

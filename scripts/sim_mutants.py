@@ -4,7 +4,7 @@
 Each mutant changes one line of zklock's own protocol code (src/protocol/: the acquire's state
 machine, its decisions, the order of contenders, the semaphore's machine, the hand-off's queue; the
 release machine of src/session/) in a scratch copy, builds
-the simulator (its semaphore world for the semaphore's) against that copy and runs it. A mutant is "killed" when some seed fails (and its first failing seed and
+the simulator (its semaphore world for the semaphore's, its clocked world for the lease's rules) against that copy and runs it. A mutant is "killed" when some seed fails (and its first failing seed and
 violation are printed), "survived" otherwise. Survivors are listed with the reason the simulator
 cannot see them (docs/internals.md, "The deterministic simulator").
 
@@ -133,6 +133,20 @@ MUTANTS = [
      "        if (!lost(made_.listed)) return failed(made_.list_rc);\n        return line_top();",
      "a path listing lost with the connection is not made again (one path, one lock unchecked: no "
      "other lock in this world, so not visible here)", ["--semaphore"]),
+    # the lease's rules (src/session/lease.hpp) and the acquire machine, run by the simulator's
+    # clocked world (--lease: lease_sim.cpp, three servers with replicas, on one clock)
+    ("lease-gap-quarter", "src/session/lease.hpp",
+     "double gap = ping_gap;  ///< G, as a fraction of T",
+     "double gap = 0.25;  ///< G, as a fraction of T",
+     "rule (b)'s gap G is T/4, not the premise's 5T/16", ["--lease"]),
+    ("lease-gap-from-send", "src/session/lease.hpp",
+     "bool from_reply = true; ///< G counted from j's reply (false: from j's send)",
+     "bool from_reply = false; ///< G counted from j's reply (false: from j's send)",
+     "rule (b)'s gap G counted from the earlier request's send, not its reply", ["--lease"]),
+    ("lease-any-reply-vouches", "src/session/lease.hpp",
+     "        bool gap = false;\n        if (commit) {",
+     "        bool gap = false;\n        if (true) {",
+     "any reply vouches, a read's too (a follower cut off from its leader still answers reads)", ["--lease"]),
 ]
 
 
@@ -175,6 +189,8 @@ def main():
             world = "sim.cpp"
             if extra and extra[0] == "--semaphore":
                 world, extra = "sem_sim.cpp", extra[1:]
+            if extra and extra[0] == "--lease":
+                world, extra = "lease_sim.cpp", extra[1:]
             build(scratch, exe, world)
             r = subprocess.run([exe, "--seeds", str(args.seeds)] + extra, capture_output=True, text=True)
             lines = r.stdout.strip().splitlines()

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <deque>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -150,6 +151,16 @@ public:
         }
         }
         outbox_[s].push_back(out);
+    }
+
+    /// The connection of session `s` to this server closed: the server forgets its watches (the
+    /// client sets them again on its next server). Its nodes stay.
+    void drop_watches(std::int64_t s) {
+        for (auto* w : {&data_watches_, &child_watches_, &exist_watches_})
+            for (auto it = w->begin(); it != w->end();) {
+                it->second.erase(s);
+                it = it->second.empty() ? w->erase(it) : std::next(it);
+            }
     }
 
     /// The session ends (expiry or close): its ephemeral nodes go, firing watches.
