@@ -136,6 +136,12 @@ private:
         } else if (!lease && !lease_node_.empty()) {
             s_->delete_in_background(lease_node_);
         }
+        if (!lease && made_leases_) {
+            // We made "<path>/leases" (or may have) and hold no lease in it: the server never
+            // reaps a container that never had a child, so it goes (after our lease's delete,
+            // if any). If a lease is in it by then, the server refuses and it is theirs.
+            s_->delete_unused_path_in_background(path_ + "/leases");
+        }
         internal_.release_in_background(); // (not awaited: a partition must not hold up the caller)
         s_->remove_listener(listener_id_);
         deadline_timer_.cancel();
@@ -227,6 +233,9 @@ private:
             in.made.result = outcome_of(r.rc);
             in.made.rc = r.rc;
             in.made.exists = r.rc == ZNODEEXISTS;
+            // (a lost reply may have made it: counted as made, so that a round that ends
+            // without a lease deletes it)
+            if (r.rc == ZOK || r.rc == ZCONNECTIONLOSS || r.rc == ZOPERATIONTIMEOUT) made_leases_ = true;
             break;
         }
         case semaphore_action::read_n:
@@ -396,6 +405,7 @@ private:
     bool cancelled_ = false;
     bool recheck_ = false;
     bool internal_lost_ = false; // strand: the internal lock was lost while we waited
+    bool made_leases_ = false;   // a round created "<path>/leases", or may have (its reply lost)
     std::uint64_t wid_ = 0;      // the leases' watch of the machine's last listing (0: none)
     bool wid_armed_ = false;     // ... which the server holds
     error_code fatal_;

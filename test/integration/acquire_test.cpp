@@ -461,6 +461,43 @@ TEST_F(Acquire, AnAcquireThatStopsAfterMakingTheLockPathDeletesIt) {
     });
 }
 
+TEST_F(Acquire, ASemaphoreRoundThatMayHaveMadeItsLeasesNodeAndHoldsNoLeaseDeletesIt) {
+    // The first acquire of a semaphore makes "<path>/leases" (a container whose data is N). If
+    // that create's reply is lost, the round fails (a semaphore does not retry a lost create) and
+    // may have made it: an empty container that never had a child, which the server never reaps,
+    // and whose N would refuse a later semaphore of another size on a path nobody uses. It goes.
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        const std::string path = semaphore_path();
+        int injected = 0;
+        zt::faults(*a).on_reply = [&](zt::session_faults::kind k, const std::string& p, auto& r) {
+            if (k != zt::session_faults::kind::container_create || p != path + "/leases" || r.rc != ZOK)
+                return;
+            ++injected;
+            r.rc = ZCONNECTIONLOSS; // (the create was applied: the reply is what is lost)
+        };
+        zklock::semaphore m(*a, path, 3);
+        auto [ec, g] = co_await m.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        zt::faults(*a).on_reply = nullptr;
+        EXPECT_EQ(injected, 1) << "the fault was not injected";
+        EXPECT_TRUE(ec) << "the round was meant to fail on the lost reply";
+        EXPECT_FALSE(g.owns_lock());
+        zklock::error_code gone;
+        for (int i = 0; i < 50; ++i) { // (the delete is sent, not awaited)
+            std::tie(gone, std::ignore) =
+                co_await zklock::async_get_data(*a, path + "/leases", boost::asio::as_tuple(use_awaitable));
+            if (gone == zklock::zk_errc::no_node) break;
+            co_await sleep_for(20ms);
+        }
+        EXPECT_EQ(gone, zklock::zk_errc::no_node) << path << "/leases is still there: " << gone.message();
+        // and a semaphore of another size may use the path now
+        zklock::semaphore other(*a, path, 1);
+        auto [ec2, g2] = co_await other.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec2) << ec2.message();
+        if (g2.owns_lock()) co_await g2.async_release(use_awaitable);
+    });
+}
+
 TEST_F(Acquire, AnAcquireThatStopsDisconnectedAfterMakingTheLockPathDeletesItOnTheReconnect) {
     // As above, but the connection is down when the acquire stops: the reply of the path's
     // create is lost with the connection (the path was made), and the server refuses new
