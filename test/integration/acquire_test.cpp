@@ -25,6 +25,36 @@ using zklock::session_state;
 
 using Acquire = zt::zk_test;
 
+namespace {
+/// Polls `path` until it is gone (a background delete is sent, not awaited), for up to `tries` x
+/// 20 ms; returns the last read's error (no_node once gone).
+awaitable<zklock::error_code> poll_until_gone(zklock::session& s, const std::string& path, int tries) {
+    zklock::error_code gone;
+    for (int i = 0; i < tries; ++i) {
+        std::tie(gone, std::ignore) =
+            co_await zklock::async_get_data(s, path, boost::asio::as_tuple(use_awaitable));
+        if (gone == zklock::zk_errc::no_node) break;
+        co_await sleep_for(20ms);
+    }
+    co_return gone;
+}
+/// A mutex's, or a semaphore of 2's, acquire on `path` within `timeout`; its error.
+awaitable<zklock::error_code> acquire_for(zklock::session& s, bool sem, const std::string& path,
+                                          std::chrono::milliseconds timeout) {
+    zklock::error_code ec;
+    if (sem) {
+        zklock::semaphore m(s, path, 2);
+        std::tie(ec, std::ignore) =
+            co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
+    } else {
+        zklock::mutex m(s, path);
+        std::tie(ec, std::ignore) =
+            co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
+    }
+    co_return ec;
+}
+} // namespace
+
 TEST_F(Acquire, OversizedInputIsRefusedBeforeAnythingIsSent) {
     // Guards against sending a create larger than the server's jute.maxbuffer: the server drops
     // the connection, and retrying it forever would suspend the session each time.
@@ -434,28 +464,13 @@ TEST_F(Acquire, AnAcquireThatStopsAfterMakingTheLockPathDeletesIt) {
                     if (k == zt::session_faults::kind::create_and_list && injected > 0) ++created_after;
                     return 0;
                 };
-                zklock::error_code ec;
-                if (sem) {
-                    zklock::semaphore m(*a, path, 2);
-                    std::tie(ec, std::ignore) =
-                        co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
-                } else {
-                    zklock::mutex m(*a, path);
-                    std::tie(ec, std::ignore) =
-                        co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
-                }
+                const auto ec = co_await acquire_for(*a, sem, path, timeout);
                 zt::faults(*a).on_reply = nullptr;
                 zt::faults(*a).on_before = nullptr;
                 EXPECT_EQ(injected, 1) << "the fault was not injected";
                 EXPECT_EQ(created_after, 0) << "the acquire went on after its deadline";
                 EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
-                zklock::error_code gone;
-                for (int i = 0; i < 50; ++i) { // (the delete is sent, not awaited)
-                    std::tie(gone, std::ignore) =
-                        co_await zklock::async_get_data(*a, made, boost::asio::as_tuple(use_awaitable));
-                    if (gone) break;
-                    co_await sleep_for(20ms);
-                }
+                const auto gone = co_await poll_until_gone(*a, made, 50);
                 EXPECT_EQ(gone, zklock::zk_errc::no_node) << made << " is still there: " << gone.message();
             }
     });
@@ -482,13 +497,7 @@ TEST_F(Acquire, ASemaphoreRoundThatMayHaveMadeItsLeasesNodeAndHoldsNoLeaseDelete
         EXPECT_EQ(injected, 1) << "the fault was not injected";
         EXPECT_TRUE(ec) << "the round was meant to fail on the lost reply";
         EXPECT_FALSE(g.owns_lock());
-        zklock::error_code gone;
-        for (int i = 0; i < 50; ++i) { // (the delete is sent, not awaited)
-            std::tie(gone, std::ignore) =
-                co_await zklock::async_get_data(*a, path + "/leases", boost::asio::as_tuple(use_awaitable));
-            if (gone == zklock::zk_errc::no_node) break;
-            co_await sleep_for(20ms);
-        }
+        const auto gone = co_await poll_until_gone(*a, path + "/leases", 50);
         EXPECT_EQ(gone, zklock::zk_errc::no_node) << path << "/leases is still there: " << gone.message();
         // and a semaphore of another size may use the path now
         zklock::semaphore other(*a, path, 1);
@@ -524,29 +533,14 @@ TEST_F(Acquire, AnAcquireThatStopsDisconnectedAfterMakingTheLockPathDeletesItOnT
                 proxy.drop();
                 std::this_thread::sleep_until(deadline + 10ms);
             };
-            zklock::error_code ec;
-            if (sem) {
-                zklock::semaphore m(*a, path, 2);
-                std::tie(ec, std::ignore) =
-                    co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
-            } else {
-                zklock::mutex m(*a, path);
-                std::tie(ec, std::ignore) =
-                    co_await m.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
-            }
+            const auto ec = co_await acquire_for(*a, sem, path, timeout);
             zt::faults(*a).on_reply = nullptr;
             EXPECT_EQ(injected, 1) << "the fault was not injected";
             EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
             co_await sleep_for(300ms);
             EXPECT_NE(a->state(), session_state::connected) << "the connection was meant to be down";
             proxy.refuse_after(-1);
-            zklock::error_code gone;
-            for (int i = 0; i < 250; ++i) { // (the reconnect, then the delete)
-                std::tie(gone, std::ignore) =
-                    co_await zklock::async_get_data(*a, made, boost::asio::as_tuple(use_awaitable));
-                if (gone == zklock::zk_errc::no_node) break;
-                co_await sleep_for(20ms);
-            }
+            const auto gone = co_await poll_until_gone(*a, made, 250); // (the reconnect, then the delete)
             EXPECT_EQ(gone, zklock::zk_errc::no_node) << made << " is still there: " << gone.message();
             EXPECT_EQ(a->state(), session_state::connected);
             co_await a->async_close(use_awaitable);
