@@ -44,7 +44,10 @@ ZKLOCK_DECL void start_lease(const std::shared_ptr<session_impl>& s, std::string
 ///
 /// A lease is a guard: release it (or let it go out of scope), watch it for loss
 /// (session expiry, ...) and use its fencing token, like any lock. Cancellation and deadlines
-/// leave no lease behind.
+/// leave no lease behind. A connection loss while an acquire is under way is waited out, as a
+/// mutex's is: a lease whose create's reply was lost is found again by the guid in its name (or
+/// created again if the create was not applied), so the acquire goes on after the reconnect.
+/// (Only async_try_acquire fails on a connection loss, with no lease left.)
 ///
 /// Like a mutex object, a semaphore object is a cheap description (session + path + N) that may
 /// be destroyed while its operations are pending: the session owns them.

@@ -6,8 +6,11 @@
 // when the machine asks (the internal lock was lost while it waited).
 //
 //   flight: read N, create our lease (+ list the path), list the leases (watch)
-//     │ no "leases" ─▶ make it ─▶ read N          │ lease lost ─▶ FAIL (its guid swept)
+//     │ no "leases" ─▶ make it ─▶ read N          │ N's read lost ─▶ (connected) read N again
 //     │ our create found no "leases" ─▶ make it ─▶ create again (5 times at most)
+//     │ our create's reply lost ─▶ recover: (connected) a write, then list the leases; our guid
+//     │   there and the node this session's ─▶ it is our lease; not there ─▶ create again
+//     │   (5 lost creates at most, then FAIL with its guid swept)
 //     ▼
 //   the path's listing holds no lock node ──▶ count ──≤ N──▶ lease check ──ok──▶ GRANT
 //                                              ▲   │ > N                │ not yet
@@ -43,6 +46,12 @@ struct semaphore_action {
         read_n,
         /// Create our lease again and list the path → `made`.
         create,
+        /// A create's reply was lost: a write, then list "<path>/leases" in the same flight (the
+        /// write is a barrier: the listing sees whatever the lost create did) → `listing`.
+        list_for_guid,
+        /// Read the stat of `node` (exists) → `read.result`, `read.rc`, `read.owner`,
+        /// `read.czxid`, and `session` (ours).
+        read_node,
         /// Until the session is connected, or the round must end (stop, the internal lock lost, the
         /// leases' watch fired) → nothing to read.
         wait_connected,
@@ -74,7 +83,7 @@ struct semaphore_action {
         lease_check_denied, ///< the renewal before the grant may not read our lease (its ACL)
     } why = none;
     int rc = 0;       ///< with request_failed
-    std::string node; ///< flight, create: the lease's prefix
+    std::string node; ///< flight, create: the lease's prefix; read_node: the node
     /// Before the final action, in the background: delete any lease whose name holds our guid (a
     /// create whose outcome is unknown).
     bool delete_by_guid = false;
@@ -91,7 +100,8 @@ struct semaphore_reply {
     int rc = 0;
     std::string data;                  ///< read: N as text
     std::string path;                  ///< made: the lease's path
-    std::int64_t czxid = 0;            ///< made
+    std::int64_t czxid = 0;            ///< made, read_node
+    std::int64_t owner = 0;            ///< read_node: the node's ephemeral owner
     bool exists = false;               ///< make_leases: ZNODEEXISTS (someone made it)
     outcome listed = outcome::other;   ///< made: the path's listing in the same flight
     int list_rc = 0;                   ///< made: its code
@@ -103,7 +113,8 @@ struct semaphore_input {
     bool internal_lost = false; ///< the internal lock was lost (expiry, deleted by someone)
     bool read_answered = true;  ///< flight: the read of N completed at all
     semaphore_reply read, made, listing;
-    int rc = 0; ///< check_lease: ZOK, or why not (lease_check_denied_rc, ZNONODE, ...)
+    int rc = 0;               ///< check_lease: ZOK, or why not (lease_check_denied_rc, ZNONODE, ...)
+    std::int64_t session = 0; ///< read_node: our session's id
 };
 
 /// The ZooKeeper codes the machine tells apart (the same values as zookeeper.h, which the protocol
@@ -144,17 +155,22 @@ template <class Decisions = semaphore_decisions>
 class basic_semaphore_fsm {
 public:
     enum class state {
-        flight,         ///< the flight sent
-        making_to_read, ///< "leases" was missing at the read: making it
-        reading,        ///< reading N again
-        making_to_make, ///< our create found no "leases": making it
-        creating,       ///< creating our lease again
-        path_waiting,   ///< the path's listing was lost: waiting for the connection
-        path_listing,   ///< listing the path again
-        counting,       ///< listing the leases
-        line_waiting,   ///< the leases' listing was lost: waiting for the connection
-        waiting,        ///< more than N: waiting for the watch
-        checking_lease, ///< the lease's check before the grant
+        flight,             ///< the flight sent
+        making_to_read,     ///< "leases" was missing at the read: making it
+        reading,            ///< reading N again
+        making_to_make,     ///< our create found no "leases": making it
+        creating,           ///< creating our lease again
+        path_waiting,       ///< the path's listing was lost: waiting for the connection
+        path_listing,       ///< listing the path again
+        counting,           ///< listing the leases
+        line_waiting,       ///< the leases' listing was lost: waiting for the connection
+        read_waiting,       ///< N's read was lost: waiting for the connection to read it again
+        make_waiting,       ///< our create's make of "leases" was lost: waiting to make it again
+        recover_connecting, ///< our create's reply was lost: waiting for the connection
+        recover_listing,    ///< ... listing the leases for our guid (after a barrier write)
+        recover_reading,    ///< ... reading the node found, whose owner must be this session
+        waiting,            ///< more than N: waiting for the watch
+        checking_lease,     ///< the lease's check before the grant
         done,
     };
 
@@ -163,6 +179,9 @@ public:
         std::string prefix; ///< our lease's name up to its sequence number (with our guid in it)
         int max_leases = 1; ///< N
         bool try_only = false;
+        /// How a lease whose create's reply was lost is found again (it is in `prefix`); "": it
+        /// cannot be, and a lost create fails the acquire.
+        std::string guid;
     };
 
     explicit basic_semaphore_fsm(config c) : c_(std::move(c)), n_text_(std::to_string(c_.max_leases)) {}
@@ -194,7 +213,17 @@ public:
                           in.read.result == outcome::ok && in.listing.result == outcome::ok &&
                           in.read.data == n_text_;
             if (prefetched_) first_ = std::move(in.listing.children);
-            if (lost(made_.result)) return fail_unknown_create(made_.rc);
+            if (lost(made_.result)) {
+                // Our lease's fate is unknown. N, if its read was answered, is checked first: a
+                // lease made under another N must not be looked for, only swept.
+                if (in.read.result == outcome::ok && in.read.data != n_text_) {
+                    auto a = fail(semaphore_action::size_mismatch);
+                    a.delete_by_guid = true;
+                    return a;
+                }
+                n_ok_ = in.read.result == outcome::ok;
+                return recover_or_fail(made_.rc);
+            }
             if (made_.result == outcome::ok) node_ = made_.path;
             if (in.read.result == outcome::no_node) {
                 st_ = state::making_to_read;
@@ -203,6 +232,12 @@ public:
             return after_read(std::move(in.read));
         }
         case state::making_to_read:
+            // (a lost reply: it may have made "leases"; the read after the reconnect tells)
+            if (lost(in.made.result) && !c_.try_only) {
+                made_leases_ = true;
+                st_ = state::read_waiting;
+                return act(semaphore_action::wait_connected);
+            }
             if (in.made.result != outcome::ok && !in.made.exists) return failed(in.made.rc);
             made_leases_ = true;
             st_ = state::reading;
@@ -210,6 +245,13 @@ public:
         case state::reading:
             return after_read(std::move(in.read));
         case state::making_to_make:
+            if (lost(in.made.result)) {
+                // (no create of ours is in doubt: make it again once connected; bounded as lost
+                // creates are)
+                if (c_.try_only || ++lost_creates_ > 5) return failed(in.made.rc);
+                st_ = state::make_waiting;
+                return act(semaphore_action::wait_connected);
+            }
             if (in.made.result != outcome::ok && !in.made.exists) {
                 made_.result = in.made.result;
                 made_.rc = in.made.rc;
@@ -242,6 +284,61 @@ public:
         case state::line_waiting:
         case state::waiting:
             return line_top();
+        case state::make_waiting:
+            if (stop_) return fail(semaphore_action::stop);
+            st_ = state::making_to_make;
+            return act(semaphore_action::make_leases);
+        case state::read_waiting:
+            if (stop_) return fail(semaphore_action::stop);
+            st_ = state::reading;
+            return act(semaphore_action::read_n);
+        case state::recover_connecting:
+            if (stop_ || internal_lost_) {
+                // (the internal lock lost: the round starts over, and this lease must not stay)
+                auto a = stop_ ? fail(semaphore_action::stop) : restart();
+                a.delete_by_guid = true;
+                return a;
+            }
+            st_ = state::recover_listing;
+            return act(semaphore_action::list_for_guid);
+        case state::recover_listing: {
+            if (lost(in.listing.result)) return recover_top();
+            if (in.listing.result == outcome::no_node) return recreate(); // no "leases", no lease of ours
+            if (in.listing.result != outcome::ok) {
+                auto a = failed(in.listing.rc);
+                a.delete_by_guid = true;
+                return a;
+            }
+            auto found = find_by_guid(in.listing.children, c_.guid);
+            if (!found) return recreate(); // never applied: create again
+            st_ = state::recover_reading;
+            auto a = act(semaphore_action::read_node);
+            a.node = c_.path + "/leases/" + *found;
+            candidate_ = a.node;
+            return a;
+        }
+        case state::recover_reading:
+            if (lost(in.read.result)) return recover_top();
+            if (in.read.result == outcome::no_node) return recreate(); // gone since: create again
+            if (in.read.result != outcome::ok) {
+                node_ = std::move(candidate_); // (the driver deletes it)
+                auto a = failed(in.read.rc);
+                a.delete_by_guid = true;
+                return a;
+            }
+            // Made by a session that is no longer ours: not ours to count (it goes with its
+            // session). Ours: it is our lease, from the lost create.
+            if (in.read.owner != in.session) return recreate();
+            node_ = std::move(candidate_);
+            made_ = semaphore_reply{};
+            made_.result = outcome::ok;
+            made_.path = node_;
+            made_.czxid = in.read.czxid;
+            made_.listed = outcome::connection; // (the path is listed again: one path, one lock)
+            made_.list_rc = semaphore_codes::connection_loss;
+            if (n_ok_) return after_create();
+            st_ = state::reading;
+            return act(semaphore_action::read_n);
         case state::checking_lease:
             if (in.rc == semaphore_codes::check_denied) return fail(semaphore_action::lease_check_denied);
             if (in.rc == semaphore_codes::no_node) return fail(semaphore_action::node_deleted);
@@ -300,6 +397,34 @@ private:
         a.delete_by_guid = true;
         return a;
     }
+    semaphore_action restart() {
+        st_ = state::done;
+        return act(semaphore_action::restart);
+    }
+    /// Our create's reply was lost: look for the lease by its guid once connected (bounded: a
+    /// server that drops the connection at every create would otherwise be asked forever). A try
+    /// does not wait for a connection; nor does a machine without a guid.
+    semaphore_action recover_or_fail(int rc) {
+        if (c_.guid.empty() || c_.try_only || ++lost_creates_ > 5) return fail_unknown_create(rc);
+        return recover_top();
+    }
+    semaphore_action recover_top() {
+        st_ = state::recover_connecting;
+        return act(semaphore_action::wait_connected);
+    }
+    /// The lost create was not applied (or its lease is gone): create again, N checked first.
+    semaphore_action recreate() {
+        candidate_.clear();
+        if (n_ok_) {
+            st_ = state::creating;
+            return act_create();
+        }
+        // (N was not read: read it, making "leases" if it is missing, then create)
+        made_ = semaphore_reply{};
+        made_.result = outcome::no_node;
+        st_ = state::making_to_read;
+        return act(semaphore_action::make_leases);
+    }
     semaphore_action act_create() {
         ++attempts_;
         auto a = act(semaphore_action::create);
@@ -309,8 +434,18 @@ private:
 
     /// N, read in the flight or after making "leases".
     semaphore_action after_read(semaphore_reply read) {
+        if (lost(read.result) && !c_.try_only) {
+            st_ = state::read_waiting;
+            return act(semaphore_action::wait_connected);
+        }
+        if (read.result == outcome::no_node && st_ != state::flight && ++makes_for_read_ <= 5) {
+            // (reaped, or a lost make that was not applied: make it again)
+            st_ = state::making_to_read;
+            return act(semaphore_action::make_leases);
+        }
         if (read.result != outcome::ok) return failed(read.rc);
         if (read.data != n_text_) return fail(semaphore_action::size_mismatch);
+        n_ok_ = true;
         if (made_.result == outcome::no_node && attempts_ < 5) return create_loop();
         return after_create();
     }
@@ -325,7 +460,7 @@ private:
         return act_create();
     }
     semaphore_action after_create() {
-        if (lost(made_.result)) return fail_unknown_create(made_.rc);
+        if (lost(made_.result)) return recover_or_fail(made_.rc);
         if (made_.result != outcome::ok) return failed(made_.rc);
         node_ = made_.path;
         return check_path();
@@ -349,10 +484,7 @@ private:
     /// can be used; else a new listing with a watch), unless the round ends.
     semaphore_action line_top() {
         if (stop_) return fail(semaphore_action::stop);
-        if (internal_lost_) {
-            st_ = state::done;
-            return act(semaphore_action::restart);
-        }
+        if (internal_lost_) return restart();
         st_ = state::counting;
         if (std::exchange(prefetched_, false)) return count(first_);
         return act(semaphore_action::list_leases);
@@ -384,6 +516,10 @@ private:
     bool prefetched_ = false;        ///< first_ is the count our lease is in (its watch still set)
     bool made_leases_ = false;       ///< "leases" was made for the read
     int attempts_ = 0;               ///< creates after the flight's
+    int lost_creates_ = 0;           ///< creates whose reply was lost
+    int makes_for_read_ = 0;         ///< "leases" made again because N's read found none
+    bool n_ok_ = false;              ///< N was read and is ours
+    std::string candidate_;          ///< recover_reading: the node found by our guid
     /// The leases' watch of the last listing: none, set but its listing not counted, counted, or
     /// waited on.
     enum class watch_state { none, fresh, counted, woke } watch_ = watch_state::none;

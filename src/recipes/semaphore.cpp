@@ -260,6 +260,21 @@ private:
         case semaphore_action::list_path:
             in.listing = reply_of(co_await s.async_get_children(path_, use_awaitable));
             break;
+        case semaphore_action::list_for_guid:
+            // The barrier: a write in the same flight, ahead of the listing (as the mutex's
+            // recovery): the server orders it after our lost create, so the listing sees it.
+            s.renew_lease(zk_handler([](zk_result) {}), leases);
+            in.listing = reply_of(co_await s.async_get_children(leases, use_awaitable));
+            break;
+        case semaphore_action::read_node: {
+            auto e = co_await s.async_exists(a.node, use_awaitable);
+            in.read.result = outcome_of(e.rc);
+            in.read.rc = e.rc;
+            in.read.owner = e.stat.ephemeralOwner;
+            in.read.czxid = e.stat.czxid;
+            in.session = s.session_id();
+            break;
+        }
         case semaphore_action::list_leases: {
             recheck_ = false;
             wid_ = watch_leases();
@@ -358,7 +373,7 @@ private:
             // 2. and 3.: the lease's machine (N, our lease, the count, the wait, the grant)
             const std::string leases = op.path_ + "/leases";
             const auto guid = s.new_guid();
-            semaphore_fsm m({op.path_, leases + "/_c_" + guid + "-lease-", op.n_, op.try_only_});
+            semaphore_fsm m({op.path_, leases + "/_c_" + guid + "-lease-", op.n_, op.try_only_, guid});
             lease_ns headroom_until = 0; // until when the grant seeks a lease with headroom (lease_for_grant)
             auto a = m.start();
             while (a.what != semaphore_action::grant && a.what != semaphore_action::fail &&
@@ -376,11 +391,12 @@ private:
                 h->start();
                 co_return co_await op.finish({}, guard(std::move(h)));
             }
-            // Start over: our lease goes, the internal lock too (it is lost already).
-            if (s.state() == session_state::connected) {
+            // Start over: our lease goes (if we know it: else the sweep above finds it), the
+            // internal lock too (it is lost already).
+            if (!op.lease_node_.empty() && s.state() == session_state::connected) {
                 auto rm = co_await s.async_remove(op.lease_node_, use_awaitable);
                 if (rm.rc != ZOK && rm.rc != ZNONODE) s.delete_in_background(op.lease_node_);
-            } else {
+            } else if (!op.lease_node_.empty()) {
                 s.delete_in_background(op.lease_node_);
             }
             op.lease_node_.clear();

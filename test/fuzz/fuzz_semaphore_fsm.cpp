@@ -8,10 +8,13 @@
 //  - a failure that says our lease is gone leaves none to delete, unless the lease check said so
 //    (then the driver's delete is a harmless ZNONODE);
 //  - a try never waits;
+//  - a lost create is looked for only by its guid, and a node found is adopted only if this
+//    session owns it (then it is the lease granted);
 //  - once every result carries a stop (the input ran out: the user cancels), it ends within a
 //    few steps.
 //
-// Input: byte 0 picks N (1 to 3) and try; then each result takes one byte (its outcome, the stop
+// Input: byte 0 picks N (1 to 3), try, and whether the machine has its guid (a lost create is
+// looked for); then each result takes one byte (its outcome, the stop
 // and internal-lost bits, what it varies) and, for listings, one more that picks the children.
 #include "fuzz_input.hpp"
 #include "protocol/semaphore_fsm.hpp"
@@ -52,10 +55,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     input in{data + 1, size - 1};
     const int n = 1 + data[0] % 3;
     const bool try_only = (data[0] & 4) != 0;
-    semaphore_fsm m({path, prefix, n, try_only});
+    const bool with_guid = (data[0] & 8) != 0;
+    semaphore_fsm m({path, prefix, n, try_only, with_guid ? guid : std::string()});
+    constexpr std::int64_t session = 77;
 
-    std::string made;         // the lease this machine created last
-    bool create_lost = false; // the last create's reply was lost: its fate is unknown
+    std::string made;                      // the lease this machine created last
+    bool create_lost = false;              // the last create's reply was lost: its fate is unknown
+    std::string lost_node;                 // ... the node it would have made
+    std::vector<std::string> guid_listing; // the last listing for our guid
     auto lease_listing = [&](std::uint8_t pick) {
         std::vector<std::string> kids;
         for (int i = 0; i < 4; ++i)
@@ -111,6 +118,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (a.what == A::wait && try_only) violated("a try waits");
         if ((a.what == A::flight || a.what == A::create) && a.node != prefix)
             violated("a lease of another name");
+        if (a.what == A::list_for_guid && !create_lost) violated("looks for a lease whose create answered");
+        if (a.what == A::read_node) {
+            bool listed = false;
+            for (const auto& k : guid_listing) listed = listed || leases + "/" + k == a.node;
+            if (!listed || a.node.find(guid) == std::string::npos)
+                violated("reads a node that is not the listing's with our guid");
+        }
         if (in.done() && ++steps_after_stop > 16) violated("a stop did not end it within 16 steps");
 
         const std::uint8_t b = in.next();
@@ -130,6 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 r.made.czxid = step;
             }
             create_lost = o == outcome::connection;
+            lost_node = create_lost ? leases + "/_c_" + guid + "-lease-" + seq(10 + step) : std::string();
             r.made.listed = outcome_of(c >> 2);
             r.made.list_rc = rc_of(r.made.listed);
             r.made.children = path_listing(c);
@@ -164,6 +179,33 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             r.listing.result = o;
             r.listing.rc = rc_of(o);
             r.listing.children = lease_listing(in.next());
+            break;
+        case A::list_for_guid: {
+            // the lost create applied (or not), among others' leases
+            const std::uint8_t pick = in.next();
+            r.listing.result = o;
+            r.listing.rc = rc_of(o);
+            r.listing.children = lease_listing(pick & 15);
+            if ((pick & 16) && !lost_node.empty())
+                r.listing.children.push_back(lost_node.substr(leases.size() + 1));
+            guid_listing = r.listing.children;
+            // Behind the barrier, a listing without the lost create's node says it was not applied
+            // (no "leases" either): its fate is known from here on.
+            if (o == outcome::no_node || (o == outcome::ok && !(pick & 16))) create_lost = false;
+            break;
+        }
+        case A::read_node:
+            r.read.result = o;
+            r.read.rc = rc_of(o);
+            r.read.owner = (b & 4) ? session + 1 : session;
+            r.read.czxid = step;
+            r.session = session;
+            if (o == outcome::ok && r.read.owner == session) { // adopted: it is our lease
+                made = a.node;
+                create_lost = false;
+            }
+            if (o == outcome::no_node || (o == outcome::ok && r.read.owner != session))
+                create_lost = false; // (gone, or another session's: not ours to sweep)
             break;
         case A::check_lease:
             r.rc = (b & 4) ? semaphore_codes::check_denied : rc_of(o);

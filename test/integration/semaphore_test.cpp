@@ -134,44 +134,75 @@ TEST_F(Semaphore, ALeaseWhoseListingReplyIsLostChecksThePathOnAFreshListing) {
     });
 }
 
-TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostLeavesNoLease) {
-    // The lease's create is applied and its reply lost (zt::faults: lose_create_replies, past the
-    // internal lock's flight), while N's read and the listings of the same flight are answered:
-    // the acquire cannot know its lease, fails as on a connection loss, and deletes the lease by
-    // its guid in the background. Nothing stays, and the next acquire is granted.
+TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostIsFoundByItsGuidOrCreatedAgain) {
+    // The lease's create loses its reply, while N's read and the listings of the same flight are
+    // answered: the acquire cannot know whether its lease exists. It looks for it by its guid (a
+    // barrier write, then a listing of the leases) and either adopts it (applied: zt::faults'
+    // lose_create_replies, past the internal lock's flight) or creates it again (not applied: the
+    // create refused before it was sent, as a connection loss). Granted either way, with one
+    // lease of ours at the server, and N = 1 still works after the release.
     run_test([&]() -> awaitable<void> {
         auto path = semaphore_path();
         auto a = co_await connect();
+        auto observer = co_await connect();
         zklock::semaphore sem(*a, path, 1);
         {
             auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
             co_await g.async_release(use_awaitable);
         }
-        zt::faults(*a).create_and_list_faults_skip = 1;
-        zt::faults(*a).lose_create_replies = 1;
-        auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_EQ(zt::faults(*a).lose_create_replies.load(), 0) << "the fault was not injected";
-        EXPECT_EQ(zt::faults(*a).create_and_list_faults_skip.load(), 0);
-        // (the internal lock's lost create would have been recovered by its guid: granted)
-        EXPECT_TRUE(zklock::is_connection_error(ec)) << ec.message();
-        EXPECT_FALSE(lease.owns_lock());
-        co_await eventually([&] { return a->impl()->background_deletes() == 0; }, 5000ms);
-        EXPECT_TRUE((co_await children_of(*a, path + "/leases")).empty()) << "the lease stayed";
-        // N = 1: a lease left behind would block this one
-        auto [ec2, again] = co_await sem.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
-        EXPECT_FALSE(ec2) << ec2.message();
-        co_await again.async_release(use_awaitable);
+        for (bool applied : {true, false}) {
+            SCOPED_TRACE(applied ? "the create applied" : "the create not applied");
+            int refused = 0, lease_creates = 0;
+            zt::faults(*a).on_before = [&](zt::session_faults::kind k, const std::string& p) {
+                if (k != zt::session_faults::kind::create_and_list || p.find("/leases/") == std::string::npos)
+                    return 0;
+                if (++lease_creates > 1 || applied) return 0;
+                ++refused;
+                return static_cast<int>(ZCONNECTIONLOSS);
+            };
+            if (applied) {
+                zt::faults(*a).create_and_list_faults_skip = 1;
+                zt::faults(*a).lose_create_replies = 1;
+            }
+            auto [ec, lease] = co_await sem.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+            zt::faults(*a).on_before = nullptr;
+            if (applied) {
+                EXPECT_EQ(zt::faults(*a).lose_create_replies.load(), 0) << "the fault was not injected";
+                EXPECT_EQ(lease_creates, 1) << "the lease found by its guid is not created again";
+            } else {
+                EXPECT_EQ(refused, 1) << "the fault was not injected";
+                EXPECT_EQ(lease_creates, 2) << "nothing found by the guid: created again";
+            }
+            EXPECT_FALSE(ec) << ec.message();
+            CO_REQUIRE(lease.owns_lock());
+            // exactly one lease at the server, the one the guard holds
+            const auto held = co_await children_of(*observer, path + "/leases");
+            EXPECT_EQ(held.size(), 1u);
+            if (held.size() == 1) EXPECT_EQ(path + "/leases/" + held[0], lease.node_path());
+            auto [dec, d] =
+                co_await zklock::async_get_data(*a, lease.node_path(), boost::asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(dec) << dec.message();
+            EXPECT_EQ(d.ephemeral_owner, a->session_id());
+            EXPECT_EQ(lease.fencing_token() / 4096, d.czxid) << "the token is the lease's own czxid's";
+            co_await lease.async_release(use_awaitable);
+            EXPECT_TRUE((co_await children_of(*a, path + "/leases")).empty()) << "a lease stayed";
+            // N = 1: a lease left behind would block this one
+            auto [ec2, again] = co_await sem.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(ec2) << ec2.message();
+            co_await again.async_release(use_awaitable);
+        }
     });
 }
 
-TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossLeavesNoLease) {
+TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossIsFoundOrMadeAgainAndGranted) {
     // The lease's flight (N's read, its create, the two listings) split by a real connection loss
     // at two phases: before it reaches the server (nothing applied), and after the server applied
     // it but before its replies are back (the lease exists; its acquire cannot know). The proxy
     // holds each chunk back 300 ms each way, so the phases are 150 ms and 450 ms after N's read
     // (the flight's first request) is sent; a direct session sees each phase on the server. Either
-    // way the C client fails the flight's requests together: the acquire fails as on a connection
-    // loss, deletes the lease by its guid if it was made, and gives its internal lock up.
+    // way the C client fails the flight's requests together. After the reconnect the acquire
+    // looks for its lease by its guid: it adopts the lease made at 450 ms, and creates one at
+    // 150 ms; it reads N again, lists the path and counts. Granted, with one lease of its own.
     // N = 2, and the observer holds one lease throughout: the leases container is never empty, so
     // the test server's reaper (every second) cannot take it between rounds (the flight's create
     // would then find no parent, and apply nothing at either phase: the first version of this
@@ -211,9 +242,11 @@ TEST_F(Semaphore, ALeaseFlightCutByAConnectionLossLeavesNoLease) {
                 << cut_after.count() << " ms: the cut missed its phase (leases on the server at the cut)";
             co_await eventually([&] { return w->done; }, 10000ms);
             CO_REQUIRE(w->done);
-            EXPECT_TRUE(zklock::is_connection_error(w->ec))
-                << cut_after.count() << " ms: " << w->ec.message();
-            EXPECT_FALSE(w->granted());
+            EXPECT_FALSE(w->ec) << cut_after.count() << " ms: " << w->ec.message();
+            CO_REQUIRE(w->granted());
+            EXPECT_EQ((co_await children_of(*observer, path + "/leases")).size(), 2u)
+                << cut_after.count() << " ms: the observer's and ours, and no other";
+            co_await w->guard.async_release(use_awaitable);
             co_await eventually([&] { return a->impl()->background_deletes() == 0; }, 5000ms);
             EXPECT_EQ((co_await children_of(*a, path + "/leases")).size(), 1u)
                 << cut_after.count() << " ms: a lease stayed";

@@ -13,11 +13,12 @@
 // Checked at every step: at most `leases` holders; nobody is stuck (nothing in flight anywhere,
 // and a client waits on the leases although at most N are at the server, or nobody holds one); no
 // busy loop (a round lists the leases again only when their watch fired or the connection
-// changed); no failure without a cause in this world. At the end: every client finished its cycles; no lease left under
+// changed); no failure without a cause in this world (a lost create's reply is not one: the
+// round finds its lease by its guid, or creates it again). At the end: every client finished its cycles; no lease left under
 // "<path>/leases"; no watch left on the server.
 //
 //   zklock_sim_sem [--seeds N] [--seed S] [--first S] [--clients N] [--leases N] [--cycles N]
-//                  [--trace] [--bug count-others|no-sweep|no-restart]
+//                  [--trace] [--bug count-others|no-sweep|no-restart|no-recovery]
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds it, and says which).
 #include "protocol/protocol.hpp"
 #include "protocol/semaphore_fsm.hpp"
@@ -42,8 +43,10 @@ namespace {
 
 namespace zd = zklock::detail;
 
-enum class bug { none, count_others, no_sweep, no_restart };
+enum class bug { none, count_others, no_sweep, no_restart, no_recovery };
 bug g_bug = bug::none;
+// (over all seeds: lost creates looked for by their guid, and how many of them had been applied)
+std::uint64_t g_looked_for = 0, g_found = 0;
 
 /// The machine's decisions, with a defect re-introduced when asked (the simulator's copy).
 struct sim_decisions {
@@ -99,6 +102,7 @@ struct client {
     bool recheck = false;       // the leases' watch fired
     bool watch_set = false;     // the last listing's watch is on the server (not fired)
     int listings = 0;           // listings of the leases since the last thing that could change them
+    int drops = 0;              // connection losses during this round
     std::string node;           // held, or being released
     std::deque<std::pair<std::uint64_t, tag>> outstanding;
     std::deque<request> inbound;
@@ -111,9 +115,9 @@ const char* name(client::state s) {
     return names[static_cast<int>(s)];
 }
 const char* name(action::kind k) {
-    static const char* names[] = {"flight",         "make_leases", "read_n",      "create",
-                                  "wait_connected", "list_path",   "list_leases", "wait",
-                                  "check_lease",    "grant",       "fail",        "restart"};
+    static const char* names[] = {
+        "flight",    "make_leases", "read_n", "create",      "list_for_guid", "read_node", "wait_connected",
+        "list_path", "list_leases", "wait",   "check_lease", "grant",         "fail",      "restart"};
     return names[k];
 }
 zd::outcome outcome_of(int rc) {
@@ -265,11 +269,14 @@ private:
     // ---- the driver (semaphore.cpp's, on the model)
     void start_round(client& c) {
         c.guid = random_guid();
-        c.m.emplace(fsm::config{sem_path, leases_path + "/_c_" + c.guid + "-lease-", cfg_.leases, false});
+        // (--bug no-recovery: the machine without the guid, as before session 42: a lost create fails the round)
+        c.m.emplace(fsm::config{sem_path, leases_path + "/_c_" + c.guid + "-lease-", cfg_.leases, false,
+                                g_bug == bug::no_recovery ? std::string() : c.guid});
         c.st = client::state::round;
         c.internal_lost = false;
         c.recheck = false;
         c.listings = 0;
+        c.drops = 0;
         run(c, c.m->start());
     }
     /// The driver learns that its internal lock was lost (its loss signal); `--bug no-restart`
@@ -324,6 +331,18 @@ private:
                 c.due = 2;
                 return;
             }
+            case action::list_for_guid: // (a barrier, then the listing: a lost create is found)
+                log(who(c) + " looks for its lease by its guid");
+                ++g_looked_for;
+                send(c, op::check, leases_path, tag::barrier);
+                send(c, op::get_children, leases_path, tag::listing);
+                c.due = 1;
+                return;
+            case action::read_node:
+                ++g_found;
+                send(c, op::exists, a.node, tag::read);
+                c.due = 1;
+                return;
             case action::wait_connected: // (a reconnect is immediate here)
                 break;
             case action::list_path:
@@ -353,7 +372,7 @@ private:
             case action::fail:
                 return abandon(c, a);
             case action::restart:
-                return restart(c);
+                return restart(c, a);
             }
             c.in.stop = c.stop;
             c.in.internal_lost = lost_seen(c);
@@ -392,10 +411,12 @@ private:
         c.node = c.m->node();
         log(who(c) + " round failed (" + std::to_string(a.why) + ")" +
             (c.node.empty() ? "" : ", deletes " + c.node));
-        // Causes this world has: the user gave up (or the session ended), a create's reply lost
-        // (its fate unknown), the reaper's races, our lease gone with an expiry.
+        // Causes this world has: the user gave up (or the session ended), the reaper's races, our
+        // lease gone with an expiry, and more than five creates whose replies were lost in one
+        // round (a lost create is looked for by its guid and made again, five times at most).
         const bool caused = a.why == action::stop || a.why == action::node_deleted ||
-                            (a.why == action::request_failed && (a.rc == connection_loss || a.rc == no_node));
+                            (a.why == action::request_failed &&
+                             (a.rc == no_node || (a.rc == connection_loss && c.drops > 5)));
         if (!caused && violation_.empty())
             violation_ = "spurious failure: " + who(c) + "'s round failed (reason " + std::to_string(a.why) +
                          ", rc " + std::to_string(a.rc) + ")";
@@ -406,9 +427,10 @@ private:
         c.st = client::state::releasing;
         send(c, op::remove, c.node, tag::abandon);
     }
-    void restart(client& c) {
+    void restart(client& c, const action& a) {
         c.node = c.m->node();
         log(who(c) + " starts over (its internal lock was lost)");
+        if (a.delete_by_guid && g_bug != bug::no_sweep) sweep_by_guid(c, c.guid); // (a create's fate unknown)
         c.m.reset();
         if (!c.node.empty()) delete_in_background(c, c.node);
         c.node.clear();
@@ -462,6 +484,9 @@ private:
             c.in.read.result = outcome_of(r.rc);
             c.in.read.rc = r.rc;
             c.in.read.data = r.data;
+            c.in.read.owner = r.owner;
+            c.in.read.czxid = r.czxid;
+            c.in.session = c.session;
             break;
         case tag::made:
             c.in.made.result = outcome_of(r.rc);
@@ -479,7 +504,8 @@ private:
             c.in.listing.result = outcome_of(r.rc);
             c.in.listing.rc = r.rc;
             c.in.listing.children = r.children;
-            if (c.act.what != action::list_path && r.rc == ok) c.watch_set = true;
+            if ((c.act.what == action::flight || c.act.what == action::list_leases) && r.rc == ok)
+                c.watch_set = true;
             break;
         case tag::make:
             c.in.made.result = outcome_of(r.rc);
@@ -496,6 +522,7 @@ private:
     void drop_connection(client& c) {
         log(who(c) + " CONNECTION LOST");
         c.listings = 0;
+        ++c.drops;
         for (auto& r : c.inbound)
             if (rng_() % 2 == 0) server_.apply(c.session, r);
         c.inbound.clear();
@@ -606,7 +633,9 @@ bug parse_bug(const std::string& s) {
     if (s == "count-others") return bug::count_others;
     if (s == "no-sweep") return bug::no_sweep;
     if (s == "no-restart") return bug::no_restart;
-    std::fprintf(stderr, "zklock_sim_sem: unknown --bug %s (count-others, no-sweep, no-restart)\n",
+    if (s == "no-recovery") return bug::no_recovery;
+    std::fprintf(stderr,
+                 "zklock_sim_sem: unknown --bug %s (count-others, no-sweep, no-restart, no-recovery)\n",
                  s.c_str());
     std::exit(2);
 }
@@ -633,9 +662,9 @@ int main(int argc, char** argv) {
         },
         [](const std::string& name) { g_bug = parse_bug(name); },
         "[--seeds N] [--seed S] [--first S] [--clients N] [--leases N] [--cycles N] [--trace] "
-        "[--bug count-others|no-sweep|no-restart]");
+        "[--bug count-others|no-sweep|no-restart|no-recovery]");
     cfg.trace = r.trace;
-    return r.run(
+    const int rc = r.run(
         [&](std::uint64_t s) {
             world w(s, cfg);
             auto v = w.run();
@@ -647,4 +676,7 @@ int main(int argc, char** argv) {
         },
         std::to_string(cfg.clients) + " clients x " + std::to_string(cfg.cycles) + " cycles, at most " +
             std::to_string(cfg.leases) + " leases");
+    std::printf("zklock_sim_sem: lost creates looked for by their guid: %llu; found (applied): %llu\n",
+                static_cast<unsigned long long>(g_looked_for), static_cast<unsigned long long>(g_found));
+    return rc;
 }

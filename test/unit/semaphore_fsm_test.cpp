@@ -27,6 +27,11 @@ std::string mine(int n) { return "_c_" + g + "-lease-" + seq(n); }
 std::string other(char c, int n) { return "_c_" + std::string(36, c) + "-lease-" + seq(n); }
 
 semaphore_fsm machine(int n = 2, bool try_only = false) { return semaphore_fsm({path, prefix, n, try_only}); }
+/// With its guid: a lost create is looked for.
+semaphore_fsm finder(int n = 2, bool try_only = false) {
+    return semaphore_fsm({path, prefix, n, try_only, g});
+}
+constexpr std::int64_t our_session = 0x51;
 
 semaphore_reply reply(outcome o, int rc = 0) {
     semaphore_reply r;
@@ -114,7 +119,7 @@ TEST(SemaphoreFsm, MoreThanNWaitsOnTheFlightsWatchThenCountsAgain) {
     EXPECT_EQ(m.resume(with_rc(0)).what, A::grant);
 }
 
-TEST(SemaphoreFsm, ALostCreateFailsAndSweepsItsGuid) {
+TEST(SemaphoreFsm, ALostCreateWithoutAGuidFailsAndSweepsIt) {
     auto m = machine();
     m.start();
     auto a = m.resume(flight(n_is("2"), reply(outcome::connection, -4), listing({})));
@@ -123,6 +128,210 @@ TEST(SemaphoreFsm, ALostCreateFailsAndSweepsItsGuid) {
     EXPECT_EQ(a.rc, -4);
     EXPECT_TRUE(a.delete_by_guid) << "it may have been applied: no lease of ours may stay";
     EXPECT_TRUE(m.node().empty());
+}
+
+namespace {
+semaphore_input found_node(outcome o, std::int64_t owner = our_session, std::int64_t czxid = 907) {
+    semaphore_input in;
+    in.read.result = o;
+    in.read.rc = o == outcome::ok ? 0 : o == outcome::no_node ? -101 : -4;
+    in.read.owner = owner;
+    in.read.czxid = czxid;
+    in.session = our_session;
+    return in;
+}
+/// Drives a machine from a path check (its listing lost) to the grant: list the path, count, check.
+void path_then_grant(semaphore_fsm& m, semaphore_action a, const std::string& ours) {
+    ASSERT_EQ(a.what, A::wait_connected) << "the path is listed again (one path, one lock)";
+    a = m.resume(nothing());
+    ASSERT_EQ(a.what, A::list_path);
+    a = m.resume(with_listing(listing({"leases", "locks"})));
+    ASSERT_EQ(a.what, A::list_leases);
+    a = m.resume(with_listing(listing({ours})));
+    ASSERT_EQ(a.what, A::check_lease);
+    ASSERT_EQ(m.resume(with_rc(0)).what, A::grant);
+}
+} // namespace
+
+TEST(SemaphoreFsm, ALostCreateIsFoundByItsGuidAfterABarrierAndIsOurLease) {
+    auto m = finder();
+    m.start();
+    auto a = m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::wait_connected) << "its fate is unknown: look for it once connected";
+    EXPECT_EQ(m.current(), S::recover_connecting);
+    a = m.resume(nothing());
+    ASSERT_EQ(a.what, A::list_for_guid);
+    a = m.resume(with_listing(listing({other('a', 3), mine(9)})));
+    ASSERT_EQ(a.what, A::read_node);
+    EXPECT_EQ(a.node, leases + "/" + mine(9));
+    a = m.resume(found_node(outcome::ok));
+    // N was answered in the flight: the path's check comes next
+    path_then_grant(m, a, mine(9));
+    EXPECT_EQ(m.node(), leases + "/" + mine(9));
+    EXPECT_EQ(m.sequence(), 9);
+    EXPECT_EQ(m.czxid(), 907) << "the token is the found node's";
+}
+
+TEST(SemaphoreFsm, ALostCreateNotAppliedCreatesAgain) {
+    auto m = finder();
+    m.start();
+    m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m.resume(nothing());
+    auto a = m.resume(with_listing(listing({other('a', 3)})));
+    ASSERT_EQ(a.what, A::create) << "no lease holds our guid: the create was not applied";
+    EXPECT_EQ(a.node, prefix);
+    a = m.resume(with_made(made(8)));
+    ASSERT_EQ(a.what, A::list_leases);
+    a = m.resume(with_listing(listing({other('a', 3), mine(8)})));
+    ASSERT_EQ(a.what, A::check_lease);
+    EXPECT_EQ(m.resume(with_rc(0)).what, A::grant);
+    EXPECT_EQ(m.node(), leases + "/" + mine(8));
+    // and "leases" gone at the listing: nothing of ours, create again
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m2.resume(nothing());
+    EXPECT_EQ(m2.resume(with_listing(reply(outcome::no_node, -101))).what, A::create);
+}
+
+TEST(SemaphoreFsm, ANodeWithOurGuidOfAnotherSessionIsNotOursToCount) {
+    auto m = finder();
+    m.start();
+    m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m.resume(nothing());
+    m.resume(with_listing(listing({mine(9)})));
+    auto a = m.resume(found_node(outcome::ok, our_session + 1));
+    ASSERT_EQ(a.what, A::create) << "adopting another session's node could make two holders";
+    // gone between the listing and the read: create again
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m2.resume(nothing());
+    m2.resume(with_listing(listing({mine(9)})));
+    EXPECT_EQ(m2.resume(found_node(outcome::no_node)).what, A::create);
+}
+
+TEST(SemaphoreFsm, ALostListingOrReadInTheRecoveryWaitsAndLooksAgain) {
+    auto m = finder();
+    m.start();
+    m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m.resume(nothing());
+    auto a = m.resume(with_listing(reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::wait_connected);
+    EXPECT_EQ(m.resume(nothing()).what, A::list_for_guid);
+    m.resume(with_listing(listing({mine(9)})));
+    a = m.resume(found_node(outcome::connection));
+    ASSERT_EQ(a.what, A::wait_connected);
+    EXPECT_EQ(m.resume(nothing()).what, A::list_for_guid);
+}
+
+TEST(SemaphoreFsm, NeitherNNorTheCreateAnsweredReadsNAfterFindingTheLease) {
+    auto m = finder();
+    m.start();
+    m.resume(flight(reply(outcome::connection, -4), reply(outcome::connection, -4),
+                    reply(outcome::connection, -4)));
+    m.resume(nothing());
+    m.resume(with_listing(listing({mine(9)})));
+    auto a = m.resume(found_node(outcome::ok));
+    ASSERT_EQ(a.what, A::read_n) << "N is not known yet";
+    a = m.resume(with_read(n_is("3")));
+    ASSERT_EQ(a.what, A::fail);
+    EXPECT_EQ(a.why, A::size_mismatch);
+    EXPECT_EQ(m.node(), leases + "/" + mine(9)) << "the lease found is the driver's to delete";
+    // N matches: on to the path's check and the grant
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(reply(outcome::connection, -4), reply(outcome::connection, -4),
+                     reply(outcome::connection, -4)));
+    m2.resume(nothing());
+    m2.resume(with_listing(listing({mine(9)})));
+    m2.resume(found_node(outcome::ok));
+    a = m2.resume(with_read(n_is("2")));
+    path_then_grant(m2, a, mine(9));
+    // not found, N not known: N is read first (making "leases" if missing), then the create
+    auto m3 = finder();
+    m3.start();
+    m3.resume(flight(reply(outcome::connection, -4), reply(outcome::connection, -4),
+                     reply(outcome::connection, -4)));
+    m3.resume(nothing());
+    a = m3.resume(with_listing(reply(outcome::no_node, -101)));
+    ASSERT_EQ(a.what, A::make_leases);
+    auto ok = with_made(reply(outcome::ok));
+    ASSERT_EQ(m3.resume(ok).what, A::read_n);
+    ASSERT_EQ(m3.resume(with_read(n_is("2"))).what, A::create);
+}
+
+TEST(SemaphoreFsm, ALostCreateUnderAnotherNIsSweptNotLookedFor) {
+    auto m = finder();
+    m.start();
+    auto a = m.resume(flight(n_is("5"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::fail);
+    EXPECT_EQ(a.why, A::size_mismatch);
+    EXPECT_TRUE(a.delete_by_guid);
+}
+
+TEST(SemaphoreFsm, LostCreatesAreBoundedAndATryDoesNotLook) {
+    auto m = finder();
+    m.start();
+    auto a = m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_EQ(a.what, A::wait_connected) << i;
+        m.resume(nothing());
+        a = m.resume(with_listing(listing({})));
+        ASSERT_EQ(a.what, A::create) << i;
+        a = m.resume(with_made(reply(outcome::connection, -4)));
+    }
+    ASSERT_EQ(a.what, A::fail) << "the sixth lost create";
+    EXPECT_EQ(a.rc, -4);
+    EXPECT_TRUE(a.delete_by_guid);
+    auto t = finder(2, true);
+    t.start();
+    a = t.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::fail) << "a try does not wait for a reconnect";
+    EXPECT_TRUE(a.delete_by_guid);
+}
+
+TEST(SemaphoreFsm, AStopOrTheInternalLockLostWhileRecoveringSweepsTheGuid) {
+    auto m = finder();
+    m.start();
+    m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    semaphore_input stop;
+    stop.stop = true;
+    auto a = m.resume(stop);
+    ASSERT_EQ(a.what, A::fail);
+    EXPECT_EQ(a.why, A::stop);
+    EXPECT_TRUE(a.delete_by_guid);
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    semaphore_input lost;
+    lost.internal_lost = true;
+    a = m2.resume(lost);
+    ASSERT_EQ(a.what, A::restart);
+    EXPECT_TRUE(a.delete_by_guid) << "the next round must not find this one's lease";
+}
+
+TEST(SemaphoreFsm, NsReadLostWaitsAndReadsAgainAndALostMakeIsReadAgain) {
+    auto m = finder();
+    m.start();
+    auto a = m.resume(flight(reply(outcome::connection, -4), made(4), reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::wait_connected) << "N unknown: read it once connected";
+    EXPECT_EQ(m.current(), S::read_waiting);
+    ASSERT_EQ(m.resume(nothing()).what, A::read_n);
+    a = m.resume(with_read(n_is("2")));
+    ASSERT_EQ(a.what, A::list_leases) << "the flight's path listing stands: count";
+    // the first lease: "leases" missing, its make's reply lost, read again, made again
+    auto m2 = finder();
+    m2.start();
+    a = m2.resume(flight(reply(outcome::no_node, -101), reply(outcome::no_node, -101), listing({})));
+    ASSERT_EQ(a.what, A::make_leases);
+    a = m2.resume(with_made(reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::wait_connected);
+    ASSERT_EQ(m2.resume(nothing()).what, A::read_n);
+    a = m2.resume(with_read(reply(outcome::no_node, -101)));
+    ASSERT_EQ(a.what, A::make_leases) << "the lost make was not applied: make it again";
+    ASSERT_EQ(m2.resume(with_made(reply(outcome::ok))).what, A::read_n);
+    ASSERT_EQ(m2.resume(with_read(n_is("2"))).what, A::create);
 }
 
 TEST(SemaphoreFsm, AReadThatNeverCompletedFailsAndLeavesTheLeaseMadeToTheDriver) {
