@@ -6,8 +6,12 @@
 #
 #   scripts/chaos.sh [--seconds S] [--seed N] [--workers N] [--paths P] [--policy lease|on_disconnect]
 #                    [--faults LIST] [--peers curator|kazoo] [--peer-workers N] [--slow-stop-ms N]
-#                    [--tick MS] [--recipe mutex|election] [--build DIR] [--out DIR]
-#   --recipe: what the zklock workers use on the paths (default mutex). election: each campaigns
+#                    [--tick MS] [--recipe mutex|election|semaphore] [--build DIR] [--out DIR]
+#   --recipe: what the zklock workers use on the paths (default mutex). semaphore: each takes a
+#            lease of a semaphore of 2 (zklock::semaphore) on the path instead of the mutex; the
+#            checker fails a third lease held at once, and checks no token order and no margins
+#            (two leases are held at once: the next grant is not the one a lost lease protects).
+#            No peers. election: each campaigns
 #            (zklock::election) with the value "w<id>-<n>" instead of acquiring the mutex, and while
 #            it leads it proclaims a new value and writes its fencing token and name to the path's
 #            data node "<path>-data" (a sibling, persistent) through leadership::async_commit, 1-3
@@ -81,7 +85,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$peers" in ""|none) peers=""; peer_workers=0;; curator|kazoo) ;; *) echo "chaos: --peers curator|kazoo" >&2; exit 2;; esac
-case "$recipe" in mutex|election) ;; *) echo "chaos: --recipe mutex|election" >&2; exit 2;; esac
+case "$recipe" in mutex|election|semaphore) ;; *) echo "chaos: --recipe mutex|election|semaphore" >&2; exit 2;; esac
+if [ "$recipe" = semaphore ] && [ -n "$peers" ]; then echo "chaos: --recipe semaphore takes no --peers" >&2; exit 2; fi
 # the zklock workers' node naming (zklock_chaos_worker --dialect): kazoo's only beside kazoo's
 # Election, which sees nothing else (the mutex workers keep Curator's, which kazoo's Lock sees
 # through extra_lock_patterns)
@@ -256,13 +261,19 @@ for i in $(seq 1 "$total"); do
   pid[$i]=""
 done
 # no lock node may be left (killed workers' sessions expire within T; lost locks are deleted in the background)
+# (a semaphore's nodes are in the path's containers "leases" and "locks")
+checked=""
 for p in $(seq 0 $((paths - 1))); do
+  if [ "$recipe" = semaphore ]; then checked="$checked /zklock-chaos/lock$p/leases /zklock-chaos/lock$p/locks"
+  else checked="$checked /zklock-chaos/lock$p"; fi
+done
+for c in $checked; do
   left=1
   for _ in $(seq 1 30); do
-    if "$contender_bin" --check-empty "$ZK_CONNECT" "/zklock-chaos/lock$p" >"$out/leftovers" 2>&1; then left=0; break; fi
+    if "$contender_bin" --check-empty "$ZK_CONNECT" "$c" >"$out/leftovers" 2>&1; then left=0; break; fi
     sleep 0.5
   done
-  [ $left -eq 0 ] || { echo "LEFTOVER nodes on /zklock-chaos/lock$p:"; cat "$out/leftovers"; fail=1; }
+  [ $left -eq 0 ] || { echo "LEFTOVER nodes on $c:"; cat "$out/leftovers"; fail=1; }
 done
 # the servers' logs: the checker reads from the leaders' "Expiring session" lines whether a lost
 # lock was freed by the server (the margin bound applies) or by its holder's own delete

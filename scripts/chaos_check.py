@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The overlap checker of scripts/chaos.sh.
 
-    chaos_check.py DIR [--timeout-ms T] [--recipe mutex|election]
+    chaos_check.py DIR [--timeout-ms T] [--recipe mutex|election|semaphore]
                                           check the worker logs (DIR/*.log), DIR/events and the
                                           servers' logs (DIR/servers/*.log)
     chaos_check.py --self-test            fabricated logs: a clean one must pass, bad ones must fail
@@ -43,6 +43,12 @@ and, with --recipe election, a run without a single successful commit. A commit 
 loss signal and acknowledged after it is reported, not failed: it was in flight when the lease ran
 out (a delay fault, say), and the server applied it while the leader's node existed, so before any
 later leader's grant and before its writes (which the token order checks).
+
+Semaphore runs (chaos.sh --recipe semaphore; the worker logs begin "# recipe semaphore N"): the
+holds are leases of a semaphore of N on each path. Fails on a grant while N holds of the path are
+still running (the overlap check counts, instead of failing at one); the fencing-token order and
+the margins (loss signal -> next grant) are not checked: up to N leases are held at once, so the
+next grant of the path is not the one a lost lease's margin protects.
 
 Peers (chaos.sh --peers): logs named c<i>g<gen> (Curator) and k<i>g<gen> (kazoo) are theirs, the
 others zklock's. A peer hold whose loss signal (SUSPENDED) came after the next grant of its path is
@@ -195,6 +201,8 @@ def read_holds(d, events, ops=None, recipes=None):
                         slow = True
                     if p[1:2] == ["recipe"]:
                         recipes.add(p[2])
+                        if p[2] == "semaphore":
+                            recipes.add(f"semaphore-{int(p[3])}")  # (its N)
                     continue
                 if p[0] in ("P", "C"):  # (they may come between a loss and its S line)
                     op = dict(kind=p[0], who=who, path=p[1], token=int(p[2]), sent=int(p[3]), done=int(p[4]),
@@ -368,6 +376,14 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None
     for h in holds:
         by_path[h["path"]].append(h)
     overlaps, token_errors, margins, handovers, below_bound, peer_overlaps = 0, 0, [], [], 0, 0
+    # a semaphore's N (its workers' "# recipe semaphore N"; 1 for a lock): a grant overlaps only
+    # when N earlier holds are still running
+    sizes = {int(r.split("-")[1]) for r in recipes if r.startswith("semaphore-")}
+    if len(sizes) > 1:
+        problems.append(f"semaphore workers of different N: {sorted(sizes)}")
+    capacity = max(sizes) if sizes else 1
+    if capacity > 1 or recipe == "semaphore":
+        say(f"(a semaphore of {capacity}: at most {capacity} holds of a path at once; no token order, no margins)")
     to_expiry = []  # a lease loss whose session the server then expired: loss signal -> the server's expiry
     unlisted = set()  # fault cases missing from the bounds table
 
@@ -389,7 +405,7 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None
             running = [o for o in running if o["end"] > h["start"]]
             excused = [o for o in running if kind_of(o["who"]) != "zklock" and o["reason"].startswith("lost:")]
             blamed = [o for o in running if o not in excused]
-            if running:
+            if len(running) >= capacity:
                 latest = max(blamed or excused, key=lambda o: o["end"])
                 if blamed:
                     what = "OVERLAP"
@@ -399,12 +415,16 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None
                 else:
                     what = f"peer overlap ({kind_of(latest['who'])}'s loss signal came after the next grant)"
                     peer_overlaps += 1
+                if capacity > 1:
+                    what += f" ({len(running) + 1} holds of a semaphore of {capacity})"
                 say(f"{what} on {path}: {h['who']} granted at {h['start']} while {latest['who']} held until "
                     f"{latest['end']} ({latest['reason']}), by {(latest['end'] - h['start']) / 1e6:.3f} ms")
+            running.append(h)
+            if capacity > 1:
+                continue
             if i > 0 and h["token"] <= hs[i - 1]["token"]:
                 token_errors += 1
                 say(f"TOKEN ORDER on {path}: {h['who']} got {h['token']} after {hs[i - 1]['who']}'s {hs[i - 1]['token']}")
-            running.append(h)
             if i + 1 < len(hs):
                 gap = (hs[i + 1]["start"] - h["signal"]) / 1e9  # the margin: from the loss signal
                 if expiries is not None and h["reason"].startswith("lost:"):
@@ -691,6 +711,21 @@ def self_test():
         "election with peers: a zklock leader overlapped by a peer's": (
             {**elect(), "c6g1.log": "G /p 350 12288 9\nE /p 600 released\n"}, "", False, None,
             "OVERLAP on /p: c6g1 granted at 350 while b held until 400 (lost:lease_expired)", "election"),
+        # semaphore runs (--recipe semaphore): N holds of a path at once pass, N + 1 fail, and the
+        # tokens are not ordered
+        "semaphore of 2: two leases at once, tokens out of order": (
+            {"a.log": "# recipe semaphore 2\nG /p 100 8192 1\nE /p 300 released\n",
+             "b.log": "# recipe semaphore 2\nG /p 200 4096 2\nE /p 400 lost lease_expired\n"}, "", True, None,
+            "a semaphore of 2", "semaphore"),
+        "semaphore of 2: a third lease at once": (
+            {"a.log": "# recipe semaphore 2\nG /p 100 4096 1\nE /p 300 released\n",
+             "b.log": "# recipe semaphore 2\nG /p 200 8192 2\nE /p 400 released\n",
+             "c.log": "# recipe semaphore 2\nG /p 250 12288 3\nE /p 500 released\n"}, "", False, None,
+            "OVERLAP (3 holds of a semaphore of 2) on /p: c granted at 250", "semaphore"),
+        "semaphore: workers of different N": (
+            {"a.log": "# recipe semaphore 2\nG /p 100 4096 1\nE /p 300 released\n",
+             "b.log": "# recipe semaphore 3\nG /p 400 8192 2\nE /p 500 released\n"}, "", False, None,
+            "semaphore workers of different N", "semaphore"),
         "election with peers: only peers lead: no commit": (
             {"c6g1.log": "G /p 500 12288 9\nE /p 600 released\n"}, "", False, None, "NO COMMIT", "election"),
     })
@@ -719,7 +754,7 @@ if __name__ == "__main__":
     r = None
     if "--recipe" in sys.argv:
         r = sys.argv[sys.argv.index("--recipe") + 1]
-        if r not in ("mutex", "election"):
-            print("chaos_check.py: --recipe mutex|election")
+        if r not in ("mutex", "election", "semaphore"):
+            print("chaos_check.py: --recipe mutex|election|semaphore")
             sys.exit(2)
     sys.exit(0 if check(sys.argv[1], t, recipe=r) else 1)

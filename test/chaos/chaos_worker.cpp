@@ -20,6 +20,11 @@
 //   # slow-stop-ms N                                        first line of such a worker's log (the
 //                                                           checker then knows an S line is due)
 //
+// With --recipe semaphore the worker takes a lease of a semaphore of 2 (zklock::semaphore) on the
+// path instead of the mutex, and logs G, E and S exactly as above (the checker allows two holds at
+// once):
+//   # recipe semaphore 2                                    first line of such a worker's log
+//
 // With --recipe election the worker campaigns (zklock::election) instead of acquiring the mutex,
 // with the value "<name>-<n>" (n: its n-th campaign), and logs G, E and S exactly as above. While
 // it leads (the hold) it goes 1-3 rounds of: proclaim "<name>-<n>-p<k>", then a guarded write
@@ -44,7 +49,7 @@
 //
 //   zklock_chaos_worker --connect H:P,H:P,... --paths N --log FILE [--seed S] [--session-timeout MS]
 //                       [--hold-ms MIN:MAX] [--policy lease|on_disconnect|on_expiry] [--partition-ms MS]
-//                       [--name NAME] [--slow-stop-ms N] [--recipe mutex|election] [--dialect curator|kazoo]
+//                       [--name NAME] [--slow-stop-ms N] [--recipe mutex|election|semaphore] [--dialect curator|kazoo]
 //   --dialect: the naming of the worker's nodes, for paths shared with peers (chaos.sh --peers):
 //              curator (the default: lock_dialect::curator, election_dialect::curator_selector) or
 //              kazoo (lock_dialect::kazoo, election_dialect::kazoo). chaos.sh gives kazoo only to
@@ -71,6 +76,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace asio = boost::asio;
@@ -141,7 +147,8 @@ options parse(int argc, char** argv) {
     if (o.connect.empty()) usage("--connect is required");
     if (o.paths < 1 || o.hold_min < 0 || o.hold_max < o.hold_min) usage("bad --paths or --hold-ms");
     if (o.slow_stop_ms < 0) usage("bad --slow-stop-ms");
-    if (o.recipe != "mutex" && o.recipe != "election") usage("--recipe is mutex or election");
+    if (o.recipe != "mutex" && o.recipe != "election" && o.recipe != "semaphore")
+        usage("--recipe is mutex, election or semaphore");
     if (o.dialect != "curator" && o.dialect != "kazoo") usage("--dialect is curator or kazoo");
     return o;
 }
@@ -155,6 +162,7 @@ zklock::loss_policy policy_of(const std::string& p) {
 
 class worker {
 public:
+    static constexpr int semaphore_size = 2; // --recipe semaphore: N
     worker(asio::io_context& io, options o) : io_(io), o_(std::move(o)), rng_(o_.seed) {
         log_ = std::fopen(o_.log.c_str(), "a");
         if (!log_) usage(("cannot open " + o_.log).c_str());
@@ -164,6 +172,10 @@ public:
         }
         if (o_.recipe == "election") {
             std::fprintf(log_, "# recipe election\n");
+            std::fflush(log_);
+        }
+        if (o_.recipe == "semaphore") {
+            std::fprintf(log_, "# recipe semaphore %d\n", semaphore_size);
             std::fflush(log_);
         }
         // one proxy per server: the faults of this client are injected there
@@ -207,7 +219,14 @@ public:
             zklock::mutex_options mo;
             mo.dialect = o_.dialect == "kazoo" ? zklock::lock_dialect::kazoo : zklock::lock_dialect::curator;
             zklock::mutex m(s, path, mo);
-            auto [ec, g] = co_await m.async_acquire_for(10s, asio::as_tuple(use_awaitable));
+            zklock::semaphore sem(s, path, semaphore_size);
+            // (not a conditional expression around the co_awaits: GCC 12 mishandles temporaries there)
+            std::tuple<zklock::error_code, zklock::guard> acquired;
+            if (o_.recipe == "semaphore")
+                acquired = co_await sem.async_acquire_for(10s, asio::as_tuple(use_awaitable));
+            else
+                acquired = co_await m.async_acquire_for(10s, asio::as_tuple(use_awaitable));
+            auto& [ec, g] = acquired;
             if (ec) {
                 ++failed_acquires_;
                 asio::steady_timer pause(ex, 50ms);
