@@ -10,7 +10,7 @@
 # With --semaphore first, the semaphore's world instead (test/sim/sem_sim.cpp): clients that take
 # and release leases, each round run by the semaphore's state machine (src/protocol/semaphore_fsm.hpp):
 #   scripts/sim.sh --semaphore [--seeds N] [--seed S] [--first S] [--clients N] [--leases N]
-#                  [--cycles N] [--trace] [--bug count-others|no-sweep|no-restart|no-recovery]
+#                  [--cycles N] [--trace] [--bug count-others|no-sweep|no-restart|no-recovery|no-barrier]
 # With --lease first, the clocked world of the lease instead (test/sim/lease_sim.cpp): the real
 # session_lease, heartbeat schedule, session state machine and acquire machine on one clock,
 # against a model ensemble (ping loops with jitter, the expiry queue, a replica of the tree per

@@ -2,7 +2,8 @@
 // semaphore of at most `leases` holders, each round run by zklock's own state machine
 // (src/protocol/semaphore_fsm.hpp, the one semaphore.cpp's driver runs on a session), against the
 // model server (model_zk.hpp), under every delivery order a seeded scheduler picks, with
-// connection losses (each request not yet applied is applied or not; every reply lost), session
+// connection losses (each request not yet applied is applied, or not, or for a write later from the
+// leader's pipeline while the session's reads may not see it yet; every reply lost), session
 // expiries, cancellations, the loss of the internal lock while a round waits, and the container
 // reaper taking an empty "leases".
 //
@@ -18,7 +19,7 @@
 // "<path>/leases"; no watch left on the server.
 //
 //   zklock_sim_sem [--seeds N] [--seed S] [--first S] [--clients N] [--leases N] [--cycles N]
-//                  [--trace] [--bug count-others|no-sweep|no-restart|no-recovery]
+//                  [--trace] [--bug count-others|no-sweep|no-restart|no-recovery|no-barrier]
 // Exit 0 if every seed passes (with --bug: exit 0 if some seed finds it, and says which).
 #include "protocol/protocol.hpp"
 #include "protocol/semaphore_fsm.hpp"
@@ -43,7 +44,7 @@ namespace {
 
 namespace zd = zklock::detail;
 
-enum class bug { none, count_others, no_sweep, no_restart, no_recovery };
+enum class bug { none, count_others, no_sweep, no_restart, no_recovery, no_barrier };
 bug g_bug = bug::none;
 // (over all seeds: lost creates looked for by their guid, and how many of them had been applied)
 std::uint64_t g_looked_for = 0, g_found = 0;
@@ -106,6 +107,10 @@ struct client {
     std::string node;           // held, or being released
     std::deque<std::pair<std::uint64_t, tag>> outstanding;
     std::deque<request> inbound;
+    /// Writes of a dropped connection already in the leader's pipeline: applied later (their
+    /// replies lost), before the session's next write; its reads may not see them yet (a follower
+    /// that lags: reads are not synced). What the recovery's barrier is for.
+    std::deque<request> limbo;
     cleanup_jobs jobs; // its release, background deletes and sweeps (cleanup_fsm), in flight or waiting
     int holds = 0;
 };
@@ -179,7 +184,7 @@ private:
     }
     bool all_done() const {
         for (auto& c : clients_)
-            if (c.st != client::state::done || !c.outstanding.empty()) return false;
+            if (c.st != client::state::done || !c.outstanding.empty() || !c.limbo.empty()) return false;
         return true;
     }
     std::size_t leases_at_server() const {
@@ -194,7 +199,9 @@ private:
     void check_stuck() {
         bool waiter = false, holder = false;
         for (auto& c : clients_) {
-            if (!c.inbound.empty() || !c.outstanding.empty() || !server_.outbox(c.session).empty()) return;
+            if (!c.inbound.empty() || !c.limbo.empty() || !c.outstanding.empty() ||
+                !server_.outbox(c.session).empty())
+                return;
             waiter = waiter || (c.waiting && !c.stop && !lost_seen(c));
             holder = holder || c.st == client::state::held || c.st == client::state::releasing;
         }
@@ -242,7 +249,9 @@ private:
     /// How the cleanup machine's requests go out for `c` (cleanup_jobs.hpp).
     cleanup_jobs::io jobs_io(client& c) {
         return {[this, &c](const request& r) { return send(c, r, tag::cleanup); },
-                [this, &c](const std::string& path) { send(c, op::check, path, tag::barrier); },
+                [this, &c](const std::string& path) {
+                    if (g_bug != bug::no_barrier) send(c, op::check, path, tag::barrier);
+                },
                 [this, &c] {
                     log(who(c) + " released");
                     finish_cycle(c);
@@ -334,7 +343,7 @@ private:
             case action::list_for_guid: // (a barrier, then the listing: a lost create is found)
                 log(who(c) + " looks for its lease by its guid");
                 ++g_looked_for;
-                send(c, op::check, leases_path, tag::barrier);
+                if (g_bug != bug::no_barrier) send(c, op::check, leases_path, tag::barrier);
                 send(c, op::get_children, leases_path, tag::listing);
                 c.due = 1;
                 return;
@@ -523,8 +532,15 @@ private:
         log(who(c) + " CONNECTION LOST");
         c.listings = 0;
         ++c.drops;
-        for (auto& r : c.inbound)
-            if (rng_() % 2 == 0) server_.apply(c.session, r);
+        for (auto& r : c.inbound) {
+            const auto fate = rng_() % 3;
+            if (fate == 0) {
+                server_.apply(c.session, r);
+            } else if (fate == 1 && is_write(r.kind)) {
+                log(who(c) + " ... #" + std::to_string(r.id) + " is in the leader's pipeline: applied later");
+                c.limbo.push_back(r);
+            }
+        }
         c.inbound.clear();
         auto& box = server_.outbox(c.session);
         std::deque<message> kept;
@@ -541,8 +557,25 @@ private:
         if (c.waiting) wake(c); // (a reconnect wakes the wait: the driver lists again)
         c.jobs.reconnected(jobs_io(c));
     }
+    static bool is_write(op k) { return k == op::create || k == op::remove || k == op::check; }
+    /// A write of a dropped connection is applied now; its reply was lost with the connection.
+    void apply_limbo(client& c) {
+        auto r = c.limbo.front();
+        c.limbo.pop_front();
+        log(who(c) + " ... #" + std::to_string(r.id) + " applied late (from the leader's pipeline)");
+        server_.apply(c.session, r);
+        auto& box = server_.outbox(c.session);
+        for (auto it = box.end(); it != box.begin();) {
+            --it;
+            if (auto* rep = std::get_if<reply>(&*it); rep && rep->id == r.id) {
+                box.erase(it);
+                break;
+            }
+        }
+    }
     void expire(client& c) {
         log(who(c) + " SESSION EXPIRED in state " + name(c.st));
+        c.limbo.clear(); // (never applied: the session is gone)
         server_.end_session(c.session);
         c.session = server_.open_session();
         c.inbound.clear();
@@ -563,8 +596,11 @@ private:
                 enabled.push_back({10, [&] {
                                        auto r = c.inbound.front();
                                        c.inbound.pop_front();
+                                       if (is_write(r.kind))
+                                           while (!c.limbo.empty()) apply_limbo(c); // (the leader's order)
                                        server_.apply(c.session, r);
                                    }});
+            if (!c.limbo.empty()) enabled.push_back({3, [&] { apply_limbo(c); }});
             if (!server_.outbox(c.session).empty())
                 enabled.push_back({10, [&] {
                                        auto m = server_.outbox(c.session).front();
@@ -634,8 +670,10 @@ bug parse_bug(const std::string& s) {
     if (s == "no-sweep") return bug::no_sweep;
     if (s == "no-restart") return bug::no_restart;
     if (s == "no-recovery") return bug::no_recovery;
+    if (s == "no-barrier") return bug::no_barrier;
     std::fprintf(stderr,
-                 "zklock_sim_sem: unknown --bug %s (count-others, no-sweep, no-restart, no-recovery)\n",
+                 "zklock_sim_sem: unknown --bug %s (count-others, no-sweep, no-restart, no-recovery, "
+                 "no-barrier)\n",
                  s.c_str());
     std::exit(2);
 }
@@ -662,7 +700,7 @@ int main(int argc, char** argv) {
         },
         [](const std::string& name) { g_bug = parse_bug(name); },
         "[--seeds N] [--seed S] [--first S] [--clients N] [--leases N] [--cycles N] [--trace] "
-        "[--bug count-others|no-sweep|no-restart|no-recovery]");
+        "[--bug count-others|no-sweep|no-restart|no-recovery|no-barrier]");
     cfg.trace = r.trace;
     const int rc = r.run(
         [&](std::uint64_t s) {
