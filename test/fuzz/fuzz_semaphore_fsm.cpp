@@ -63,6 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bool create_lost = false;              // the last create's reply was lost: its fate is unknown
     std::string lost_node;                 // ... the node it would have made
     std::vector<std::string> guid_listing; // the last listing for our guid
+    std::string adopt_refused;             // a node read as another session's: never ours
     auto lease_listing = [&](std::uint8_t pick) {
         std::vector<std::string> kids;
         for (int i = 0; i < 4; ++i)
@@ -119,6 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if ((a.what == A::flight || a.what == A::create) && a.node != prefix)
             violated("a lease of another name");
         if (a.what == A::list_for_guid && !create_lost) violated("looks for a lease whose create answered");
+        if (!adopt_refused.empty() && m.node() == adopt_refused) violated("adopted another session's node");
         if (a.what == A::read_node) {
             bool listed = false;
             for (const auto& k : guid_listing) listed = listed || leases + "/" + k == a.node;
@@ -127,7 +129,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         if (in.done() && ++steps_after_stop > 16) violated("a stop did not end it within 16 steps");
 
-        const std::uint8_t b = in.next();
+        // (once the input ran out: stop, with results that succeed or lose the connection in
+        // turn, so that each state must end on the stop itself, not on a failed request)
+        const std::uint8_t b =
+            in.done() ? static_cast<std::uint8_t>(0x80 | ((steps_after_stop & 1) != 0 ? 2 : 0)) : in.next();
         semaphore_input r;
         r.stop = (b & 0x80) != 0;
         r.internal_lost = (b & 0x40) != 0;
@@ -200,6 +205,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             r.read.owner = (b & 4) ? session + 1 : session;
             r.read.czxid = step;
             r.session = session;
+            adopt_refused = o == outcome::ok && r.read.owner != session ? a.node : std::string();
             if (o == outcome::ok && r.read.owner == session) { // adopted: it is our lease
                 made = a.node;
                 create_lost = false;

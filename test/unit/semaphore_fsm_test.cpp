@@ -334,6 +334,80 @@ TEST(SemaphoreFsm, NsReadLostWaitsAndReadsAgainAndALostMakeIsReadAgain) {
     ASSERT_EQ(m2.resume(with_read(n_is("2"))).what, A::create);
 }
 
+TEST(SemaphoreFsm, ALostMakeBeforeOurCreateWaitsAndMakesAgainBoundedWithTheLostCreates) {
+    // our create found no "leases", and the make's reply is lost: no create of ours is in doubt
+    auto m = finder();
+    m.start();
+    auto a = m.resume(flight(n_is("2"), reply(outcome::no_node, -101), listing({})));
+    ASSERT_EQ(a.what, A::make_leases);
+    a = m.resume(with_made(reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::wait_connected);
+    EXPECT_EQ(m.current(), S::make_waiting);
+    ASSERT_EQ(m.resume(nothing()).what, A::make_leases) << "made again once connected";
+    for (int i = 1; i < 5; ++i) {
+        ASSERT_EQ(m.resume(with_made(reply(outcome::connection, -4))).what, A::wait_connected) << i;
+        ASSERT_EQ(m.resume(nothing()).what, A::make_leases) << i;
+    }
+    a = m.resume(with_made(reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::fail) << "the sixth lost request of the round";
+    EXPECT_EQ(a.rc, -4);
+    // a stop while waiting ends it
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(n_is("2"), reply(outcome::no_node, -101), listing({})));
+    m2.resume(with_made(reply(outcome::connection, -4)));
+    semaphore_input stop;
+    stop.stop = true;
+    a = m2.resume(stop);
+    ASSERT_EQ(a.what, A::fail);
+    EXPECT_EQ(a.why, A::stop);
+}
+
+TEST(SemaphoreFsm, NsReadFindingNoLeasesMakesItAgainFiveTimesAtMostAndAStopEndsTheWait) {
+    auto m = finder();
+    m.start();
+    auto a = m.resume(flight(reply(outcome::connection, -4), made(4), reply(outcome::connection, -4)));
+    ASSERT_EQ(a.what, A::wait_connected);
+    ASSERT_EQ(m.resume(nothing()).what, A::read_n);
+    for (int i = 0; i < 5; ++i) {
+        ASSERT_EQ(m.resume(with_read(reply(outcome::no_node, -101))).what, A::make_leases) << i;
+        ASSERT_EQ(m.resume(with_made(reply(outcome::ok))).what, A::read_n) << i;
+    }
+    a = m.resume(with_read(reply(outcome::no_node, -101)));
+    ASSERT_EQ(a.what, A::fail) << "the sixth read without leases";
+    EXPECT_EQ(a.rc, -101);
+    EXPECT_EQ(m.node(), leases + "/" + mine(4)) << "the lease made is the driver's to delete";
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(reply(outcome::connection, -4), made(4), reply(outcome::connection, -4)));
+    semaphore_input stop;
+    stop.stop = true;
+    a = m2.resume(stop);
+    ASSERT_EQ(a.what, A::fail);
+    EXPECT_EQ(a.why, A::stop);
+}
+
+TEST(SemaphoreFsm, NoNewLeaseAfterAStopOrTheInternalLockLostDuringTheRecovery) {
+    // the lost create was not applied, and the round must end: no new lease for others to count
+    auto m = finder();
+    m.start();
+    m.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m.resume(nothing());
+    auto in = with_listing(listing({}));
+    in.stop = true;
+    auto a = m.resume(in);
+    ASSERT_EQ(a.what, A::fail);
+    EXPECT_EQ(a.why, A::stop);
+    EXPECT_FALSE(a.delete_by_guid) << "behind the barrier, the listing settled it: nothing to sweep";
+    auto m2 = finder();
+    m2.start();
+    m2.resume(flight(n_is("2"), reply(outcome::connection, -4), reply(outcome::connection, -4)));
+    m2.resume(nothing());
+    in = with_listing(listing({}));
+    in.internal_lost = true;
+    EXPECT_EQ(m2.resume(in).what, A::restart);
+}
+
 TEST(SemaphoreFsm, AReadThatNeverCompletedFailsAndLeavesTheLeaseMadeToTheDriver) {
     auto m = machine();
     m.start();
