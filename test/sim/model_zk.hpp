@@ -70,6 +70,21 @@ public:
     }
     std::deque<message>& outbox(std::int64_t s) { return outbox_[s]; }
 
+    /// Applies `r` for session `s` as a write of a dropped connection that sat in the leader's
+    /// pipeline: it takes effect (with its watch events), and its reply, lost with the
+    /// connection, is not queued.
+    void apply_late(std::int64_t s, const request& r) {
+        apply(s, r);
+        auto& box = outbox_[s];
+        for (auto it = box.end(); it != box.begin();) {
+            --it;
+            if (auto* rep = std::get_if<reply>(&*it); rep && rep->id == r.id) {
+                box.erase(it);
+                break;
+            }
+        }
+    }
+
     /// Applies `r` for session `s` and queues its reply (and the watch events it fires, to every
     /// session that set them, each before that session's later messages).
     void apply(std::int64_t s, const request& r) {

@@ -784,15 +784,7 @@ private:
         auto r = c.limbo.front();
         c.limbo.pop_front();
         log(who(c) + " ... #" + std::to_string(r.id) + " applied late (from the leader's pipeline)");
-        server_.apply(c.session, r);
-        auto& box = server_.outbox(c.session);
-        for (auto it = box.end(); it != box.begin();) {
-            --it;
-            if (auto* rep = std::get_if<reply>(&*it); rep && rep->id == r.id) {
-                box.erase(it);
-                break;
-            }
-        }
+        server_.apply_late(c.session, r);
     }
 
     /// The session of `c` expires. The lease's premise: the holder was told first.
