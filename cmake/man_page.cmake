@@ -27,37 +27,63 @@ string(SUBSTRING "${top}" 0 ${nl} summary)
 math(EXPR nl "${nl} + 1")
 string(SUBSTRING "${top}" ${nl} -1 top_rest)
 string(REPLACE "zklock: " "" summary "${summary}")
+string(TIMESTAMP today "%Y-%m-%d" UTC)
+# The subcommands: the "Subcommands:" block of the top-level --help, so that the page lists every
+# one the program has (test/cli/cli_test.py checks the page against --help).
+string(FIND "${top}" "Subcommands:\n" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${ZKLOCK} --help has no Subcommands: block")
+endif()
+string(SUBSTRING "${top}" ${at} -1 block)
+string(REGEX MATCHALL "\n  [a-z]+ " subs "${block}")
+set(subcommands "")
+foreach(m IN LISTS subs)
+  string(STRIP "${m}" m)
+  list(APPEND subcommands "${m}")
+endforeach()
+# The top-level help's footer (durations, the exit statuses) is printed under every subcommand's
+# help too: the page gives it once, under EXIT STATUS, and cuts it from each subcommand's.
+string(FIND "${top_rest}" "\nDurations:" foot)
+set(footer "")
+if(NOT foot EQUAL -1)
+  math(EXPR foot "${foot} + 1")
+  string(SUBSTRING "${top_rest}" ${foot} -1 footer)
+  string(SUBSTRING "${top_rest}" 0 ${foot} top_rest)
+endif()
+set(synopsis "")
+set(sections "")
+foreach(sub IN LISTS subcommands)
+  zklock_help(text ${sub} --help)
+  string(FIND "${text}" "\nDurations:" cut)
+  if(NOT cut EQUAL -1)
+    string(SUBSTRING "${text}" 0 ${cut} text)
+    string(APPEND text "\n")
+  endif()
+  string(REGEX MATCH "Usage: zklock ${sub}[^\n]*" usage "${text}")
+  string(REPLACE "Usage: zklock ${sub}" "" usage "${usage}")
+  string(STRIP "${usage}" usage)
+  zklock_troff(usage "${usage}")
+  string(APPEND synopsis ".B zklock ${sub}\n${usage}\n.br\n")
+  zklock_troff(text "${text}")
+  string(TOUPPER "${sub}" SUB)
+  string(APPEND sections ".SH ZKLOCK ${SUB}\n.nf\n${text}.fi\n")
+endforeach()
+zklock_troff(footer "${footer}")
 zklock_troff(summary "${summary}")
 zklock_troff(top_rest "${top_rest}")
-string(TIMESTAMP today "%Y-%m-%d" UTC)
 # (string(TIMESTAMP) honours SOURCE_DATE_EPOCH: a reproducible build sets it)
 set(page ".TH ZKLOCK 1 \"${today}\" \"${version}\" \"User Commands\"
 .SH NAME
 zklock \\- ${summary}
 .SH SYNOPSIS
-.B zklock run
-[\\fIOPTIONS\\fR] \\fIpath\\fR \\-\\- \\fIcommand\\fR [\\fIargs\\fR...]
-.br
-.B zklock list
-[\\fIOPTIONS\\fR] \\fIpath\\fR
-.br
-.B zklock break
-[\\fIOPTIONS\\fR] \\fInode\\fR
-.br
-.B zklock revoke
-[\\fIOPTIONS\\fR] \\fIpath\\fR
-.br
-.B zklock \\-\\-version
+${synopsis}.B zklock \\-\\-version
 .SH DESCRIPTION
 .nf
 ${top_rest}.fi
+${sections}.SH EXIT STATUS
+.nf
+${footer}.fi
 ")
-foreach(sub run list break revoke)
-  zklock_help(text ${sub} --help)
-  zklock_troff(text "${text}")
-  string(TOUPPER "${sub}" SUB)
-  string(APPEND page ".SH ZKLOCK ${SUB}\n.nf\n${text}.fi\n")
-endforeach()
 string(APPEND page ".SH ENVIRONMENT
 .TP
 .B ZK_CONNECT

@@ -5,7 +5,7 @@
 set -euo pipefail
 want=(cmake ninja-build g++ libboost1.81-dev libzookeeper-mt-dev libzookeeper-st2 zookeeper default-jre-headless libgtest-dev
       python3 default-jdk-headless libcurator-recipes-java libcurator-framework-java python3-kazoo libcli11-dev
-      openssl libssl-dev pkg-config dpkg-dev file doxygen clang-format)
+      openssl libssl-dev pkg-config dpkg-dev file doxygen clang-format python3-prometheus-client)
 if [ "${1:-}" = "--bench" ]; then
   want+=(gnuplot-nox)
 fi

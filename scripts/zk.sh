@@ -73,6 +73,13 @@ launch() { # launch DIR I
   # server outlives the test. Seen under ThreadSanitizer: the server kept the write end of the
   # pipe into TSan's llvm-symbolizer, so the symbolizer never saw EOF, kept the test's stderr
   # (ctest's pipe) open, and ctest waited for it until its timeout although the test had passed.
+  # ZK_TRACE_TOUCHES (default: on unless ZK_LOG_LEVEL is set): the session tracker logs every touch
+  # of a session at TRACE ("Touch session: 0x<id> with timeout <ms>"), once wait_up has set the
+  # trace mask (4lw stmk): what a test needs to measure a lease's margin against the leader's own
+  # expiry before its rounding to a tick (the last touch + its timeout: test/integration/loss_race.hpp)
+  local touch_log=""
+  [ "${ZK_TRACE_TOUCHES:-$([ -z "${ZK_LOG_LEVEL:-}" ] && echo 1 || echo 0)}" = 1 ] &&
+    touch_log="-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.SessionTrackerImpl=trace"
   # setsid: the server is alone in its own session and process group, so SIGSTOPping it (pause)
   # leaves no stopped process in the group of the caller, whose group the kernel would otherwise
   # send SIGHUP when it becomes orphaned, and no terminal hang-up reaches it. (setsid forks only
@@ -86,7 +93,7 @@ launch() { # launch DIR I
     # shellcheck disable=SC2086
     exec setsid java -Xmx512m ${ZK_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1} -Dzookeeper.admin.enableServer=false \
       -Dorg.slf4j.simpleLogger.defaultLogLevel="${ZK_LOG_LEVEL:-info}" -Dorg.slf4j.simpleLogger.showDateTime=true \
-      -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
+      -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS $touch_log \
       -Dznode.container.checkIntervalMs=1000 \
       -cp "$CP" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo$i.cfg"
   ) >>"$dir/server$i.log" 2>&1 </dev/null &
@@ -107,6 +114,13 @@ stop_dir() { # stop_dir DIR : stops its servers, drops its port reservations, re
   done
   /usr/bin/python3 "$(dirname "$0")/zk_ports.py" release "$dir" || true
   case "$dir" in /tmp/zklock-zk.*) rm -rf "$dir";; esac
+}
+
+set_trace_mask() { # set_trace_mask PORT : 4lw stmk with the mask as 8 bytes, big-endian (0x13a)
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'stmk\x00\x00\x00\x00\x00\x00\x01\x3a' >&3
+  timeout 2 cat <&3 || true
+  exec 3<&- 3>&-
 }
 
 launch_relay() { # launch_relay DIR : the quorum relays of DIR/relays (see quorum_relay.py)
@@ -176,7 +190,12 @@ wait_up() { # wait_up DIR I : until srvr answers with a mode (and the TLS port l
   port=$(cat "$dir/port$i")
   [ -f "$dir/tls_port$i" ] && tport=$(cat "$dir/tls_port$i")
   for _ in $(seq 1 300); do
-    if four "$port" srvr 2>/dev/null | grep -q '^Mode: ' && { [ -z "$tport" ] || listening "$tport"; }; then return 0; fi
+    if four "$port" srvr 2>/dev/null | grep -q '^Mode: ' && { [ -z "$tport" ] || listening "$tport"; }; then
+      # the trace mask: ZooKeeper's default (0x132) and CLIENT_PING_TRACE_MASK (0x8), which the
+      # tracker's touches are logged under (read only where its logger is at TRACE: launch)
+      set_trace_mask "$port" >/dev/null 2>&1 || true
+      return 0
+    fi
     kill -0 "$(cat "$dir/server$i.pid")" 2>/dev/null || { tail -20 "$dir/server$i.log" >&2; die "server $i died"; }
     sleep 0.1
   done

@@ -86,6 +86,10 @@ enum class errc {
     not_a_write_guard,            ///< async_downgrade of a guard that is not a held write lock of this path
     invalid_version,              ///< a transaction operation's version below -1
     invalid_connect_separator,    ///< the connect string separates its servers with ';': the separator is ','
+    invalid_lease_timeout_cap, ///< session_options::lease_timeout_cap neither 0 nor in [100 ms, 2^31 - 1 ms]
+    /// async_create_node, async_set_data: the path and data are over max_write_bytes (ZooKeeper
+    /// would close the connection, under every lock of the session; nothing was sent)
+    write_too_large,
     // -- TLS (session_options::tls); the details: session::last_connect_attempts() and the log --
     tls_config_invalid = 100,        ///< a CA, certificate or key that cannot be read or does not fit
     tls_unknown_ca,                  ///< the server's certificate is not signed by a trusted CA
@@ -109,6 +113,11 @@ enum class errc {
 /// like a connection loss and be retried; these caps stay far below it.
 inline constexpr std::size_t max_path_length = 4096; ///< bytes of a lock path
 inline constexpr std::size_t max_node_data = 65536;  ///< bytes of node data (the holder description)
+/// Bytes of one plain node write, its path and data (async_create_node, async_set_data; 64 of them
+/// for the request's other fields): under ZooKeeper's default jute.maxbuffer (1 MiB - 1), past
+/// which a server closes the connection of the request (a connection loss under every lock of the
+/// session) instead of refusing it. Transactions have their own cap, max_transaction_bytes.
+inline constexpr std::size_t max_write_bytes = 900 * 1024;
 
 /// The "zklock" category.
 ZKLOCK_DECL const boost::system::error_category& error_category() noexcept;

@@ -59,6 +59,17 @@ struct session_options {
     /// T/10 while a lock is held), reports the loss at least 0.2875 x T before the leader can
     /// expire the session, at every phase of docs/lease.md, under its premises (loss_policy::lease).
     loss_policy loss = loss_policy::lease();
+    /// The largest session timeout the lease counts with (0: none, the default), for an ensemble
+    /// whose servers do not all negotiate the same T: set it to the smallest maxSessionTimeout of
+    /// the servers in `connect` (`echo conf | nc host port`). A server with a smaller maximum
+    /// clamps T on a reconnect and revalidates the session at the leader with it before it
+    /// answers; if that answer is lost, the client never learns the shorter T, and the leader
+    /// can expire the session sooner than the lease counts (docs/lease.md, premise 6). With the
+    /// cap the lease (its deadline, its heartbeats every cap/10) counts with min(T, cap). 0, or
+    /// 100 ms to 2^31 - 1 ms; else async_connect fails with errc::invalid_lease_timeout_cap.
+    /// session_statistics::timeout_changes counts the reconnects that negotiated another T: a
+    /// non-zero count proves the servers' bounds differ.
+    std::chrono::milliseconds lease_timeout_cap{0};
     /// After an expiry, open a new session automatically (locks of the old one stay lost).
     bool renew_after_expiry = true;
     /// While the session holds no lock and no acquire is in progress, keep the lease's evidence
@@ -90,7 +101,11 @@ struct session_options {
     /// (reader) lock per acquire to find the path's record.
     bool metrics = true;
     /// Per-path records for at most this many lock paths; later ones are summed under "(other)".
-    std::size_t metrics_max_paths = 1000;
+    /// Each path is 42 series of to_prometheus (42 lines of about 60 bytes plus the path): the
+    /// default keeps a server that takes a lock per request path at 21 paths' worth (931 lines,
+    /// about 70 KB with 30-byte paths), however many paths it locks; raise it for a fixed, small
+    /// set of paths worth watching one by one.
+    std::size_t metrics_max_paths = 20;
 };
 
 struct metrics_snapshot;
@@ -133,6 +148,10 @@ struct session_statistics {
     /// the node before it was released by its holder, without listing the children again
     /// (docs/internals.md, "The hand-off").
     std::uint64_t marked_grants = 0;
+    /// Connections that negotiated a session timeout other than the previous connection's: each
+    /// proves that the servers' session-timeout bounds differ, which premise 6 of docs/lease.md
+    /// excludes unless session_options::lease_timeout_cap is set.
+    std::uint64_t timeout_changes = 0;
     /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {
         return creates + deletes + get_children + get_data + exists + set_data + watch_removals +
@@ -263,8 +282,9 @@ public:
     /// Waits until the state differs from `last_seen`, then completes with the new state.
     ///
     /// Completes at once (posted) if it already differs. Intermediate states may be skipped.
-    /// The closed state is final: a wait with `last_seen` == session_state::closed completes only
-    /// when it is cancelled.
+    /// The closed state is final: a wait with `last_seen` == session_state::closed completes with
+    /// errc::session_closed once the session is closed (at once if it already is), so that a
+    /// loop of waits ends with the session.
     ///
     /// \signature `void(error_code, session_state)`: on success no error and the new state; on
     /// cancellation asio::error::operation_aborted and `last_seen` (or the current state, if the
@@ -275,9 +295,11 @@ public:
     /// \cancellation Terminal, partial, total: the operation completes with
     /// asio::error::operation_aborted and nothing else changes. A cancellation emitted right after
     /// the initiating call is not lost.
-    /// \errors asio::error::operation_aborted: cancelled.
+    /// \errors asio::error::operation_aborted: cancelled. errc::session_closed, with state closed:
+    /// `last_seen` is closed and so is the session (no state follows closed: the wait could
+    /// never end otherwise; it completes at once).
     /// \lifetimes The session object may be destroyed while the operation is pending: the state
-    /// becomes closed, which completes the wait (unless `last_seen` is closed). Until it completes,
+    /// becomes closed, which completes the wait. Until it completes,
     /// the operation keeps the handler's executor busy (outstanding work).
     /// \threadsafety Distinct objects: safe. Shared object: safe; it may be called concurrently
     /// with any member function.

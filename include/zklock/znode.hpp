@@ -93,6 +93,8 @@ auto async_get_data(session& s, std::string path, CompletionToken&& token = defa
 /// \errors
 /// - a bad path, before anything is sent: errc::path_* (the path is checked like a lock path,
 ///   see validate_lock_path);
+/// - errc::write_too_large, before anything is sent: the path and data are over
+///   max_write_bytes (a server closes the connection on a request over its jute.maxbuffer);
 /// - errc::not_connected: the session is disconnected (async_connect not called yet, or its
 ///   attempt failed);
 /// - asio::error::operation_aborted: the session was closed (or destroyed) before the operation
@@ -131,6 +133,8 @@ auto async_set_data(session& s, std::string path, std::string data, int version,
 /// \errors
 /// - a bad path, before anything is sent: errc::path_* (the path is checked like a lock path,
 ///   see validate_lock_path);
+/// - errc::write_too_large, before anything is sent: the path and data are over
+///   max_write_bytes (a server closes the connection on a request over its jute.maxbuffer);
 /// - errc::not_connected: the session is disconnected (async_connect not called yet, or its
 ///   attempt failed);
 /// - asio::error::operation_aborted: the session was closed (or destroyed) before the operation

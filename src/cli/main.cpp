@@ -568,6 +568,8 @@ int break_command(const admin_args& a) {
             done = true;
             if (ec == zklock::zk_errc::no_node)
                 rc = fail(ex_nothing, "no such lock node: " + a.path + " (nothing was deleted)");
+            else if (ec == errc::not_a_lock_node) // (refused by its name: nothing was sent)
+                rc = fail(ex_usage, "cannot break " + a.path + ": " + in_cli_words(ec.message()));
             else if (ec)
                 rc = server_error("cannot break " + a.path, ec);
             else

@@ -146,6 +146,15 @@ public:
                    "been released)";
         case errc::invalid_version:
             return "invalid transaction version: it must be -1 (any version) or a node version (0 or more)";
+        case errc::write_too_large:
+            return "node write too large: its path and data are over zklock::max_write_bytes (921600 bytes, "
+                   "64 "
+                   "included for the request's other fields), under ZooKeeper's default jute.maxbuffer of "
+                   "1048575 bytes, past which the server closes the connection (under every lock of the "
+                   "session); nothing was sent";
+        case errc::invalid_lease_timeout_cap:
+            return "invalid session_options::lease_timeout_cap: it must be 0 (no cap) or between 100 ms and "
+                   "2147483647 ms (the smallest maxSessionTimeout of the servers the session can reach)";
         case errc::invalid_connect_separator:
             return "invalid connect string: its servers are separated by ';', and the separator is a comma: "
                    "host:port,host:port[/chroot]";

@@ -115,8 +115,9 @@ public:
     /// (test/unit/lease_model_test.cpp) also runs the earlier rule (G = T/4 between the
     /// two sends) to show what it missed.
     struct rules {
-        double gap = ping_gap;  ///< G, as a fraction of T
-        bool from_reply = true; ///< G counted from j's reply (false: from j's send)
+        double gap = ping_gap;       ///< G, as a fraction of T
+        bool from_reply = true;      ///< G counted from j's reply (false: from j's send)
+        bool confirm_revival = true; ///< a commit answered past v + T needs a later one (premise 7)
     };
 
     session_lease() { gaps_.reserve(max_gaps); }
@@ -134,7 +135,9 @@ public:
         connection_ = false;
         first_answered_send_.store(0, std::memory_order_relaxed);
         ring_size_ = 0;
+        confirm_from_.store(0, std::memory_order_relaxed);
         timeout_.store(0, std::memory_order_relaxed); // (a new session: its own T)
+        negotiated_.store(0, std::memory_order_relaxed);
         std::lock_guard lk(gaps_mu_);
         gaps_.clear();
     }
@@ -159,9 +162,22 @@ public:
     /// C client asks for to its own bounds, so a reconnect can raise it, while a new leader
     /// restores the session with the T of its createSession, and an old follower's late relay
     /// carries the T it knew. Every one of those expiries comes no earlier than v + T_min.
+    ///
+    /// A server also clamps T on a reconnect whose answer the client never reads (a lost or
+    /// held-back ConnectResponse), after it revalidated the session at the leader with the
+    /// clamped T: the leader's expiry can then come at that handshake + the clamped T, which no
+    /// connected event reported. Premise 6 of docs/lease.md excludes it: every server the session
+    /// can reach negotiates the same T, or the cap (set_timeout_cap: the smallest
+    /// maxSessionTimeout of those servers) bounds the T counted here. A T that changes on a
+    /// reconnect proves the servers' bounds differ: timeout_changes() counts it.
     void on_connected(lease_ns timeout, lease_ns now = 0) noexcept {
         const lease_ns old = timeout_.load(std::memory_order_relaxed);
-        timeout_.store(old != 0 && old < timeout ? old : timeout, std::memory_order_relaxed);
+        const lease_ns prev = negotiated_.load(std::memory_order_relaxed);
+        if (prev != 0 && prev != timeout) timeout_changes_.fetch_add(1, std::memory_order_relaxed);
+        lease_ns t = old != 0 && old < timeout ? old : timeout;
+        const lease_ns cap = cap_.load(std::memory_order_relaxed);
+        if (cap > 0 && cap < t) t = cap;
+        timeout_.store(t, std::memory_order_relaxed);
         negotiated_.store(timeout, std::memory_order_relaxed);
         hs_ = seen_connected_ ? last_seen_connected_ : next_hs_;
         hs_seen_.store(hs_, std::memory_order_relaxed);
@@ -171,6 +187,24 @@ public:
         committed_here_ = false;
         ring_size_ = 0;
     }
+    /// The largest T the lease counts with (ns; 0: none): session_options::lease_timeout_cap, the
+    /// smallest maxSessionTimeout of the servers the session can reach, for an ensemble whose
+    /// servers' session-timeout bounds differ (premise 6, docs/lease.md). Before the first
+    /// connection.
+    void set_timeout_cap(lease_ns cap) noexcept { cap_.store(cap, std::memory_order_relaxed); }
+    /// Connections whose negotiated T differed from the previous connection's: each proves that
+    /// the servers' session-timeout bounds differ (premise 6).
+    std::uint64_t timeout_changes() const noexcept {
+        return timeout_changes_.load(std::memory_order_relaxed);
+    }
+    /// A commit answered after the earliest expiry the lease knows of (now > v + T: its evidence
+    /// no longer rules out that the leader was expiring the session) credits nothing by itself:
+    /// the leader may have taken it in the window between ExpiryQueue.poll and setSessionClosing,
+    /// where a request still passes the session check and commits just ahead of the closeSession
+    /// (docs/lease.md, premise 7). Only a commit sent after its reply credits again (and credits
+    /// what it vouches for): the closeSession that followed would have failed it. Until then
+    /// awaiting_confirmation() is true, and an acquire renews again at once.
+    bool awaiting_confirmation() const noexcept { return confirm_from_.load(std::memory_order_relaxed) != 0; }
     /// The server answered a request sent at `sent` on the current connection, at `now`;
     /// `commit`: it proved a commit (proves_commit). Returns true if it moved the vouched time
     /// after the lease of the smallest fraction in use had lapsed (a gap: the lapse is final,
@@ -188,6 +222,17 @@ public:
         if (commit) {
             if (now - sent > slowest_commit_.load(std::memory_order_relaxed))
                 slowest_commit_.store(now - sent, std::memory_order_relaxed);
+            // A revival (premise 7): a commit answered past the earliest expiry the lease knows
+            // of confirms only with a later commit, sent after the first one's reply.
+            const lease_ns cur = vouched_.load(std::memory_order_relaxed);
+            const lease_ns pending = confirm_from_.load(std::memory_order_relaxed);
+            if (rules_.confirm_revival && cur != 0 && now > cur + timeout_.load(std::memory_order_relaxed) &&
+                (pending == 0 || sent < pending)) {
+                if (pending == 0) confirm_from_.store(now, std::memory_order_relaxed);
+                remember(sent, key);
+                return false;
+            }
+            confirm_from_.store(0, std::memory_order_relaxed);
             lease_ns cand = 0;
             if (!committed_here_) {
                 committed_here_ = true;
@@ -445,6 +490,9 @@ private:
     std::atomic<lease_ns> vouched_{0};
     std::atomic<lease_ns> timeout_{0};    // the smallest T of the session's life
     std::atomic<lease_ns> negotiated_{0}; // the current connection's T
+    std::atomic<lease_ns> cap_{0};        // the largest T counted (0: none)
+    std::atomic<std::uint64_t> timeout_changes_{0};
+    std::atomic<lease_ns> confirm_from_{0}; // a revival waits for a commit sent from then on (0: none)
     rules rules_{};
     std::atomic<double> watch_fraction_{0};
     std::atomic<lease_ns> last_send_{0};

@@ -1,6 +1,7 @@
 // session::metrics() as Prometheus text (exposition format 0.0.4).
 #include <zklock/metrics.hpp>
 
+#include <charconv>
 #include <cstdio>
 
 namespace zklock {
@@ -41,10 +42,12 @@ std::string label(const std::string& v) {
     return out;
 }
 
+/// The shortest text that reads back as exactly `v` ("0.005", not "0.0050000000000000001"), so
+/// that a dashboard's exact label match (le="0.005") finds the bucket.
 std::string number(double v) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
 }
 
 class writer {

@@ -67,6 +67,9 @@ void session_impl::connect(pending<void(error_code)> h) {
         if (s.opts_.session_timeout.count() < 100 || s.opts_.session_timeout.count() > INT32_MAX)
             return h.complete(errc::invalid_session_timeout);
         if (s.opts_.connect_timeout.count() <= 0) return h.complete(errc::invalid_connect_timeout);
+        if (const auto cap = s.opts_.lease_timeout_cap.count(); cap != 0 && (cap < 100 || cap > INT32_MAX))
+            return h.complete(errc::invalid_lease_timeout_cap);
+        s.lease_->set_timeout_cap(std::chrono::nanoseconds(s.opts_.lease_timeout_cap).count());
         if (auto ec = s.opts_.loss.validate()) return h.complete(ec);
         {
             std::lock_guard lk(s.attempts_mu_);

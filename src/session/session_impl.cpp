@@ -111,6 +111,7 @@ session_statistics session_impl::statistics() const noexcept {
     s.multis = n_multi.load();
     s.watch_removals = n_unwatch.load();
     s.marked_grants = n_marked_grants.load();
+    s.timeout_changes = lease_->timeout_changes();
     return s;
 }
 
@@ -499,6 +500,8 @@ void session_impl::wait_state(session_state last_seen, pending<void(error_code, 
         if (self->state_waits_cancelled_early_.erase(id))
             return h.complete(asio::error::operation_aborted, now);
         if (now != last_seen) return h.complete({}, now);
+        // No state follows closed: a wait for a change from it could never complete.
+        if (now == session_state::closed) return h.complete(errc::session_closed, now);
         self->state_waiters_.emplace(id, std::make_pair(last_seen, std::move(h)));
     });
 }
@@ -511,6 +514,9 @@ void session_impl::enter_closed() {
     lease_timer_.cancel();
     heartbeat_timer_.cancel();
     set_state(session_state::closed);
+    // (set_state completed every wait from another state; none follows closed)
+    for (auto& [id, w] : state_waiters_) w.second.complete(errc::session_closed, session_state::closed);
+    state_waiters_.clear();
     complete_connect_waiters(asio::error::operation_aborted);
     notify(session_event::closed);
     fire_lapse_waiters(true);

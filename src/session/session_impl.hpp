@@ -248,6 +248,9 @@ public:
     /// replies can leave it a few milliseconds, and right after a connection nothing can be
     /// vouched for before G.
     bool lease_too_short_for_grant(double fraction, lease_ns headroom_until) const noexcept;
+    /// True while a commit answered past the lease's earliest known expiry waits for a later one
+    /// to confirm it (session_lease::awaiting_confirmation): a renewal sent now would.
+    bool lease_awaits_confirmation() const noexcept { return lease_->awaiting_confirmation(); }
     /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
     /// now, or lapsed at some time after `since` that a later renewal revealed (final).
     bool lease_lapsed_since(lease_ns since, double fraction) const noexcept;

@@ -617,6 +617,30 @@ class CliTest(unittest.TestCase):
         self.assertEqual(r.returncode, EX_NOTHING, r.stderr)
         self.assertIn("no such lock node", self.assert_one_error_line(r))
 
+    def test_break_of_a_node_that_is_not_a_lock_node_is_bad_input(self):
+        # refused by its name before anything is sent: 64 (bad arguments), not 1, which --help
+        # keeps for a server's refusal
+        self.zk.ensure_path(self.path + "/config")
+        r = zklock("break", self.path + "/config")
+        self.assertEqual(r.returncode, EX_USAGE, r.stderr)
+        self.assertIn("not a lock node", self.assert_one_error_line(r))
+        self.assertIsNotNone(self.zk.exists(self.path + "/config"), "the node was deleted")
+        self.zk.delete(self.path + "/config")
+
+    def test_the_man_page_has_every_subcommand_and_the_exit_statuses_once(self):
+        man = os.path.join(os.path.dirname(ZKLOCK), "zklock.1")
+        self.assertTrue(os.path.exists(man), "zklock.1 is made at build time, beside the program")
+        with open(man) as f:
+            page = f.read()
+        top = zklock("--help").stdout
+        subs = re.findall(r"^  ([a-z]+) ", top[top.index("Subcommands:"):], re.M)
+        self.assertIn("leader", subs)
+        for sub in subs:
+            self.assertIn(".SH ZKLOCK %s\n" % sub.upper(), page, "the page lacks zklock %s" % sub)
+            self.assertIn(".B zklock %s\n" % sub, page, "the synopsis lacks zklock %s" % sub)
+        self.assertEqual(page.count("Exit status of run"), 1, "the exit statuses belong on the page once")
+        self.assertIn(".SH EXIT STATUS", page)
+
     # ------------------------------------------------------------------ bad input
     def test_bad_arguments_get_one_clear_line_and_touch_nothing(self):
         cases = [

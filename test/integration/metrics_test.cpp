@@ -9,9 +9,14 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
+
+#include <unistd.h>
 
 using namespace zt;
 using zklock::errc;
@@ -215,5 +220,61 @@ TEST_F(Metrics, PathsAreEscapedCappedAndMetricsCanBeTurnedOff) {
         EXPECT_TRUE(c->metrics().by_path.empty());
         EXPECT_GT(c->metrics().requests.creates, 0u) << "the request counters stay on";
         for (auto& p : paths) co_await expect_no_leftovers(*a, p);
+    });
+}
+
+TEST_F(Metrics, ThePrometheusTextStaysSmallAtThousandsOfPathsAndAParserReadsIt) {
+    // A server that takes a lock per request path (the docs' HTTP example) locks thousands of
+    // paths. Before: 1,001 per-path records by default and 2.64 MB of text at 3,000 paths, with
+    // numbers at full precision (le="0.0050000000000000001", which an exact label match of
+    // le="0.005" misses). Now: 20 paths and "(other)" by default, numbers in their shortest exact
+    // form; Debian's prometheus_client parser reads the text.
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        auto base = unique_path("many");
+        constexpr int n = 3000;
+        for (int i = 0; i < n; ++i) {
+            zklock::mutex m(*a, base + "/p" + std::to_string(i));
+            auto g = co_await m.async_acquire(use_awaitable);
+            co_await g.async_release(use_awaitable);
+        }
+        auto snap = a->metrics();
+        EXPECT_EQ(snap.by_path.size(), 21u) << "the default metrics_max_paths (20) and (other)";
+        EXPECT_EQ(snap.by_path["(other)"].granted, static_cast<std::uint64_t>(n - 20));
+        EXPECT_EQ(snap.total.granted, static_cast<std::uint64_t>(n));
+        const auto text = zklock::to_prometheus(snap);
+        std::printf("  %d paths: %zu bytes of Prometheus text, %zu lines\n", n, text.size(),
+                    static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')));
+        // 42 series per path, 21 paths, and the session's own: docs/operations.md states it (the
+        // bytes grow with the paths' length: about 90 bytes each here)
+        const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+        EXPECT_LE(lines, 21u * 42 + 60) << "docs/operations.md states the size";
+        EXPECT_LT(text.size(), lines * (60 + base.size() + 8)) << "docs/operations.md states the size";
+        EXPECT_NE(text.find("le=\"0.005\""), std::string::npos);
+        EXPECT_EQ(text.find("00000000"), std::string::npos) << "a number printed past its shortest form";
+        (void)parse_prometheus(text);
+        // Debian's python3-prometheus-client parser (scripts/setup.sh installs it)
+        const std::string file =
+            ::testing::TempDir() + "zklock-metrics-" + std::to_string(::getpid()) + ".prom";
+        {
+            std::ofstream out(file);
+            out << text;
+        }
+        const std::string cmd =
+            "/usr/bin/python3 -c 'import sys\n"
+            "from prometheus_client.parser import text_string_to_metric_families as parse\n"
+            "fams = list(parse(open(sys.argv[1]).read()))\n"
+            "samples = sum(len(f.samples) for f in fams)\n"
+            "les = {s.labels.get(\"le\") for f in fams for s in f.samples if \"le\" in s.labels}\n"
+            "assert \"0.005\" in les, les\n"
+            "print(len(fams), samples)' " +
+            file;
+        const int rc = std::system(cmd.c_str());
+        EXPECT_EQ(rc, 0) << cmd;
+        std::remove(file.c_str());
+        // (3,000 unused lock paths: the session's unused-path job and the server's container
+        // reaper delete them, which takes longer than expect_no_leftovers waits)
+        for (int i = 0; i < 600 && !(co_await children_of(*a, base)).empty(); ++i) co_await sleep_for(100ms);
+        co_await expect_no_leftovers(*a, base);
     });
 }

@@ -1,11 +1,16 @@
 // What a new user runs into: acquires while the ensemble cannot be reached complete within
 // their bound; a zero deadline is one try; a closed session says so.
+#include <zklock/election.hpp>
 #include <zklock/mutex.hpp>
+#include <zklock/transaction.hpp>
+#include <zklock/znode.hpp>
 #include <zklock/path.hpp>
 
 #include "common.hpp"
 #include "proxy.hpp"
 #include "raw_zk.hpp"
+
+#include "session/session_impl.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 
@@ -189,6 +194,11 @@ TEST_F(NewUser, ConnectStringAndOptionMistakesAreNamedAtOnce) {
         auto o = options();
         o.connect_timeout = 0ms;
         EXPECT_EQ(co_await refused(o), errc::invalid_connect_timeout);
+        for (auto cap : {-1ms, 1ms, 99ms}) {
+            auto oc = options();
+            oc.lease_timeout_cap = cap;
+            EXPECT_EQ(co_await refused(oc), errc::invalid_lease_timeout_cap) << cap.count();
+        }
         // 100 ms is accepted (the server negotiates its minimum)
         auto two = options();
         two.session_timeout = 100ms;
@@ -289,5 +299,78 @@ TEST_F(NewUser, AConnectTimeoutSaysWhatEachServerGot) {
         auto [ec] = co_await s.async_connect(boost::asio::as_tuple(use_awaitable));
         EXPECT_EQ(ec, errc::connect_timeout) << ec.message();
         EXPECT_EQ(s.last_connect_attempts(), "127.0.0.1:" + std::to_string(port) + ": connection refused");
+    });
+}
+
+TEST_F(NewUser, AnOversizedWriteIsRefusedBeforeItIsSentOnEveryEntryPoint) {
+    // A write over the server's packet limit (jute.maxbuffer, 1 MiB - 1 by default) makes the
+    // server close the connection instead of refusing the request: a connection loss under every
+    // lock of the session. Before: async_create_node and async_set_data sent 1.1 MB and completed
+    // with "connection loss". Every entry point refuses it before sending, with its own errc;
+    // the session keeps its one connection and its held lock throughout.
+    run_test([&]() -> awaitable<void> {
+        auto s = co_await connect();
+        auto path = lock_path("oversized");
+        zklock::mutex m(*s, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        const auto connected_at = s->impl()->lease_view().connected;
+        auto state_changed = std::make_shared<bool>(false);
+        s->async_wait_state(session_state::connected,
+                            [state_changed](zklock::error_code ec, session_state) { *state_changed = !ec; });
+        const std::string big(1'100'000, 'x');
+        const auto node = unique_path("oversized-node");
+        {
+            auto [ec] =
+                co_await zklock::async_create_node(*s, node, big, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::write_too_large) << ec.message();
+            EXPECT_NE(ec.message().find("921600"), std::string::npos) << ec.message();
+        }
+        {
+            // the largest write that fits is sent, and the server takes it
+            const std::string fits(zklock::max_write_bytes - node.size() - 64, 'y');
+            auto [ec] =
+                co_await zklock::async_create_node(*s, node, fits, boost::asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(ec) << ec.message();
+            auto [ec2] = co_await zklock::async_set_data(*s, node, fits + "z", -1,
+                                                         boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec2, errc::write_too_large) << "one byte over";
+            auto [ec3] =
+                co_await zklock::async_set_data(*s, node, big, -1, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec3, errc::write_too_large) << ec3.message();
+            auto [ec4] =
+                co_await zklock::async_delete_node(*s, node, -1, boost::asio::as_tuple(use_awaitable));
+            EXPECT_FALSE(ec4) << ec4.message();
+        }
+        {
+            auto [ec, r] = co_await g.async_commit(zklock::transaction{}.create(node, big),
+                                                   boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::transaction_too_large) << ec.message();
+        }
+        {
+            zklock::mutex other(*s, path + "-data", zklock::mutex_options{.node_data = big});
+            auto [ec, g2] = co_await other.async_acquire(boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::data_too_large) << ec.message();
+        }
+        {
+            zklock::election e(*s, path + "-election");
+            auto [ec, l] = co_await e.async_campaign(big, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec, errc::data_too_large) << ec.message();
+            auto [ec2, l2] = co_await e.async_campaign("me", boost::asio::as_tuple(use_awaitable));
+            CO_REQUIRE(!ec2);
+            auto [ec3] = co_await l2.async_proclaim(big, boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(ec3, errc::data_too_large) << ec3.message();
+            co_await l2.async_resign(use_awaitable);
+        }
+        co_await sleep_for(300ms); // (a connection the server closed would show by now)
+        EXPECT_FALSE(*state_changed) << "the session left the connected state";
+        EXPECT_EQ(s->state(), session_state::connected);
+        EXPECT_EQ(s->impl()->lease_view().connected, connected_at) << "the session connected again";
+        EXPECT_FALSE(g.is_lost());
+        co_await g.async_release(use_awaitable);
+        co_await expect_no_leftovers(*s, path);
+        co_await expect_no_leftovers(*s, path + "-election");
+        auto [gone, nd] = co_await zklock::async_get_data(*s, node, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(gone, zklock::zk_errc::no_node);
+        co_await s->async_close(use_awaitable);
     });
 }

@@ -174,7 +174,8 @@ TEST_F(ObserverLease, TwoRelaysWithinTheTickPremiseLeaveTheMarginBeforeTheLeader
                                 grant_s, bound);
                     EXPECT_GE(grant_s - loss_s, bound - allowance);
                     co_await expect_lead_over_logged_expiry(e.dir, a->session_id(), t0, loss_s, bound,
-                                                            allowance, std::string(who) + " frozen", 4);
+                                                            expiry_allowance, std::string(who) + " frozen",
+                                                            4);
                     e.sh("resume", frozen);
                     co_await held.async_release(use_awaitable); // lost: completes at once
                     co_await next.async_release(use_awaitable);

@@ -122,7 +122,8 @@ void Partition::follower_cut_off(bool tls) {
                     dropped);
                 EXPECT_GE(r.margin(), bound - allowance);
                 co_await expect_lead_over_logged_expiry(e.dir, a->session_id(), r.fault_at, r.loss_s, bound,
-                                                        allowance, "phase " + std::to_string(50 * k) + " ms");
+                                                        expiry_allowance,
+                                                        "phase " + std::to_string(50 * k) + " ms");
                 EXPECT_GT(dropped, 4.0) << "dropped before syncLimit x tickTime: not just the quorum link";
                 EXPECT_LT(dropped, 8.0);
                 EXPECT_GT(e.log_count(fol, "Exception when following the leader"), timeouts_before)
@@ -289,7 +290,8 @@ TEST_F(Partition, StallResumeStallOnTheHoldersFollower) {
                 EXPECT_GT(r.margin(), 0.0) << "overlap";
                 EXPECT_GE(r.margin(), bound);
                 co_await expect_lead_over_logged_expiry(e.dir, a->session_id(), r.fault_at, r.loss_s, bound,
-                                                        0.0, "resumed " + std::to_string(resume_ms) + " ms");
+                                                        expiry_allowance,
+                                                        "resumed " + std::to_string(resume_ms) + " ms");
                 e.thaw_all();
                 co_await r.holder.async_release(use_awaitable);
                 co_await r.next.async_release(use_awaitable);

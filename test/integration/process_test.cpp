@@ -366,7 +366,7 @@ TEST_F(Ensemble, FrozenFollowerLeaseReportsTheLossBeforeAnotherHolderIsGranted) 
                     k * 133, r.loss_s, r.grant_s, r.margin(), bound);
                 EXPECT_GE(r.margin(), bound - allowance);
                 co_await expect_lead_over_logged_expiry(dir, a->session_id(), r.fault_at, r.loss_s, bound,
-                                                        allowance,
+                                                        expiry_allowance,
                                                         "phase " + std::to_string(k * 133) + " ms");
                 auto& g = r.holder;
                 auto& gb = r.next;

@@ -197,3 +197,58 @@ TEST_F(Session, AWarmIdleSessionTouchesEveryPeriod) {
         EXPECT_LE(n, 9u);
     });
 }
+
+TEST_F(Session, AWaitForAChangeFromClosedEndsWithTheSession) {
+    // No state follows closed. Before: a wait with last_seen = closed on a closed (or destroyed)
+    // session was never completed: its handler was dropped and io.run() returned (a coroutine
+    // awaiting it never resumed). Now it completes with errc::session_closed, at once when the
+    // session is closed already; a loop of waits (the pattern of a state logger) ends with it.
+    run_test([&]() -> awaitable<void> {
+        auto a = co_await connect();
+        // a logger's loop: wait for each change until there is none
+        auto seen = std::make_shared<std::vector<session_state>>();
+        auto ended = std::make_shared<zklock::error_code>();
+        auto done = std::make_shared<bool>(false);
+        // (the state as parameters, not captures: a lambda's captures die with the lambda object,
+        // before the coroutine it started has finished)
+        auto logger = [](zklock::session* s, std::shared_ptr<std::vector<session_state>> seen,
+                         std::shared_ptr<zklock::error_code> ended,
+                         std::shared_ptr<bool> done) -> awaitable<void> {
+            auto st = s->state();
+            for (;;) {
+                auto [ec, next] = co_await s->async_wait_state(st, asio::as_tuple(use_awaitable));
+                if (ec) {
+                    *ended = ec;
+                    break;
+                }
+                seen->push_back(next);
+                st = next;
+            }
+            *done = true;
+        };
+        asio::co_spawn(co_await asio::this_coro::executor, logger(a.get(), seen, ended, done),
+                       asio::detached);
+        co_await sleep_for(50ms);
+        co_await a->async_close(use_awaitable);
+        co_await eventually([&] { return *done; }, 3000ms);
+        EXPECT_TRUE(*done) << "the loop never ended";
+        EXPECT_EQ(*ended, errc::session_closed) << ended->message();
+        CO_REQUIRE(!seen->empty());
+        EXPECT_EQ(seen->back(), session_state::closed);
+        // a wait started on the closed session completes at once
+        auto [ec, st] = co_await a->async_wait_state(session_state::closed, asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::session_closed);
+        EXPECT_EQ(st, session_state::closed);
+        // and so does one started before the session object is destroyed
+        auto b = co_await connect();
+        co_await b->async_close(use_awaitable);
+        auto pending = std::make_shared<std::optional<zklock::error_code>>();
+        b->async_wait_state(session_state::closed,
+                            [pending](zklock::error_code e, session_state) { *pending = e; });
+        b.reset();
+        co_await eventually([&] { return pending->has_value(); }, 3000ms);
+        EXPECT_TRUE(pending->has_value()) << "the handler was dropped";
+        CO_REQUIRE(pending->has_value());
+        EXPECT_EQ(**pending, errc::session_closed);
+    });
+}

@@ -67,6 +67,8 @@ TEST(Error, EachMistakeNamesItsOptionAndRange) {
              {errc::not_a_write_guard, {"async_downgrade", "write"}},
              {errc::invalid_version, {"version", "-1"}},
              {errc::invalid_connect_separator, {"connect string", "';'", "comma"}},
+             {errc::write_too_large, {"max_write_bytes", "921600", "jute.maxbuffer", "nothing was sent"}},
+             {errc::invalid_lease_timeout_cap, {"lease_timeout_cap", "0", "100 ms", "maxSessionTimeout"}},
              {errc::path_used_by_semaphore, {"semaphore", "mutex or read/write lock"}},
              {errc::path_used_by_lock, {"semaphore", "mutex or read/write lock"}},
              {errc::strategy_conflict, {"unique_node"}},

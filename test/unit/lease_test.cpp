@@ -369,6 +369,10 @@ bool lost_by_slowness(schedule sch, lease_ns r, lease_ns write_phase, lease_ns c
         }
         send(now, true);
         run_until(now + r);
+        if (too_short() && l.awaiting_confirmation()) { // (lease_for_grant: a second renewal at once)
+            send(now, true);
+            run_until(now + r);
+        }
     }
     if (l.lapsed(now, f)) return true; // (not granted: not this model's question)
     granted = now;
@@ -489,13 +493,110 @@ TEST(Lease, ALapseThatOnlyARenewalRevealsIsFinal) {
     EXPECT_FALSE(l.lapsed_since(granted, granted, 0.3));
     for (lease_ns t = 1000; t <= 3000; t += 100) l.on_reply(t * ms, false, t * ms + ms);
     // Nobody looked past 2325 ms (a late timer, a busy strand); a commit at 3000 ms arrives at
-    // 3010 ms: the lease is current again, but it lapsed.
-    EXPECT_TRUE(l.on_reply(3000 * ms, true, 3010 * ms)) << "the gap is recorded";
-    EXPECT_FALSE(l.lapsed(3010 * ms, 0.3)) << "the lease itself is current again";
-    EXPECT_TRUE(l.lapsed_since(granted, 3010 * ms, 0.3)) << "but a lock held across the gap is lost";
-    EXPECT_FALSE(l.lapsed_since(3010 * ms, 3011 * ms, 0.3)) << "a lock granted after it is not";
+    // 3010 ms, past the earliest expiry v + T (2900 ms): a revival, which a later commit must
+    // confirm (premise 7); one sent at 3020 ms arrives at 3030 ms: the lease is current again,
+    // but it lapsed.
+    EXPECT_FALSE(l.on_reply(3000 * ms, true, 3010 * ms));
+    EXPECT_TRUE(l.lapsed(3010 * ms, 0.3)) << "a revival alone vouches for nothing";
+    EXPECT_TRUE(l.on_reply(3020 * ms, true, 3030 * ms)) << "the gap is recorded";
+    EXPECT_FALSE(l.lapsed(3030 * ms, 0.3)) << "the lease itself is current again";
+    EXPECT_TRUE(l.lapsed_since(granted, 3030 * ms, 0.3)) << "but a lock held across the gap is lost";
+    EXPECT_FALSE(l.lapsed_since(3030 * ms, 3031 * ms, 0.3)) << "a lock granted after it is not";
     l.start(4000 * ms);
     EXPECT_EQ(l.lapse_since(0), 0) << "a new session forgets the old one's gaps";
+}
+
+TEST(Lease, ACommitThatRevivesALapsedLeaseVouchesOnlyWithALaterCommit) {
+    // Premise 7 (docs/lease.md): the leader expires a session in two steps, ExpiryQueue.poll and
+    // setSessionClosing; a request that reaches its session check in between still commits, and
+    // the closeSession follows it. A commit answered past the earliest expiry the lease knows of
+    // (v + T) may be that request: it credits nothing until a commit sent after its reply
+    // succeeds too (which the closeSession would have failed).
+    auto l_owner = connected(100 * ms, 110 * ms);
+    auto& l = *l_owner;
+    l.on_reply(200 * ms, true, 210 * ms); // (a): v = 100 ms
+    ASSERT_EQ(l.vouched(), 100 * ms);
+    const lease_ns revive_after = 100 * ms + T; // the earliest expiry the lease knows of
+    l.on_reply(1000 * ms, false, 1001 * ms);    // a read, creditable later by (b)
+    // answered just inside: it credits as ever
+    {
+        auto m_owner = connected(100 * ms, 110 * ms);
+        auto& m = *m_owner;
+        m.on_reply(200 * ms, true, 210 * ms);
+        m.on_reply(1000 * ms, false, 1001 * ms);
+        m.on_reply(1900 * ms, true, revive_after);
+        EXPECT_EQ(m.vouched(), 1000 * ms) << "answered at the line: an ordinary renewal";
+    }
+    // answered past it: no credit, however strong its evidence
+    EXPECT_FALSE(l.awaiting_confirmation());
+    l.on_reply(1800 * ms, true, revive_after + 1);
+    EXPECT_EQ(l.vouched(), 100 * ms) << "a revival vouches for nothing by itself";
+    EXPECT_TRUE(l.awaiting_confirmation());
+    EXPECT_TRUE(l.lapsed(revive_after + 1, 0.3));
+    // a commit sent before the revival's reply (in flight with it) cannot confirm it
+    l.on_reply(revive_after - 5 * ms, true, revive_after + 2 * ms);
+    EXPECT_EQ(l.vouched(), 100 * ms) << "sent before the revival's reply: no confirmation";
+    // a commit sent after the reply confirms it: its own evidence counts ((b): the read at 1000 ms)
+    const bool gap = l.on_reply(revive_after + 40 * ms, true, revive_after + 50 * ms);
+    EXPECT_EQ(l.vouched(), 1000 * ms);
+    EXPECT_FALSE(l.awaiting_confirmation());
+    EXPECT_FALSE(gap) << "(no watched fraction set)";
+    l.on_reply(revive_after + 700 * ms, true, revive_after + 710 * ms);
+    EXPECT_EQ(l.vouched(), revive_after + 40 * ms) << "the confirmation's request, by a later commit's (b)";
+    // and the next revival needs its own confirmation again
+    l.on_reply(5000 * ms, true, 5010 * ms);
+    EXPECT_EQ(l.vouched(), revive_after + 40 * ms);
+    EXPECT_TRUE(l.awaiting_confirmation());
+    l.on_reply(5020 * ms, true, 5030 * ms);
+    EXPECT_EQ(l.vouched(), revive_after + 700 * ms) << "confirmed: (b) credits what was answered G before";
+    // a new session forgets a pending revival
+    l.on_reply(9000 * ms, true, 9010 * ms);
+    l.start(9100 * ms);
+    EXPECT_FALSE(l.awaiting_confirmation());
+    l.saw_state(9150 * ms, false);
+    l.on_connected(T);
+    l.saw_state(9160 * ms, true);
+    l.on_reply(9200 * ms, true, 9210 * ms);
+    EXPECT_EQ(l.vouched(), 9100 * ms) << "the new session's first commit credits its handshake, at once";
+}
+
+TEST(Lease, ATimeoutCapBoundsTheTOfEveryConnection) {
+    // Premise 6 (docs/lease.md): a server with a smaller maxSessionTimeout clamps T on a
+    // reconnect and revalidates the session at the leader with it before it answers; a client
+    // that never reads that answer keeps the old T. session_options::lease_timeout_cap (the
+    // smallest maxSessionTimeout of the servers) bounds the T the lease counts with.
+    auto l = std::make_unique<session_lease>();
+    l->set_timeout_cap(T / 4);
+    l->start(100 * ms);
+    l->saw_state(109 * ms, false);
+    l->on_connected(T); // the first server negotiated T
+    l->saw_state(110 * ms, true);
+    EXPECT_EQ(l->negotiated(), T);
+    EXPECT_EQ(l->timeout(), T / 4) << "counted with the cap";
+    l->on_reply(200 * ms, true, 210 * ms);
+    EXPECT_EQ(l->earliest_expiry(), 100 * ms + T / 4);
+    EXPECT_EQ(session_lease::heartbeat_interval(l->timeout()), T / 40) << "the heartbeats keep its pace";
+    EXPECT_EQ(l->timeout_changes(), 0u);
+    // a reconnect that negotiated another T proves the servers' bounds differ: counted
+    l->saw_state(300 * ms, false);
+    l->on_connected(T / 2);
+    EXPECT_EQ(l->timeout_changes(), 1u);
+    EXPECT_EQ(l->timeout(), T / 4);
+    l->saw_state(400 * ms, false);
+    l->on_connected(T / 2);
+    EXPECT_EQ(l->timeout_changes(), 1u) << "the same T again is no change";
+    // without a cap, the smallest T negotiated, as before
+    auto m = connected(100 * ms, 110 * ms);
+    EXPECT_EQ(m->timeout(), T);
+    m->saw_state(200 * ms, false);
+    m->on_connected(T / 2);
+    EXPECT_EQ(m->timeout(), T / 2);
+    EXPECT_EQ(m->timeout_changes(), 1u);
+    // a new session starts its count of changes afresh, not from the old session's T
+    m->start(300 * ms);
+    m->on_connected(T);
+    EXPECT_EQ(m->timeout(), T);
+    EXPECT_EQ(m->timeout_changes(), 1u) << "(a new session's first T is no change)";
 }
 
 TEST(Lease, RecordedGapsStayBoundedAndNeverHideALapse) {
@@ -512,8 +613,16 @@ TEST(Lease, RecordedGapsStayBoundedAndNeverHideALapse) {
         const lease_ns j = t + 100 * ms;
         l.on_reply(j, false, j + ms);
         t = j + T / 4 + (1900 - 4 * i) * ms; // a commit long after, vouching for j
-        const lease_ns end = t + ms;
-        const bool gap = l.on_reply(t, true, end);
+        lease_ns end = t + ms;
+        bool gap = l.on_reply(t, true, end);
+        if (end > before + T) {
+            // a revival: confirmed by the next commit, sent after its reply
+            EXPECT_FALSE(gap) << i;
+            EXPECT_EQ(l.vouched(), before) << i;
+            t = end + ms;
+            end = t + ms;
+            gap = l.on_reply(t, true, end);
+        }
         const lease_ns len = end - session_lease::deadline(before, T, 0.0);
         if (len > static_cast<lease_ns>(0.15 * T)) {
             EXPECT_TRUE(gap) << i;
