@@ -90,7 +90,12 @@ public:
     /// True once the lock is known to be lost (see the class comment). Under the lease policy it
     /// also compares the lease's deadline with steady_clock::now(); once true, stays true.
     bool is_lost() const noexcept;
-    /// Why the lock was lost (empty while it is not).
+    /// Why the lock was lost (empty while it is not). It can change once: under the lease policy
+    /// is_lost() and loss_reason() read the lease's clock themselves, so they report
+    /// errc::lease_expired as soon as the deadline passes, before the loss signal went out; the
+    /// signal (async_wait_lost) then carries the cause found, and loss_reason() returns it from
+    /// then on: errc::session_expired if the lapse was seen past the session's earliest expiry
+    /// (a pause, a suspend) and the session turned out expired.
     error_code loss_reason() const;
 
     /// Full path of the lock node, like "/locks/orders/_c_<uuid>-lock-0000000042".

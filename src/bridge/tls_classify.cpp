@@ -95,9 +95,13 @@ tls_failure classify_tls_failure(const error_code& ec, long verify_result, bool 
                 f.detail = "TLS: the server requires a client certificate (" + words +
                            "): set tls_options::certificate_file and private_key_file";
             } else if (!sent_certificate) {
-                f.ec = errc::tls_client_certificate_required;
+                // A bare handshake_failure alert names no cause: a TLS 1.2 server that wants a
+                // client certificate sends it, and so does one with no cipher in common (seen: a
+                // server offering only AES128-SHA). The headline claims neither.
+                f.ec = errc::tls_handshake_failed;
                 f.detail = "TLS: the server refused the handshake (" + words +
-                           "): it may require a client certificate, and none is set";
+                           "): no protocol or cipher in common, or it requires a client certificate and "
+                           "none is set (tls_options::certificate_file)";
             } else if (reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE) {
                 f.ec = errc::tls_handshake_failed; // (no common protocol or cipher, or the certificate)
                 f.detail = "TLS: the server refused the handshake (" + words +

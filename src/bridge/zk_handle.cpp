@@ -171,7 +171,8 @@ bool zk_handle::init(const std::string& connect, int timeout_ms, const std::vect
     const auto hosts = std::string_view(connect).substr(0, connect.find('/'));
     servers_ = static_cast<int>(std::count(hosts.begin(), hosts.end(), ',')) + 1;
     // (No connection yet: the single-threaded client connects in the first zookeeper_interest.)
-    zhandle_t* zh = zookeeper_init2(connect.c_str(), global_watcher, timeout_ms, nullptr, this,
+    const std::string for_c = c_client_connect_string(connect); // ([::1]:2181 -> ::1:2181)
+    zhandle_t* zh = zookeeper_init2(for_c.c_str(), global_watcher, timeout_ms, nullptr, this,
                                     ZOO_NO_LOG_CLIENTENV, log_callback);
     if (!zh) return false;
     // Queued now, sent by the C client right after the session is established and again on every

@@ -690,13 +690,21 @@ std::string usage_error(const CLI::ParseError& e, int argc, char** argv) {
     if (dynamic_cast<const CLI::RequiredError*>(&e) && argc < 2)
         return "a subcommand is required: run, list, break, revoke or leader";
     if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+        // `zklock run /p ls -la`: the command's own options are taken for zklock's unless the
+        // command follows "--"
+        bool separated = false;
+        for (int i = 1; i < argc; ++i) separated = separated || std::string_view(argv[i]) == "--";
+        const std::string hint =
+            argc >= 2 && std::string_view(argv[1]) == "run" && !separated
+                ? " (the command and its arguments go after '--': zklock run /path -- ls -la)"
+                : "";
         // the first unexpected argument, as given (CLI11's list adds "--" separators of its own)
         for (int i = 1; i < argc; ++i) {
             std::string_view arg = argv[i];
             if (arg == "--") break;
             if (arg.size() > 1 && arg[0] == '-' &&
                 std::string_view(e.what()).find(arg) != std::string_view::npos)
-                return "unknown option '" + std::string(arg) + "'";
+                return "unknown option '" + std::string(arg) + "'" + hint;
         }
         std::string what = e.what();
         for (const char* prefix :

@@ -420,6 +420,27 @@ bool needs_resolution(std::string_view s) {
                        [](const connect_host& h) { return !is_address_literal(h.host); });
 }
 
+std::string c_client_connect_string(std::string_view s) {
+    const auto slash = s.find('/');
+    const auto hosts = s.substr(0, slash);
+    std::string out;
+    std::size_t start = 0;
+    while (start <= hosts.size()) {
+        auto end = hosts.find(',', start);
+        if (end == std::string_view::npos) end = hosts.size();
+        auto hp = hosts.substr(start, end - start);
+        const auto colon = hp.rfind(':');
+        if (!out.empty() || start > 0) out += ',';
+        if (colon != std::string_view::npos && colon >= 2 && hp.front() == '[' && hp[colon - 1] == ']')
+            out.append(hp.substr(1, colon - 2)).append(hp.substr(colon));
+        else
+            out.append(hp);
+        start = end + 1;
+    }
+    if (slash != std::string_view::npos) out.append(s.substr(slash));
+    return out;
+}
+
 std::string numeric_connect_string(const std::vector<std::pair<std::string, unsigned short>>& addresses,
                                    std::string_view chroot) {
     std::string out;

@@ -234,5 +234,9 @@ bool needs_resolution(std::string_view s);
 /// splits at the last ':'), then the chroot. Duplicates are dropped, the order kept.
 std::string numeric_connect_string(const std::vector<std::pair<std::string, unsigned short>>& addresses,
                                    std::string_view chroot);
+/// A valid connect string as the C client takes it: bracketed IPv6 literals ("[::1]:2181") lose
+/// their brackets ("::1:2181"; the C client splits host and port at the last ':' and would hand
+/// "[::1]" to getaddrinfo, which refuses it). Everything else as it is.
+std::string c_client_connect_string(std::string_view s);
 
 } // namespace zklock::detail

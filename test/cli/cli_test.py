@@ -656,6 +656,7 @@ class CliTest(unittest.TestCase):
             (["run", "-c", "not a connect string", self.path, "--", "true"], "connect string"),
             (["run", "--no-such-option", self.path, "--", "true"], "unknown option '--no-such-option'"),
             (["--bogus"], "unknown option '--bogus'"),
+            (["run", self.path, "ls", "-la"], "unknown option '-la' (the command and its arguments go after '--'"),
             (["bogus"], "unknown subcommand 'bogus'"),
             (["run", "--data", "", self.path, "--", "true"], "--data"),
             (["run", "--data", "x" * 65537, self.path, "--", "true"], "--data: 65537 bytes"),

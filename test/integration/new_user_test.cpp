@@ -374,3 +374,22 @@ TEST_F(NewUser, AnOversizedWriteIsRefusedBeforeItIsSentOnEveryEntryPoint) {
         co_await s->async_close(use_awaitable);
     });
 }
+
+TEST_F(NewUser, AnIPv6LiteralInBracketsConnects) {
+    // "[::1]:2181" is how an IPv6 address and its port are written. Before: it passed the check,
+    // then the C client refused it ("[::1]" went to its resolver) and async_connect failed with
+    // the generic "invalid connect string". The C client takes IPv6 literals; zklock now hands
+    // them over without brackets. (The server listens on 127.0.0.1: a proxy on ::1 in front.)
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy v6(first_port(zk_connect()), "::1");
+        auto s = co_await connect(options("[::1]:" + std::to_string(v6.port())));
+        EXPECT_EQ(s->state(), session_state::connected);
+        auto path = lock_path("ipv6");
+        zklock::mutex m(*s, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        co_await g.async_release(use_awaitable);
+        EXPECT_GE(v6.accepted(), 1);
+        co_await expect_no_leftovers(*s, path);
+        co_await s->async_close(use_awaitable);
+    });
+}

@@ -20,9 +20,10 @@ namespace zt {
 
 class tcp_proxy {
 public:
-    explicit tcp_proxy(unsigned short target_port)
+    /// Listens on `listen` (an address literal; "::1" for IPv6 loopback), any free port.
+    explicit tcp_proxy(unsigned short target_port, const char* listen = "127.0.0.1")
         : target_(boost::asio::ip::make_address("127.0.0.1"), target_port),
-          acceptor_(io_, {boost::asio::ip::make_address("127.0.0.1"), 0}) {
+          acceptor_(io_, {boost::asio::ip::make_address(listen), 0}) {
         accept();
         thread_ = std::thread([this] { io_.run(); });
     }

@@ -116,6 +116,18 @@ TEST(ConnectString, OnlyNamesNeedAResolver) {
     EXPECT_TRUE(needs_resolution("127.0.0.1:1,zk.internal:2"));
 }
 
+TEST(ConnectString, BracketedIPv6LiteralsReachTheCClientWithoutBrackets) {
+    // Before: "[::1]:2181" passed the check, then the C client refused it (its resolver was given
+    // "[::1]") and async_connect failed with the generic invalid_connect_string.
+    using zklock::detail::c_client_connect_string;
+    EXPECT_FALSE(zklock::validate_connect_string("[::1]:2181"));
+    EXPECT_EQ(c_client_connect_string("[::1]:2181"), "::1:2181");
+    EXPECT_EQ(c_client_connect_string("[::1]:2181,127.0.0.1:2182,[fe80::1]:3/app"),
+              "::1:2181,127.0.0.1:2182,fe80::1:3/app");
+    EXPECT_EQ(c_client_connect_string("zk1:2181,zk2:2181/a/b"), "zk1:2181,zk2:2181/a/b");
+    EXPECT_EQ(c_client_connect_string("::1:2181"), "::1:2181");
+}
+
 TEST(ConnectString, TheCClientGetsAddressesWithoutBracketsAndTheChroot) {
     // (the C client splits host and port at the last ':')
     auto s = zklock::detail::numeric_connect_string({{"10.0.0.1", 2181}, {"::1", 2181}, {"10.0.0.1", 2181}},
