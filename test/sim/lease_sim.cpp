@@ -220,6 +220,9 @@ struct world {
     std::array<lease_ns, 3> expiry{};   // the effective leader's expiry per session (0: none)
     std::array<bool, 3> expired{};
     std::array<lease_ns, 3> expired_at{};
+    // the effective leader's last news of each session: its expiry before the rounding to a tick
+    // is news + T, against which the margin is measured (the rounding only adds)
+    std::array<lease_ns, 3> news{};
     static std::int64_t session_of(int c) { return c + 1; } // (opened in this order on every replica)
     lease_ns round_up(lease_ns t) const { return (t / tick + 1) * tick; }
     bool linked(int a, int b) const { // server a can reach server b
@@ -237,6 +240,7 @@ struct world {
     void touch_at_leader(int c) {
         if (expired[c]) return;
         expiry[c] = std::max(expiry[c], round_up(now + T));
+        news[c] = std::max(news[c], now);
     }
 
     void ping_loop(int l, int fol, int my_era, lease_ns t) {
@@ -282,7 +286,8 @@ struct world {
         log("leader s%d expires %s's session", leader, client_name(c));
         auto& k = cl[c];
         if (k.granted != 0 && !k.released) {
-            const lease_ns margin = k.lost != 0 ? now - k.lost : std::numeric_limits<lease_ns>::min();
+            // before the rounding: the leader's last news + T (the expiry it acted on is later)
+            const lease_ns margin = k.lost != 0 ? news[c] + T - k.lost : std::numeric_limits<lease_ns>::min();
             if (c == H) min_margin = std::min(min_margin, margin);
             if (k.lost == 0 || k.lost >= now)
                 fail(std::string(client_name(c)) + ": the leader expired its session at %.3f ms while it "
@@ -437,6 +442,7 @@ struct world {
         lease_ns granted = 0, lost = 0;
         bool released = false;
         lease_ns headroom_until = 0;
+        bool confirming = false; // (lease_for_grant's second renewal at once, after a revival)
         std::uint64_t timer_gen = 0;
         lease_ns up_last = 0, down_last = 0; // FIFO links
         bool ended = false;                  // its session expired (it was told)
@@ -595,9 +601,11 @@ struct world {
     double reference_offset() const {
         return g_bug == bug::quarter_gap ? 0.35 : session_lease::reference_offset;
     }
-    /// The margin docs/lease.md states from the loss signal to the earliest expiry.
+    /// The margin docs/lease.md states from the loss signal to the earliest expiry, (0.5875 - f)
+    /// T: a number of its own, not derived from lease.hpp's constants (a deadline moved later
+    /// there must not move the bound with it).
     lease_ns stated_margin() const {
-        return static_cast<lease_ns>((1.0 - reference_offset() - fraction) * static_cast<double>(T));
+        return static_cast<lease_ns>((0.5875 - fraction) * static_cast<double>(T));
     }
     lease_ns deadline(int c) const {
         const lease_ns v = cl[c].lease->vouched();
@@ -814,9 +822,16 @@ struct world {
             auto& y = cl[c];
             if (rep.rc == no_node) y.stop = true; // (lock_node_deleted: should_stop)
             if (rep.rc != ok || !too_short(c)) {
+                y.confirming = false;
                 y.in.result = outcome_of(rep.rc);
                 return resume_acquire(c);
             }
+            // a renewal that revived a lapsed lease: a second one at once confirms it
+            if (y.lease->awaiting_confirmation() && !y.confirming) {
+                y.confirming = true;
+                return check_lease(c);
+            }
+            y.confirming = false;
             at(now + T / 20, [this, c] {
                 on_client(c, [this, c] {
                     cl[c].in.result = zd::outcome::other; // (ZOPERATIONTIMEOUT: ask again)
@@ -1100,7 +1115,7 @@ struct world {
                     if (i != old) catch_up(i, log_.size());
                 // the new leader restores every session with a full timeout from its start
                 for (int c = 0; c < 3; ++c)
-                    if (!expired[c]) expiry[c] = round_up(now + T);
+                    if (!expired[c]) expiry[c] = round_up(now + T), news[c] = now;
                 log("s%d leads (era %d): sessions expire from %.3f ms", nl, era,
                     static_cast<double>(round_up(now + T)) / 1e6);
                 for (int i = 0; i < servers; ++i)
