@@ -390,6 +390,7 @@ int run_command(const run_args& a) {
     bool lost_before_spawn = false;
     g.async_wait_lost(
         [&](error_code ec) { lost_before_spawn = lost_before_spawn || ec != errc::lock_released; });
+#ifdef ZKLOCK_CLI_TEST_HOOKS // (the test build only: test/CMakeLists.txt, zklock_cli_test_hooks)
     if (const char* d = std::getenv("ZKLOCK_TEST_SPAWN_DELAY_MS"); d && std::atoi(d) > 0) {
         asio::steady_timer delay(io, std::chrono::milliseconds(std::atoi(d)));
         bool waited = false;
@@ -397,6 +398,7 @@ int run_command(const run_args& a) {
         while (!waited && io.run_one()) {
         }
     }
+#endif
     io.poll(); // (events that have arrived: a watch, a lease check)
     if (lost_before_spawn || g.is_lost()) {
         const auto why = g.loss_reason();
@@ -785,8 +787,9 @@ int main(int argc, char** argv) {
         return fail(ex_usage, usage_error(e, argc, argv) + " (see zklock --help)");
     }
     try {
-        // (ZKLOCK_TEST_INTERNAL_ERROR, for the tests only: the path of an exception, exit 70)
+#ifdef ZKLOCK_CLI_TEST_HOOKS // (the test build only: the path of an exception, exit 70)
         if (const char* t = std::getenv("ZKLOCK_TEST_INTERNAL_ERROR"); t && *t) throw std::runtime_error(t);
+#endif
         if (run->parsed()) return run_command(r);
         if (list->parsed()) return list_command(l);
         if (brk->parsed()) return break_command(b);

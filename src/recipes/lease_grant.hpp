@@ -21,7 +21,8 @@ inline constexpr int lease_check_denied_rc = -10'000;
 /// committed check of `node` if not (a waiter that held nothing sent only reads, which renew
 /// nothing: session_impl::renew_lease, a write). If the renewal's reply still leaves it short:
 /// ZOPERATIONTIMEOUT after a pause of T/20 (not a busy loop of writes), and the caller asks
-/// again; a renewal that revived a lapsed lease is confirmed by a second one at once. Else the renewal's error (lease_check_denied_rc for ZNOAUTH). `headroom_until`
+/// again; a renewal that revived a lapsed lease is confirmed by a second one at once. Else the
+/// renewal's error (lease_check_denied_rc for ZNOAUTH). `headroom_until`
 /// (lease_clock, 0 at first) is the acquire's: from the first short lease it sees, it seeks the
 /// headroom for session_lease::grant_headroom_wait x T; after that, not lapsed is enough
 /// (session_lease::too_short_for_grant, the decision the simulator runs too). A grant its
@@ -41,7 +42,7 @@ inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& 
     if (r.rc != ZOK) co_return r.rc;
     if (!too_short()) co_return ZOK;
     // A renewal answered past the lease's earliest known expiry needs a later commit to confirm it
-    // (a revival, docs/lease.md premise 7): one more at once, no pause (it costs a round trip).
+    // (a revival, docs/lease.md premise 8): one more at once, no pause (it costs a round trip).
     if (s.lease_awaits_confirmation()) {
         r = co_await s.async_renew_lease(node, asio::use_awaitable);
         if (r.rc == ZNOAUTH) co_return lease_check_denied_rc;

@@ -117,7 +117,7 @@ public:
     struct rules {
         double gap = ping_gap;       ///< G, as a fraction of T
         bool from_reply = true;      ///< G counted from j's reply (false: from j's send)
-        bool confirm_revival = true; ///< a commit answered past v + T needs a later one (premise 7)
+        bool confirm_revival = true; ///< a commit answered past v + T needs a later one (premise 8)
     };
 
     session_lease() { gaps_.reserve(max_gaps); }
@@ -201,7 +201,7 @@ public:
     /// no longer rules out that the leader was expiring the session) credits nothing by itself:
     /// the leader may have taken it in the window between ExpiryQueue.poll and setSessionClosing,
     /// where a request still passes the session check and commits just ahead of the closeSession
-    /// (docs/lease.md, premise 7). Only a commit sent after its reply credits again (and credits
+    /// (docs/lease.md, premise 8). Only a commit sent after its reply credits again (and credits
     /// what it vouches for): the closeSession that followed would have failed it. Until then
     /// awaiting_confirmation() is true, and an acquire renews again at once.
     bool awaiting_confirmation() const noexcept { return confirm_from_.load(std::memory_order_relaxed) != 0; }
@@ -222,7 +222,7 @@ public:
         if (commit) {
             if (now - sent > slowest_commit_.load(std::memory_order_relaxed))
                 slowest_commit_.store(now - sent, std::memory_order_relaxed);
-            // A revival (premise 7): a commit answered past the earliest expiry the lease knows
+            // A revival (premise 8): a commit answered past the earliest expiry the lease knows
             // of confirms only with a later commit, sent after the first one's reply.
             const lease_ns cur = vouched_.load(std::memory_order_relaxed);
             const lease_ns pending = confirm_from_.load(std::memory_order_relaxed);

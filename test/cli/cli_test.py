@@ -24,6 +24,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 ZKLOCK = os.environ.get("ZKLOCK_BIN", "build/zklock")
+# The same program built with its test hooks (ZKLOCK_TEST_SPAWN_DELAY_MS, ZKLOCK_TEST_INTERNAL_ERROR),
+# which the shipped one does not read: CMakeLists.txt's zklock_cli_test_hooks, never installed.
+ZKLOCK_HOOKS = os.environ.get("ZKLOCK_HOOKS_BIN", "build/test/zklock-test-hooks")
 ZK = os.environ.get("ZK_CONNECT", "")
 
 EX_NOTHING, EX_USAGE, EX_UNAVAILABLE, EX_EXPIRED, EX_BUSY, EX_LOST = 3, 64, 69, 74, 75, 76
@@ -75,12 +78,13 @@ class Proxy:
         self.sock.close()
 
 
-def zklock(*args, timeout=60, **kw):
-    return subprocess.run([ZKLOCK, *args], capture_output=True, text=True, timeout=timeout, **kw)
+def zklock(*args, timeout=60, binary=None, **kw):
+    return subprocess.run([binary or ZKLOCK, *args], capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def spawn(*args, **kw):
-    return subprocess.Popen([ZKLOCK, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+def spawn(*args, binary=None, **kw):
+    return subprocess.Popen([binary or ZKLOCK, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            **kw)
 
 
 class CliTest(unittest.TestCase):
@@ -395,7 +399,7 @@ class CliTest(unittest.TestCase):
         # Lost between the grant and the spawn: exit with the loss code and do
         # not run the command. ZKLOCK_TEST_SPAWN_DELAY_MS widens that gap for the test.
         marker = os.path.join(self.tmp, "ran")
-        holder = self.spawn("run", self.path, "--", "touch", marker,
+        holder = self.spawn("run", self.path, "--", "touch", marker, binary=ZKLOCK_HOOKS,
                             env=dict(os.environ, ZKLOCK_TEST_SPAWN_DELAY_MS="2000"))
         self.wait_children(1)
         node = self.path + "/" + self.children()[0]
@@ -756,11 +760,20 @@ class CliTest(unittest.TestCase):
         self.assert_no_leftovers()  # (the waiter's node goes with its session)
 
     def test_an_internal_error_is_one_line_and_exits_70(self):
-        # (the exception path: reached through a test-only variable, as nothing else reaches it)
-        r = zklock("run", self.path, "--", "true", env=dict(os.environ, ZKLOCK_TEST_INTERNAL_ERROR="made up"))
+        # (the exception path: reached through a test-only variable of the test build, as nothing
+        # else reaches it)
+        r = zklock("run", self.path, "--", "true", binary=ZKLOCK_HOOKS,
+                   env=dict(os.environ, ZKLOCK_TEST_INTERNAL_ERROR="made up"))
         self.assertEqual(r.returncode, 70, r.stderr)
         self.assertIn("internal error: made up", self.assert_one_error_line(r))
         self.assertIsNone(self.zk.exists(self.path))
+
+    def test_the_shipped_program_reads_no_test_hook(self):
+        # the hooks exist only in the test build: the shipped zklock ignores the variables
+        r = zklock("run", self.path, "--", "true", env=dict(os.environ, ZKLOCK_TEST_INTERNAL_ERROR="made up"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(ZKLOCK, "rb") as f:
+            self.assertNotIn(b"ZKLOCK_TEST_", f.read(), "a test hook in the shipped program")
 
     def test_help_man_page_and_docs_list_every_exit_code(self):
         # every code of src/cli/exit_codes.hpp, and the signals' 129/130/143

@@ -494,7 +494,7 @@ TEST(Lease, ALapseThatOnlyARenewalRevealsIsFinal) {
     for (lease_ns t = 1000; t <= 3000; t += 100) l.on_reply(t * ms, false, t * ms + ms);
     // Nobody looked past 2325 ms (a late timer, a busy strand); a commit at 3000 ms arrives at
     // 3010 ms, past the earliest expiry v + T (2900 ms): a revival, which a later commit must
-    // confirm (premise 7); one sent at 3020 ms arrives at 3030 ms: the lease is current again,
+    // confirm (premise 8); one sent at 3020 ms arrives at 3030 ms: the lease is current again,
     // but it lapsed.
     EXPECT_FALSE(l.on_reply(3000 * ms, true, 3010 * ms));
     EXPECT_TRUE(l.lapsed(3010 * ms, 0.3)) << "a revival alone vouches for nothing";
@@ -507,7 +507,7 @@ TEST(Lease, ALapseThatOnlyARenewalRevealsIsFinal) {
 }
 
 TEST(Lease, ACommitThatRevivesALapsedLeaseVouchesOnlyWithALaterCommit) {
-    // Premise 7 (docs/lease.md): the leader expires a session in two steps, ExpiryQueue.poll and
+    // Premise 8 (docs/lease.md): the leader expires a session in two steps, ExpiryQueue.poll and
     // setSessionClosing; a request that reaches its session check in between still commits, and
     // the closeSession follows it. A commit answered past the earliest expiry the lease knows of
     // (v + T) may be that request: it credits nothing until a commit sent after its reply
