@@ -93,7 +93,9 @@ int main(int argc, char** argv) {
     }
     waiters = std::min(waiters, holders);
     if (connect.empty() || holders <= 0) {
-        std::fprintf(stderr, "usage: zklock_failover --connect C [--holders N] [--waiters M] [--session-timeout-ms T]\n");
+        std::fprintf(
+            stderr,
+            "usage: zklock_failover --connect C [--holders N] [--waiters M] [--session-timeout-ms T]\n");
         return 2;
     }
     asio::io_context io;
@@ -202,7 +204,8 @@ int main(int argc, char** argv) {
             } else if (h.guard.owns_lock() && h.guard.fencing_token() == h.token) {
                 ++tokens_same;
             }
-            if (h.session->session_id() == h.session_id && h.session->state() == zklock::session_state::connected)
+            if (h.session->session_id() == h.session_id &&
+                h.session->state() == zklock::session_state::connected)
                 ++survived;
             disconnected += h.disconnected;
         }
@@ -214,12 +217,14 @@ int main(int argc, char** argv) {
         }
         std::string rs;
         for (auto& [r, n] : reasons) rs += (rs.empty() ? "" : ", ") + ("\"" + r + "\": " + std::to_string(n));
-        std::printf("{\"holders\": %d, \"waiters\": %d, \"holders_told_lost\": %d, \"holders_kept_with_same_token\": %d, "
-                    "\"locks_changed_hands\": %d, \"holder_sessions_survived\": %d, \"holders_disconnected\": %d, "
-                    "\"first_loss_s\": %.3f, \"last_loss_s\": %.3f, \"first_grant_s\": %.3f, \"last_grant_s\": %.3f, "
-                    "\"loss_reasons\": {%s}}\n",
-                    holders, waiters, lost, tokens_same, granted, survived, disconnected, lost ? first_loss : -1.0,
-                    lost ? last_loss : -1.0, granted ? first_grant : -1.0, granted ? last_grant : -1.0, rs.c_str());
+        std::printf(
+            "{\"holders\": %d, \"waiters\": %d, \"holders_told_lost\": %d, \"holders_kept_with_same_token\": "
+            "%d, "
+            "\"locks_changed_hands\": %d, \"holder_sessions_survived\": %d, \"holders_disconnected\": %d, "
+            "\"first_loss_s\": %.3f, \"last_loss_s\": %.3f, \"first_grant_s\": %.3f, \"last_grant_s\": %.3f, "
+            "\"loss_reasons\": {%s}}\n",
+            holders, waiters, lost, tokens_same, granted, survived, disconnected, lost ? first_loss : -1.0,
+            lost ? last_loss : -1.0, granted ? first_grant : -1.0, granted ? last_grant : -1.0, rs.c_str());
         std::fflush(stdout);
         for (auto& w : ws) w.guard = {};
         for (auto& h : hs) h.guard = {};

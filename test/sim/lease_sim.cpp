@@ -1290,9 +1290,10 @@ bug parse_bug(const std::string& b) {
     if (b == "sync-renewed") return bug::sync_renewed;
     if (b == "quarter-gap") return bug::quarter_gap;
     if (b == "no-revival-confirm") return bug::no_revival_confirm;
-    std::fprintf(stderr,
-                 "zklock_sim_lease: unknown --bug %s (read-renewed|sync-renewed|quarter-gap|no-revival-confirm)\n",
-                 b.c_str());
+    std::fprintf(
+        stderr,
+        "zklock_sim_lease: unknown --bug %s (read-renewed|sync-renewed|quarter-gap|no-revival-confirm)\n",
+        b.c_str());
     std::exit(2);
 }
 
@@ -1305,7 +1306,8 @@ int main(int argc, char** argv) {
     r.parse(
         argc, argv, [](const std::string&, auto&) { return false; }, // (no options of its own)
         [](const std::string& name) { g_bug = parse_bug(name); },
-        "[--seeds N] [--first S] [--seed S] [--trace] [--bug read-renewed|sync-renewed|quarter-gap|no-revival-confirm]");
+        "[--seeds N] [--first S] [--seed S] [--trace] [--bug "
+        "read-renewed|sync-renewed|quarter-gap|no-revival-confirm]");
     const auto seeds = r.seeds, first = r.first;
     const auto only = r.only;
     const bool trace = r.trace;
