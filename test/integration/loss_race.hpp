@@ -62,6 +62,9 @@ inline std::optional<leader_expiry> read_leader_expiry(const std::string& dir, s
         if (d < -43'200'000) d += 86'400'000; // (past midnight)
         return d / 1000;
     };
+    // (the regexes run only on this session's lines: the logs hold every session's touches)
+    const std::string touch_needle = "Touch session: 0x" + std::string(hex) + " with";
+    const std::string expiry_needle = "Expiring session 0x" + std::string(hex) + ",";
     std::optional<leader_expiry> first;
     for (int i = 1; i <= servers; ++i) {
         std::ifstream in(dir + "/server" + std::to_string(i) + ".log");
@@ -70,10 +73,9 @@ inline std::optional<leader_expiry> read_leader_expiry(const std::string& dir, s
         std::optional<double> last_touch; // + its timeout, s
         while (std::getline(in, l)) {
             if (l.rfind("=== zk.sh: server", 0) == 0) last_touch.reset(); // (started again)
-            if (l.find("Touch session: 0x") != std::string::npos && std::regex_search(l, m, touched)) {
+            if (l.find(touch_needle) != std::string::npos && std::regex_search(l, m, touched)) {
                 last_touch = since_t0(m) + std::stod(m[5]) / 1000;
-            } else if (l.find("Expiring session 0x") != std::string::npos &&
-                       std::regex_search(l, m, expired)) {
+            } else if (l.find(expiry_needle) != std::string::npos && std::regex_search(l, m, expired)) {
                 leader_expiry x;
                 x.logged = since_t0(m);
                 x.exact = last_touch.has_value();

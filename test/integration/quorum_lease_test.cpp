@@ -387,17 +387,7 @@ TEST_F(QuorumLease, ATimeoutRenegotiatedOnAReconnectKeepsTheMargin) {
     relayed_ensemble e;
     ASSERT_TRUE(e.find_roles());
     const int full = e.followers[0], capped = e.followers[1];
-    const std::string cfg = e.dir + "/zoo" + std::to_string(capped) + ".cfg";
-    auto set_cap = [&](bool on) {
-        (void)std::system(
-            ("kill -9 $(cat " + e.dir + "/server" + std::to_string(capped) + ".pid) 2>/dev/null; sleep 0.2")
-                .c_str());
-        std::string cmd = "sed -i '/^maxSessionTimeout=/d' " + cfg;
-        if (on) cmd += " && echo maxSessionTimeout=2000 >> " + cfg;
-        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-        e.sh("restart", capped);
-    };
-    set_cap(true);
+    e.set_max_session_timeout(capped, 2000);
     const double f = zklock::loss_policy::default_lease_fraction;
     const double bound = session_lease::guaranteed_margin(f) * 2.0;
     const double allowance = 0.15;
@@ -457,7 +447,7 @@ TEST_F(QuorumLease, ATimeoutRenegotiatedOnAReconnectKeepsTheMargin) {
         },
         150s);
     e.thaw_all();
-    set_cap(false);
+    e.set_max_session_timeout(capped, 0);
     if (::testing::Test::HasFailure()) e.print_logs();
 }
 
@@ -479,17 +469,7 @@ TEST_F(QuorumLease, AReconnectToACappedServerWhoseAnswerIsLostIsReportedBeforeTh
     relayed_ensemble e;
     ASSERT_TRUE(e.find_roles());
     const int full = e.followers[0], capped = e.followers[1];
-    const std::string cfg = e.dir + "/zoo" + std::to_string(capped) + ".cfg";
-    auto set_cap = [&](bool on) {
-        (void)std::system(
-            ("kill -9 $(cat " + e.dir + "/server" + std::to_string(capped) + ".pid) 2>/dev/null; sleep 0.2")
-                .c_str());
-        std::string cmd = "sed -i '/^maxSessionTimeout=/d' " + cfg;
-        if (on) cmd += " && echo maxSessionTimeout=1000 >> " + cfg;
-        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-        e.sh("restart", capped);
-    };
-    set_cap(true);
+    e.set_max_session_timeout(capped, 1000);
     const double f = zklock::loss_policy::default_lease_fraction;
     const double bound = session_lease::guaranteed_margin(f) * 1.0; // (T = the cap, 1 s)
     const double allowance = 0.1;
@@ -590,7 +570,7 @@ TEST_F(QuorumLease, AReconnectToACappedServerWhoseAnswerIsLostIsReportedBeforeTh
         },
         150s);
     e.thaw_all();
-    set_cap(false);
+    e.set_max_session_timeout(capped, 0);
     if (::testing::Test::HasFailure()) e.print_logs();
 }
 

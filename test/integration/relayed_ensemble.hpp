@@ -94,6 +94,18 @@ struct relayed_ensemble {
         if (j) cmd += " " + std::to_string(j);
         EXPECT_EQ(std::system((cmd + " >/dev/null").c_str()), 0) << cmd;
     }
+    /// Restarts server i with `maxSessionTimeout=ms` in its configuration (0: the line removed, the
+    /// server's default, 20 x tickTime): a server that caps the sessions it negotiates.
+    void set_max_session_timeout(int i, int ms) const {
+        (void)std::system(
+            ("kill -9 $(cat " + dir + "/server" + std::to_string(i) + ".pid) 2>/dev/null; sleep 0.2")
+                .c_str());
+        const std::string cfg = dir + "/zoo" + std::to_string(i) + ".cfg";
+        std::string cmd = "sed -i '/^maxSessionTimeout=/d' " + cfg;
+        if (ms > 0) cmd += " && echo maxSessionTimeout=" + std::to_string(ms) + " >> " + cfg;
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        sh("restart", i);
+    }
     void freeze(int i, int j) const { sh("freeze", i, j); }
     /// zk.sh hold: what server j sends to server i is held back (leader j's pings and proposals to
     /// its follower i), what i sends to j passes; thaw_all() ends it.
