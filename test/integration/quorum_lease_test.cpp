@@ -205,7 +205,6 @@ TEST_F(QuorumLease, AStallOfTheWaitersLinkAroundItsGrantStillLeavesTheMarginBefo
     const auto T = 1000ms;
     const double f = zklock::loss_policy::default_lease_fraction;
     const double bound = session_lease::guaranteed_margin(f) * 1.0;
-    const double allowance = 0.1;
     const int fol = e.followers.front();
     run_test(
         [&]() -> awaitable<void> {
