@@ -136,12 +136,13 @@ done
 /usr/bin/python3 - "$rows" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-print("\n| T | paused follower | new leader after | holders told lost | kept, same token | locks changed hands | holder sessions survived | packets/session (10 s) | client requests + heartbeats + touches /session (10 s) |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("\n| T | paused follower | new leader after | holders told lost (suspended) | regained | lost for good | held at the end, same token | locks changed hands | holder sessions survived | packets/session (10 s) | client requests + heartbeats + touches /session (10 s) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
-    print("| %.0f s | %s | %.2f s | %d of %d | %d | %d of %d | %d of %d | %.1f | %.1f + %.1f + %.1f |" % (
+    print("| %.0f s | %s | %.2f s | %d of %d | %d | %d | %d | %d of %d | %d of %d | %.1f | %.1f + %.1f + %.1f |" % (
         r["session_timeout_ms"] / 1000, "%g s" % r["pause_s"] if r["pause_s"] else "no", r["new_leader_after_s"],
-        r.get("holders_told_lost", -1), r.get("holders", 0), r.get("holders_kept_with_same_token", -1),
+        r.get("holders_told_lost", -1), r.get("holders", 0), r.get("holders_regained", -1),
+        r.get("holders_lost_for_good", -1), r.get("holders_kept_with_same_token", -1),
         r.get("locks_changed_hands", -1), r.get("waiters", 0), r.get("holder_sessions_survived", -1), r.get("holders", 0),
         r["server_packets_10s_per_session"], r["client_requests_10s_per_session"],
         r["client_heartbeats_10s_per_session"], r["client_touches_10s_per_session"]))

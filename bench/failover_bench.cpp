@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
     stop.async_wait([&](zklock::error_code, int) {
         marks.cancel();
         auto s = [&](clk::time_point t) { return std::chrono::duration<double>(t - fault_at).count(); };
-        int lost = 0, granted = 0, survived = 0, disconnected = 0, tokens_same = 0;
+        int lost = 0, granted = 0, survived = 0, disconnected = 0, tokens_same = 0, regained = 0,
+            lost_for_good = 0;
         double first_loss = 1e9, last_loss = -1e9, first_grant = 1e9, last_grant = -1e9;
         std::map<std::string, int> reasons;
         for (auto& h : hs) {
@@ -203,9 +204,12 @@ int main(int argc, char** argv) {
                 ++reasons[h.why];
                 first_loss = std::min(first_loss, s(h.lost_at));
                 last_loss = std::max(last_loss, s(h.lost_at));
-            } else if (h.guard.owns_lock() && h.guard.fencing_token() == h.token) {
-                ++tokens_same;
+                if (h.guard.is_lost()) ++lost_for_good;
             }
+            // held now (never lost, or regained after a suspension), with the grant's token
+            if (h.guard.owns_lock() && !h.guard.is_lost() && h.guard.fencing_token() == h.token)
+                ++tokens_same;
+            regained += h.session->statistics().locks_regained > 0;
             if (h.session->session_id() == h.session_id &&
                 h.session->state() == zklock::session_state::connected)
                 ++survived;
@@ -220,13 +224,14 @@ int main(int argc, char** argv) {
         std::string rs;
         for (auto& [r, n] : reasons) rs += (rs.empty() ? "" : ", ") + ("\"" + r + "\": " + std::to_string(n));
         std::printf(
-            "{\"holders\": %d, \"waiters\": %d, \"holders_told_lost\": %d, \"holders_kept_with_same_token\": "
-            "%d, "
+            "{\"holders\": %d, \"waiters\": %d, \"holders_told_lost\": %d, \"holders_regained\": %d, "
+            "\"holders_lost_for_good\": %d, \"holders_kept_with_same_token\": %d, "
             "\"locks_changed_hands\": %d, \"holder_sessions_survived\": %d, \"holders_disconnected\": %d, "
             "\"first_loss_s\": %.3f, \"last_loss_s\": %.3f, \"first_grant_s\": %.3f, \"last_grant_s\": %.3f, "
             "\"loss_reasons\": {%s}}\n",
-            holders, waiters, lost, tokens_same, granted, survived, disconnected, lost ? first_loss : -1.0,
-            lost ? last_loss : -1.0, granted ? first_grant : -1.0, granted ? last_grant : -1.0, rs.c_str());
+            holders, waiters, lost, regained, lost_for_good, tokens_same, granted, survived, disconnected,
+            lost ? first_loss : -1.0, lost ? last_loss : -1.0, granted ? first_grant : -1.0,
+            granted ? last_grant : -1.0, rs.c_str());
         std::fflush(stdout);
         for (auto& w : ws) w.guard = {};
         for (auto& h : hs) h.guard = {};

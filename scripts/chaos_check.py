@@ -225,6 +225,13 @@ def read_holds(d, events, ops=None, recipes=None):
                         problems.append(f"{f}:{n}: a grant while a hold is open")
                     open_hold = dict(path=p[1], start=int(p[2]), token=int(p[3]), who=who, end=None, reason=None,
                                      session=p[4] if len(p) > 4 else "?")
+                elif p[0] == "R":  # a regain: a hold again, after this worker's lease loss of the same token
+                    prev = next((h for h in reversed(holds) if h["who"] == who), None)
+                    if open_hold or not prev or prev["path"] != p[1] or prev["token"] != int(p[3]) or \
+                            prev["reason"] != "lost:lease_expired":
+                        problems.append(f"{f}:{n}: a regain (R) that does not follow its lease loss")
+                    open_hold = dict(path=p[1], start=int(p[2]), token=int(p[3]), who=who, end=None, reason=None,
+                                     session=p[4] if len(p) > 4 else "?", regained=True)
                 elif p[0] == "E":
                     if not open_hold or open_hold["path"] != p[1]:
                         problems.append(f"{f}:{n}: an end without its grant")
@@ -376,6 +383,7 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None
     for h in holds:
         by_path[h["path"]].append(h)
     overlaps, token_errors, margins, handovers, below_bound, peer_overlaps = 0, 0, [], [], 0, 0
+    regained = 0  # lease losses whose next hold of the path is the same worker's regain
     # a semaphore's N (its workers' "# recipe semaphore N"; 1 for a lock): a grant overlaps only
     # when N earlier holds are still running
     sizes = {int(r.split("-")[1]) for r in recipes if r.startswith("semaphore-")}
@@ -422,10 +430,20 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None
             running.append(h)
             if capacity > 1:
                 continue
-            if i > 0 and h["token"] <= hs[i - 1]["token"]:
+            # a regain continues its own lost hold: nobody may have been granted in between (the
+            # hold before it in grant order must be that one, with the same token)
+            regain_ok = h.get("regained") and i > 0 and hs[i - 1]["who"] == h["who"] and \
+                hs[i - 1]["token"] == h["token"]
+            if h.get("regained") and not regain_ok:
+                token_errors += 1
+                say(f"REGAIN AFTER ANOTHER GRANT on {path}: {h['who']} regained token {h['token']} after "
+                    f"{hs[i - 1]['who'] if i > 0 else 'nobody'}'s {hs[i - 1]['token'] if i > 0 else '-'}")
+            elif i > 0 and h["token"] <= hs[i - 1]["token"] and not regain_ok:
                 token_errors += 1
                 say(f"TOKEN ORDER on {path}: {h['who']} got {h['token']} after {hs[i - 1]['who']}'s {hs[i - 1]['token']}")
-            if i + 1 < len(hs):
+            if i + 1 < len(hs) and hs[i + 1].get("regained") and hs[i + 1]["who"] == h["who"]:
+                regained += 1  # (not a handover: no margin to measure)
+            elif i + 1 < len(hs):
                 gap = (hs[i + 1]["start"] - h["signal"]) / 1e9  # the margin: from the loss signal
                 if expiries is not None and h["reason"].startswith("lost:"):
                     # freed by the server (the session expired by the next grant; the log has ms)
@@ -469,6 +487,7 @@ def check(d, timeout_ms=None, quiet=False, bounds=None, output=None, recipe=None
     if ops or recipe == "election" or "election" in recipes:  # (its problems are counted below)
         election_failures = check_election(holds, ops, events, recipes, recipe, election_lines.append, problems)
     say("faults: " + (", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"))
+    say(f"suspended locks regained (R lines, same token, nobody granted in between): {regained}")
     say(f"overlaps: {overlaps}; fencing-token order violations: {token_errors}; unreadable lines: {len(problems)}")
     for p in problems[:10]:
         say("  " + p)
@@ -726,6 +745,19 @@ def self_test():
             {"a.log": "# recipe semaphore 2\nG /p 100 4096 1\nE /p 300 released\n",
              "b.log": "# recipe semaphore 3\nG /p 400 8192 2\nE /p 500 released\n"}, "", False, None,
             "semaphore workers of different N", "semaphore"),
+        "a regain: the same token, nobody granted in between": (
+            {"a.log": "G /p 100 4096 1\nE /p 200 lost lease_expired\nR /p 900 4096 1\nE /p 1000 released\n",
+             "b.log": "G /p 1100 8192 2\nE /p 1200 released\n"}, "", True, None,
+            "suspended locks regained (R lines, same token, nobody granted in between): 1"),
+        "a regain after another's grant": (
+            {"a.log": "G /p 100 4096 1\nE /p 200 lost lease_expired\nR /p 900 4096 1\nE /p 1000 released\n",
+             "b.log": "G /p 500 8192 2\nE /p 600 released\n"}, "", False, None, "REGAIN AFTER ANOTHER GRANT"),
+        "a regain that overlaps another's hold": (
+            {"a.log": "G /p 100 4096 1\nE /p 200 lost lease_expired\nR /p 900 4096 1\nE /p 1000 released\n",
+             "b.log": "G /p 500 8192 2\nE /p 950 released\n"}, "", False, None, "OVERLAP"),
+        "a regain without its lease loss": (
+            {"a.log": "G /p 100 4096 1\nE /p 200 released\nR /p 900 4096 1\nE /p 1000 released\n"}, "", False,
+            None, "does not follow its lease loss"),
         "election with peers: only peers lead: no commit": (
             {"c6g1.log": "G /p 500 12288 9\nE /p 600 released\n"}, "", False, None, "NO COMMIT", "election"),
     })

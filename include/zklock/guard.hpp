@@ -46,6 +46,14 @@ ZKLOCK_DECL asio::cancellation_slot loss_binding_slot(loss_binding* b) noexcept;
 /// it with bind_loss(), or by polling is_lost() (which reads the lease's clock itself, so it is exact
 /// even when the io_context is too busy to run the loss signal in time).
 ///
+/// Suspension and regain: under the lease policy (the default), a lapse of the lease first
+/// *suspends* the lock: the holder is told exactly as above (errc::lease_expired, at the same
+/// moment), and must stop; but the node is kept, and the session goes on checking it with a
+/// committed write. If the node turns out to have survived (the session outlived a leader
+/// failover, say), the lock is *regained*: is_lost() turns false again, with the same
+/// fencing_token(); otherwise the loss is final. async_wait_verdict() waits for the verdict;
+/// is_suspended() tells the state. See loss_policy::lease and docs/lease.md.
+///
 /// Fencing: fencing_token() increases strictly with every grant of a lock, including grants
 /// handed off inside a process (mutex_options::local_handoff). It is the node's czxid times 4096
 /// plus the grant's index under that node. Pass it to the resource you protect and have that
@@ -88,8 +96,14 @@ public:
     /// owns_lock().
     explicit operator bool() const noexcept { return owns_lock(); }
     /// True once the lock is known to be lost (see the class comment). Under the lease policy it
-    /// also compares the lease's deadline with steady_clock::now(); once true, stays true.
+    /// also compares the lease's deadline with the lease's clock; once true, it stays true until
+    /// a regain (a suspended lock whose node provably survived: async_wait_verdict) makes it
+    /// false again. Code that checks it before each act of the owner stops at the loss and goes
+    /// on after the regain.
     bool is_lost() const noexcept;
+    /// True while the lock is suspended: lost by a lapse of its lease (is_lost() is true), with
+    /// its node kept and the verdict (regained or lost for good) still to come.
+    bool is_suspended() const noexcept;
     /// Why the lock was lost (empty while it is not). It can change once: under the lease policy
     /// is_lost() and loss_reason() read the lease's clock themselves, so they report
     /// errc::lease_expired as soon as the deadline passes, before the loss signal went out; the
@@ -195,6 +209,41 @@ public:
                 if (!h && !ex)
                     return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
                 start_wait_lost(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
+            },
+            token);
+    }
+
+    /// Waits for the verdict on a suspended lock: regained, or lost for good.
+    ///
+    /// Completes with success at once if the lock is held (not lost), and when a suspended lock
+    /// is regained (is_lost() is false again, the same fencing_token()); with the final loss
+    /// reason when the lock is lost for good (at once if it already is): errc::lock_node_deleted
+    /// (the node was deleted, or is not this session's any more), errc::session_expired,
+    /// errc::session_closed, or errc::lease_expired when the regain window
+    /// (loss_policy::with_regain_window) passed or the policy does not regain. A holder that
+    /// stopped at the loss signal can wait here to know whether to resume:
+    /// \code
+    ///   co_await g.async_wait_lost(asio::use_awaitable); // stop acting as the owner
+    ///   auto [ec] = co_await g.async_wait_verdict(asio::as_tuple(asio::use_awaitable));
+    ///   if (!ec) { /* regained: act again, with g.fencing_token() */ }
+    /// \endcode
+    ///
+    /// \signature `void(error_code)`: empty when held or regained, else the reason. The token
+    /// defaults to asio::deferred (zklock::default_completion_token).
+    /// \executor As async_wait_lost.
+    /// \cancellation Terminal, partial, total: completes with asio::error::operation_aborted;
+    /// the lock is not affected.
+    /// \errors The final loss reason (above); errc::lock_released if the lock was released
+    /// first; errc::not_held for an empty guard; asio::error::operation_aborted.
+    /// \lifetimes As async_wait_lost.
+    /// 	hreadsafety Distinct objects: safe. Shared object: unsafe.
+    template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
+    auto async_wait_verdict(CompletionToken&& token = default_completion_token{}) {
+        return asio::async_initiate<CompletionToken, void(error_code)>(
+            [h = h_, ex = ex_](auto handler) {
+                if (!h && !ex)
+                    return detail::complete_without_session(std::move(handler), error_code(errc::not_held));
+                start_wait_verdict(h, ex, asio::any_completion_handler<void(error_code)>(std::move(handler)));
             },
             token);
     }
@@ -332,6 +381,8 @@ private:
                                    handler_type);
     static void start_wait_lost(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&,
                                 handler_type);
+    static void start_wait_verdict(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&,
+                                   handler_type);
     static void start_commit(std::shared_ptr<detail::held_lock>, const asio::any_io_executor&, transaction,
                              asio::any_completion_handler<void(error_code, commit_result)>);
     static std::shared_ptr<detail::loss_binding> start_loss_binding(const std::shared_ptr<detail::held_lock>&,

@@ -5,6 +5,8 @@
 
 #include <zklock/error.hpp>
 
+#include <chrono>
+
 namespace zklock {
 
 /// When a lock that is still held in ZooKeeper's eyes is reported lost to its holder, because
@@ -71,8 +73,37 @@ public:
     /// session once a heartbeat commits.
     /// `fraction` must be in (0.1, 0.45]; anything else fails acquires (and async_connect, for
     /// the session's policy) with errc::invalid_lease_fraction.
+    ///
+    /// Suspension and regain (on by default, see with_regain_window): a lapse first *suspends*
+    /// the lock. The holder is told exactly as above (is_lost() true, the loss signal, loss
+    /// waiters and bound operations with errc::lease_expired), but the node is kept. The session
+    /// then commits a check of the node (a write: only a leader with a quorum answers it) and
+    /// reads it back; if the node is still the one this session created (its czxid and its
+    /// owner), it existed without a gap from its create to that commit, so nobody else can have
+    /// been granted the lock, and the lock is *regained*: is_lost() turns false again, with the
+    /// same fencing token (guard::async_wait_verdict). The node gone, the session expired or
+    /// closed, or the regain window passed: the loss is final and the node is deleted as before.
+    /// So a leader failover that the session survives, however long its election, takes no lock
+    /// away for good (docs/lease.md, "Suspended, then regained or lost").
     static constexpr loss_policy lease(double fraction = default_lease_fraction) noexcept {
         return loss_policy(kind::lease, fraction);
+    }
+    /// The default regain window: see with_regain_window.
+    static constexpr std::chrono::milliseconds default_regain_window{60'000};
+    /// A lease policy whose suspended locks may be regained for `window` after their suspension
+    /// (zero or less: never; a lapse is then final at once, as before zklock 0.9). Longer than
+    /// any leader election a session can survive in practice (an election can take seconds, a
+    /// new leader then gives every session a full T); its only cost is how long a suspended
+    /// holder waits for the verdict when the ensemble stays unreachable: the node of a session
+    /// that expires goes with the session anyway, whatever the window.
+    constexpr loss_policy with_regain_window(std::chrono::milliseconds window) const noexcept {
+        loss_policy p = *this;
+        p.regain_ms_ = window.count() > 0 ? window.count() : 0;
+        return p;
+    }
+    /// How long a suspended lock may be regained (lease policies; zero: never).
+    constexpr std::chrono::milliseconds regain_window() const noexcept {
+        return std::chrono::milliseconds(kind_ == kind::lease ? regain_ms_ : 0);
     }
     /// Lost (errc::lock_lost_suspended) as soon as the client notices the connection dropped.
     /// Not safer than the lease: the client notices a silent partition only 2/3 T after its last
@@ -95,13 +126,14 @@ public:
             return make_error_code(errc::invalid_lease_fraction);
         return {};
     }
-    /// Equal when the kinds and the lease fractions are equal.
+    /// Equal when the kinds, the lease fractions and the regain windows are equal.
     friend constexpr bool operator==(const loss_policy&, const loss_policy&) = default;
 
 private:
     constexpr loss_policy(kind k, double f) noexcept : kind_(k), fraction_(f) {}
     kind kind_;
     double fraction_;
+    std::chrono::milliseconds::rep regain_ms_ = default_regain_window.count();
 };
 
 /// "lease", "on_disconnect", "on_expiry".

@@ -152,6 +152,9 @@ struct session_statistics {
     /// proves that the servers' session-timeout bounds differ, which premise 6 of docs/lease.md
     /// excludes unless session_options::lease_timeout_cap is set.
     std::uint64_t timeout_changes = 0;
+    /// Held locks suspended by a lapse of their lease (loss_policy::lease, "Suspension and
+    /// regain"), regained after one, and lost for good after one.
+    std::uint64_t locks_suspended = 0, locks_regained = 0, suspensions_lost = 0;
     /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {
         return creates + deletes + get_children + get_data + exists + set_data + watch_removals +

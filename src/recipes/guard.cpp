@@ -29,11 +29,12 @@ std::uint64_t held_lock::new_cancellable_waiter(wait_kind which, pending<void(er
 }
 
 void held_lock::cancel_waiter(wait_kind which, std::uint64_t id) {
-    if (!waiters_ && st != status::held) return; // (nothing parked, and nothing to remember)
+    const bool live = st == status::held || st == status::suspended;
+    if (!waiters_ && !live) return; // (nothing parked, and nothing to remember)
     auto& waiters = waiting(which);
     auto it = waiters.find(id);
     if (it == waiters.end()) {
-        if (st == status::held) wait_state().cancelled_early.insert(id); // not parked yet
+        if (live) wait_state().cancelled_early.insert(id); // not parked yet
         return;
     }
     auto p = std::move(it->second);
@@ -46,18 +47,31 @@ void held_lock::park(wait_kind which, pending<void(error_code)> h, std::uint64_t
         return h.complete(asio::error::operation_aborted);
     if (id == 0) id = next_waiter.fetch_add(1, std::memory_order_relaxed);
     waiting(which).emplace(id, std::move(h));
-    arm_watch();
+    if (which != wait_kind::verdict) arm_watch();
 }
 
-void held_lock::end_waits(error_code why, bool fire) {
+void held_lock::end_waits(error_code why, bool fire, bool keep_verdicts, std::optional<error_code> verdict) {
     if (!waiters_) return;
     auto w = std::move(waiters_); // (a handler that parks again makes a new set: it completes at once)
+    if (keep_verdicts && !w->verdict.empty()) {
+        // A suspension: the verdict waiters wait on (a new set, as above, holds them).
+        wait_state().verdict = std::move(w->verdict);
+        w->verdict.clear();
+    }
     w->cancelled_early.clear();
     complete_all(w->loss, why);
     complete_all(w->revoke, why);
+    complete_all(w->verdict, verdict.value_or(why));
     if (fire)
         for (auto& b : w->bindings)
             if (auto sp = b.lock()) loss_binding::fire(sp);
+}
+
+void held_lock::wait_verdict(pending<void(error_code)> h, std::uint64_t id) {
+    if (st == status::held) return h.complete({});
+    if (st == status::lost) return h.complete(reason());
+    if (st == status::released) return h.complete(errc::lock_released);
+    park(wait_kind::verdict, std::move(h), id);
 }
 
 void held_lock::start() {
@@ -70,7 +84,7 @@ void held_lock::start() {
             // a heartbeat's check failed (answered on the session: it lives; the node was deleted)
             if (auto self = w.lock()) self->lose(errc::lock_node_deleted);
         });
-        lease_since = lease_clock::now();
+        lease_since.store(lease_clock::now(), std::memory_order_release);
         // Granted on a reply so slow that the lease has already lapsed: not vouched for.
         if (session->lease_lapsed(policy.lease_fraction()))
             lose_after_finding_the_cause(errc::lease_expired, true);
@@ -93,20 +107,39 @@ bool held_lock::is_lost_now() const noexcept {
     if (finding_cause.load(std::memory_order_acquire)) return true;
     if (policy.type() != loss_policy::kind::lease) return false; // (fixed by start(), before the grant)
     if (lease_seen_lapsed.load(std::memory_order_acquire)) return true;
-    if (!session->lease_lapsed_since(lease_since, policy.lease_fraction())) return false;
+    if (!session->lease_lapsed_since(lease_since.load(std::memory_order_acquire), policy.lease_fraction()))
+        return false;
     lease_seen_lapsed.store(true, std::memory_order_release);
     return true;
 }
 
 error_code held_lock::loss_reason_now() const {
-    if (lost.load(std::memory_order_acquire)) return reason;
+    if (lost.load(std::memory_order_acquire)) return reason();
     if (finding_cause.load(std::memory_order_acquire)) return tentative_reason;
     if (is_lost_now()) return errc::lease_expired;
     return {};
 }
 
+lease_ns held_lock::handover_time() const {
+    // Until the earliest moment the session could have expired (v + T), and under the lease never
+    // sooner than the holder's stated window, (0.5875 - f) T, after the signal: a lapse found late
+    // (a T that shrank on a reconnect, which moves the deadline into the past; a late timer) must
+    // not hand the lock on as it is told. (Seen: QuorumLease.ATimeoutRenegotiated... granted the
+    // next holder 39 ms after the signal, the node deleted at once.)
+    lease_ns at = session->lease_handover_at();
+    if (policy.type() == loss_policy::kind::lease)
+        at = std::max(at, lease_clock::now() + static_cast<lease_ns>(
+                                                   session_lease::guaranteed_margin(policy.lease_fraction()) *
+                                                   static_cast<double>(session->lease_view().timeout)));
+    return at;
+}
+
 void held_lock::lose_by_policy(error_code why) {
     if (st != status::held) return;
+    // A lapsed lease whose policy may regain: suspended, the node kept (a hand-off grant's node
+    // is its queue's, which decides for it).
+    if (why == errc::lease_expired && policy.regain_window().count() > 0 && !hook && may_regain)
+        return suspend(why);
     lose(why);
     // The holder has only just been told. If the session survives, the node must not linger,
     // but it must not go before the holder can have stopped either: it stays until the release
@@ -114,18 +147,12 @@ void held_lock::lose_by_policy(error_code why) {
     // (A hand-off grant's node is its queue's, which does the same for it.)
     if (hook) return;
     delete_deferred = true;
-    // Until the earliest moment the session could have expired (v + T), and under the lease never
-    // sooner than the holder's stated window, (0.5875 - f) T, after the signal: a lapse found late
-    // (a T that shrank on a reconnect, which moves the deadline into the past; a late timer) must
-    // not hand the lock on as it is told. (Seen: QuorumLease.ATimeoutRenegotiated... granted the
-    // next holder 39 ms after the signal, the node deleted at once.)
+    handover_at = handover_time();
+    schedule_lost_node_delete();
+}
+
+void held_lock::schedule_lost_node_delete() {
     const lease_ns now = lease_clock::now();
-    handover_at = session->lease_handover_at();
-    if (policy.type() == loss_policy::kind::lease)
-        handover_at =
-            std::max(handover_at,
-                     now + static_cast<lease_ns>(session_lease::guaranteed_margin(policy.lease_fraction()) *
-                                                 static_cast<double>(session->lease_view().timeout)));
     const auto at = handover_at;
     if (at <= now) return delete_lost_node();
     // (weak: a held_lock that goes away was released, and its release deleted the node)
@@ -144,6 +171,145 @@ void held_lock::lose_by_policy(error_code why) {
     }
     handover_timer->expires_at(at);
     handover_timer->async_wait(then);
+}
+
+void held_lock::suspend(error_code why) {
+    // The holder is told exactly as by lose(): is_lost() (`lost`, set last), the loss waiters,
+    // the bound operations. The verdict waiters wait on.
+    finding_cause.store(false, std::memory_order_release);
+    if (cause_timer) cause_timer->cancel();
+    st = status::suspended;
+    set_reason(why);
+    susp = std::make_unique<suspension>();
+    susp->since = lease_clock::now();
+    // If the verdict is a final loss, the node goes no sooner than lose_by_policy would have
+    // deleted it now: the holder's window from this signal.
+    susp->delete_at = handover_time();
+    handover_at = susp->delete_at;
+    delete_deferred = true; // a release while suspended deletes the node at once
+    suspended_now.store(true, std::memory_order_release);
+    lost.store(true, std::memory_order_release);
+    session->n_suspended.fetch_add(1, std::memory_order_relaxed);
+    // Out of the lease (its timer no longer looks at this lock) and of the heartbeat's checks;
+    // still a listener: a reconnect tries again, an expiry or a close ends the suspension.
+    if (lease_registered) {
+        lease_registered = false;
+        session->lease_unregister(lease_id);
+    }
+    end_waits(why, true, true);
+    try {
+        susp->window = std::make_unique<boot_timer>(session->strand());
+        susp->window->expires_after(policy.regain_window());
+        susp->window->async_wait([w = weak_from_this()](error_code ec) {
+            if (ec) return;
+            if (auto self = w.lock(); self && self->st == status::suspended)
+                self->end_suspension(errc::lease_expired, true);
+        });
+    } catch (const std::exception&) {
+        // No descriptor left for the window: no regain (the loss is final, as before).
+        return end_suspension(why, true);
+    }
+    try_regain();
+}
+
+void held_lock::try_regain() {
+    if (st != status::suspended || susp->check_in_flight) return;
+    if (session->state() != session_state::connected) return; // session_event::reconnected: again
+    susp->check_in_flight = true;
+    auto w = weak_from_this();
+    // 1. A committed check of the node: a multi, which only a leader with a quorum answers.
+    session->renew_lease(
+        zk_handler([w](zk_result r) {
+            auto self = w.lock();
+            if (!self || self->st != status::suspended) return;
+            if (r.rc == ZNONODE) return self->end_suspension(errc::lock_node_deleted, false);
+            if (r.rc != ZOK) {
+                // Connection trouble (the next connection tries again), an expiry (its event
+                // ends the suspension), or a refusal (e.g. no READ on the node: the window does).
+                self->susp->check_in_flight = false;
+                return;
+            }
+            // 2. Read back on the same session: the server that answers has applied the commit
+            // (a session's requests are answered in order, and a server the session moves to is
+            // at least as new as the session's last zxid). The same czxid and owner: the node
+            // this session created existed at the commit, so it existed without a gap since its
+            // create (a node deleted is never the same node again: another create gets another
+            // czxid), and nobody else can have been granted the lock.
+            self->session->exists(self->node, zk_handler([w](zk_result r) {
+                                      auto self = w.lock();
+                                      if (!self || self->st != status::suspended) return;
+                                      self->susp->check_in_flight = false;
+                                      if (r.rc == ZNONODE)
+                                          return self->end_suspension(errc::lock_node_deleted, false);
+                                      if (r.rc != ZOK) return; // as above
+                                      if (r.stat.czxid != self->czxid ||
+                                          r.stat.ephemeralOwner != self->session_id)
+                                          return self->end_suspension(errc::lock_node_deleted, false);
+                                      // The lease must vouch again (a commit answered past the
+                                      // earliest expiry needs a later one: premise 8): renew
+                                      // once more, then decide.
+                                      if (self->session->lease_lapsed(self->policy.lease_fraction()))
+                                          return self->regain_later();
+                                      self->regain();
+                                  }));
+        }),
+        node);
+}
+
+void held_lock::regain_later() {
+    // The lease still lapsed after a commit: one answered past the earliest expiry waits for a
+    // later one (premise 8): at once; else the lease's evidence needs time (rule (b)): a
+    // heartbeat period later, not a loop of round trips.
+    if (session->lease_awaits_confirmation()) return try_regain();
+    try {
+        if (!susp->retry) susp->retry = std::make_unique<boot_timer>(session->strand());
+    } catch (const std::exception&) {
+        return; // (no descriptor: the next reconnect, or the window, decides)
+    }
+    susp->retry->expires_after(session->negotiated_timeout() / 10);
+    susp->retry->async_wait([w = weak_from_this()](error_code ec) {
+        if (ec) return;
+        if (auto self = w.lock()) self->try_regain();
+    });
+}
+
+void held_lock::drop_suspension() {
+    if (!susp) return;
+    if (susp->window) susp->window->cancel();
+    if (susp->retry) susp->retry->cancel();
+    susp.reset();
+}
+
+void held_lock::regain() {
+    // Back under the lease, from now: gaps before now (the suspension's own) are not this hold's.
+    lease_since.store(lease_clock::now(), std::memory_order_release);
+    lease_seen_lapsed.store(false, std::memory_order_release);
+    lease_registered = true;
+    lease_id = session->lease_register(policy.lease_fraction(), node, [w = weak_from_this()] {
+        if (auto self = w.lock()) self->lose(errc::lock_node_deleted);
+    });
+    drop_suspension();
+    delete_deferred = false;
+    st = status::held;
+    session->n_regained.fetch_add(1, std::memory_order_relaxed);
+    suspended_now.store(false, std::memory_order_release);
+    lost.store(false, std::memory_order_release);
+    if (waiters_) complete_all(waiters_->verdict, {});
+    if (wants_watch && watch_id == 0) arm_watch();
+}
+
+void held_lock::end_suspension(error_code why, bool delete_node) {
+    if (st != status::suspended) return;
+    const lease_ns delete_at = susp->delete_at;
+    drop_suspension();
+    session->n_suspensions_lost.fetch_add(1, std::memory_order_relaxed);
+    lose(why); // (the verdict waiters, with `why`)
+    if (!delete_node) {
+        delete_deferred = false; // gone, or not ours
+        return;
+    }
+    handover_at = delete_at;
+    schedule_lost_node_delete();
 }
 
 void held_lock::delete_lost_node() {
@@ -195,11 +361,27 @@ void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
 }
 
 void held_lock::lose(error_code why) {
+    if (st == status::suspended) {
+        // The suspension ends without a regain (an expiry, a close, a heartbeat's or a watch's
+        // news of the node's delete): lost for good. The node, if it must go, goes as the
+        // caller says (end_suspension); an expired or closed session's went with it.
+        if (susp) {
+            drop_suspension();
+            session->n_suspensions_lost.fetch_add(1, std::memory_order_relaxed);
+            delete_deferred = false;
+        }
+        st = status::lost;
+        set_reason(why);
+        suspended_now.store(false, std::memory_order_release);
+        end_hold(&why);
+        unregister();
+        return end_waits(why, true);
+    }
     if (st != status::held) return;
     finding_cause.store(false, std::memory_order_release);
     if (cause_timer) cause_timer->cancel();
     st = status::lost;
-    reason = why;
+    set_reason(why);
     end_hold(&why);
     lost.store(true, std::memory_order_release);
     unregister();
@@ -214,7 +396,8 @@ void held_lock::on_session_event(session_event e) {
     case session_event::lease_check:
         if (policy.type() == loss_policy::kind::lease &&
             (lease_seen_lapsed.load(std::memory_order_acquire) ||
-             session->lease_lapsed_since(lease_since, policy.lease_fraction())))
+             session->lease_lapsed_since(lease_since.load(std::memory_order_acquire),
+                                         policy.lease_fraction())))
             lose_after_finding_the_cause(errc::lease_expired, true);
         break;
     case session_event::expired:
@@ -226,6 +409,7 @@ void held_lock::on_session_event(session_event e) {
     case session_event::reconnected:
         // a watch whose request failed during the disconnect: arm it again
         if (st == status::held && watch_id == 0 && wants_watch) arm_watch();
+        if (st == status::suspended) try_regain();
         break;
     case session_event::state_changed:
         break;
@@ -242,6 +426,12 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
         return;
     }
     bool was_held = st == status::held;
+    if (st == status::suspended) {
+        // Released while suspended: the node goes at once (delete_deferred, below), as a lost
+        // lock's.
+        drop_suspension();
+        suspended_now.store(false, std::memory_order_release);
+    }
     st = status::released;
     end_hold();
     unregister();
@@ -287,7 +477,7 @@ void held_lock::release(std::optional<pending<void(error_code)>> done) {
 }
 
 void held_lock::wait_lost(pending<void(error_code)> h, std::uint64_t id) {
-    if (st == status::lost) return h.complete(reason);
+    if (st == status::lost || st == status::suspended) return h.complete(reason());
     if (st == status::released) return h.complete(errc::lock_released);
     park(wait_kind::loss, std::move(h), id);
 }
@@ -300,7 +490,7 @@ void held_lock::on_data(const std::string& data) {
 
 void held_lock::wait_revoked(pending<void(error_code)> h, std::uint64_t id) {
     if (!revocable) return h.complete(errc::not_revocable);
-    if (st == status::lost) return h.complete(reason);
+    if (st == status::lost || st == status::suspended) return h.complete(reason());
     if (st == status::released) return h.complete(errc::lock_released);
     if (revoke_requested) return h.complete(errc::revocation_requested);
     park(wait_kind::revoke, std::move(h), id);
@@ -314,7 +504,9 @@ void held_lock::arm_watch() {
         auto self = w.lock();
         if (!self) return;
         self->watch_id = 0;
-        if (type == ZOO_DELETED_EVENT)
+        if (type == ZOO_DELETED_EVENT && self->st == status::suspended)
+            self->end_suspension(errc::lock_node_deleted, false); // (gone: nothing to regain)
+        else if (type == ZOO_DELETED_EVENT)
             self->lose_after_finding_the_cause(errc::lock_node_deleted, false); // (maybe the expiry's)
         else
             self->arm_watch(); // data changed: keep watching
@@ -368,6 +560,8 @@ void guard::release_in_background() noexcept {
 
 bool guard::is_lost() const noexcept { return h_ && h_->is_lost_now(); }
 
+bool guard::is_suspended() const noexcept { return h_ && h_->suspended_now.load(std::memory_order_acquire); }
+
 error_code guard::loss_reason() const { return h_ ? h_->loss_reason_now() : error_code{}; }
 
 const std::string& guard::node_path() const noexcept {
@@ -400,7 +594,8 @@ std::shared_ptr<detail::loss_binding> guard::start_loss_binding(const std::share
     asio::post(h->session->strand(), [h, w = std::weak_ptr<detail::loss_binding>(b)] {
         auto b = w.lock();
         if (!b) return; // the operation is over already
-        if (h->st == detail::held_lock::status::lost) return detail::loss_binding::fire(b);
+        if (h->st == detail::held_lock::status::lost || h->st == detail::held_lock::status::suspended)
+            return detail::loss_binding::fire(b);
         if (h->st != detail::held_lock::status::held) return; // released: nothing will be lost
         auto& bindings = h->wait_state().bindings;
         std::erase_if(bindings, [](const auto& x) { return x.expired(); });
@@ -455,6 +650,14 @@ void guard::start_wait_revoked(std::shared_ptr<detail::held_lock> h, const asio:
     start_wait(std::move(h), ex, std::move(handler), detail::held_lock::wait_kind::revoke,
                [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
                    l.wait_revoked(std::move(p), id);
+               });
+}
+
+void guard::start_wait_verdict(std::shared_ptr<detail::held_lock> h, const asio::any_io_executor& ex,
+                               handler_type handler) {
+    start_wait(std::move(h), ex, std::move(handler), detail::held_lock::wait_kind::verdict,
+               [](detail::held_lock& l, detail::pending<void(error_code)> p, std::uint64_t id) {
+                   l.wait_verdict(std::move(p), id);
                });
 }
 

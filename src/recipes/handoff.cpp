@@ -196,7 +196,10 @@ private:
         node_ = std::move(g);
         auto& n = *node();
         n.revocable = true; // (the flag only records the request: see local_release)
-        n.arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
+        // A lapse of its lease is final: the queue moves on at the handover time (below), and
+        // its lent grant is lost with it. (Regaining the queue's node is not done yet.)
+        n.may_regain = false;
+        n.arm_watch(); // a node deleted by someone else, or revoked, stops the hand-offs
         // The node's loss reaches the grant that is lent out, even if its holder armed no watch.
         n.wait_lost(pending<void(error_code)>(
             asio::any_completion_handler<void(error_code)>(asio::bind_executor(

@@ -44,16 +44,18 @@ struct release_hook {
 };
 
 struct held_lock final : session_listener, std::enable_shared_from_this<held_lock> {
-    enum class status { held, lost, released };
+    /// held -> suspended (lease lapse, node kept) -> held again (regained) or lost.
+    enum class status { held, suspended, lost, released };
     using waiter_map = std::map<std::uint64_t, pending<void(error_code)>>;
     /// What waits on a held lock: loss and revocation waiters, operations bound to its loss.
     /// Made by the first of them (most held locks never have one: 100,000 held locks, issue 46).
     struct waiters {
         std::set<std::uint64_t> cancelled_early; // cancelled before they were parked
         waiter_map loss, revoke;
+        waiter_map verdict; // guard::async_wait_verdict: completed by a regain or a final loss
         std::vector<std::weak_ptr<loss_binding>> bindings;
     };
-    enum class wait_kind { loss, revoke };
+    enum class wait_kind { loss, revoke, verdict };
 
     held_lock(std::shared_ptr<session_impl> s, std::string node, std::int32_t seq, std::int64_t czxid,
               std::int64_t sid, std::uint32_t local_index = 0, std::shared_ptr<release_hook> hook = nullptr)
@@ -83,11 +85,17 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
         return *waiters_;
     }
     waiter_map& waiting(wait_kind which) {
-        return which == wait_kind::loss ? wait_state().loss : wait_state().revoke;
+        return which == wait_kind::loss     ? wait_state().loss
+               : which == wait_kind::revoke ? wait_state().revoke
+                                            : wait_state().verdict;
     }
     /// Strand: completes every loss and revocation waiter with `why`, drops the bindings (after
-    /// firing them if `fire`) and the early cancellations.
-    void end_waits(error_code why, bool fire);
+    /// firing them if `fire`) and the early cancellations; and the verdict waiters, with
+    /// `verdict` (`why` if not given), unless `keep_verdicts` (a suspension).
+    void end_waits(error_code why, bool fire, bool keep_verdicts = false,
+                   std::optional<error_code> verdict = std::nullopt);
+    /// Verdict waiters (strand): {} at once while held, the reason once lost for good.
+    void wait_verdict(pending<void(error_code)> h, std::uint64_t id = 0);
     /// Arms a data watch on the node itself, once (strand).
     void arm_watch();
     void on_session_event(session_event e) override;
@@ -105,8 +113,30 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// (session_impl::lease_handover_at), whichever comes first; the holder must have stopped by
     /// then. Not before: the next holder would get the lock while this one is only just told.
     void lose_by_policy(error_code why);
+    /// When a node lost by policy now may be deleted (lease_clock): see lose_by_policy.
+    lease_ns handover_time() const;
+    /// Strand: the deferred delete at handover_at (a timer, or now if that has passed).
+    void schedule_lost_node_delete();
     /// Strand: the deferred delete of lose_by_policy, now (at most once).
     void delete_lost_node();
+    /// Strand: lose_by_policy for a lapsed lease whose policy may regain: the holder is told as
+    /// by lose() (is_lost() true, loss waiters, bindings), the node is kept, and try_regain
+    /// starts. docs/lease.md, "Suspended, then regained or lost".
+    void suspend(error_code why);
+    /// Strand: while suspended, commits a check of the node (a multi: a write, answered only by a
+    /// leader with a quorum), then reads it back on the same session (its state is at least as
+    /// new as the commit's): the same czxid and owner, with the lease valid again, regain();
+    /// the node gone or not ours, a final loss. One check at a time; again on every reconnect.
+    void try_regain();
+    /// Strand: the check found the lease still lapsed: try again (at once, or a period later).
+    void regain_later();
+    /// Strand: cancels the suspension's timers and forgets it.
+    void drop_suspension();
+    /// Strand: held again, with the same node and fencing token.
+    void regain();
+    /// Strand: a suspension that ends without a regain: lost for good with `why`; the node is
+    /// deleted (at the handover time kept at the suspension) if `delete_node`.
+    void end_suspension(error_code why, bool delete_node);
     /// Leaves the session's listeners and lease (strand).
     void unregister();
     /// Any thread: lost, or (lease policy) the lease has lapsed. A lapse seen here sticks, and is
@@ -125,7 +155,18 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
 
     int holds = 1; // strand: guards sharing this node (reentrant acquires); deleted at 0
     std::atomic<bool> lost{false};
-    error_code reason;        // written on the strand before `lost` is set
+    /// Why it was lost (or suspended). Written on the strand before `lost` is set, and again
+    /// when a suspension ends (while another thread may read it: two atomics, not an error_code).
+    error_code reason() const noexcept {
+        const auto* cat = reason_cat_.load(std::memory_order_acquire);
+        return cat ? error_code(reason_val_.load(std::memory_order_acquire), *cat) : error_code();
+    }
+    void set_reason(error_code ec) noexcept {
+        reason_val_.store(ec.value(), std::memory_order_release);
+        reason_cat_.store(&ec.category(), std::memory_order_release);
+    }
+    std::atomic<int> reason_val_{0};
+    std::atomic<const boost::system::error_category*> reason_cat_{nullptr};
     status st = status::held; // strand
     std::uint64_t listener_id = 0;
     std::uint64_t watch_id = 0;
@@ -136,7 +177,8 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     loss_policy policy = loss_policy::lease();  // resolved by start()
     bool lease_registered = false;              // strand
     std::uint64_t lease_id = 0;                 // strand: session_impl::lease_register's
-    lease_ns lease_since = 0;                   // lease_clock: when start() found the lease valid
+    // lease_clock: when start() (or a regain) found the lease valid (any thread reads it)
+    std::atomic<lease_ns> lease_since{0};
     mutable std::atomic<bool> lease_seen_lapsed{false};
     std::atomic<bool> finding_cause{false}; // lose_after_finding_the_cause is under way
     error_code tentative_reason;            // written on the strand before finding_cause is set
@@ -163,6 +205,19 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     }
     bool revocable = false;
     bool revoke_requested = false;
+    // -- a suspension (status::suspended); made when it happens, as the loss timers
+    struct suspension {
+        lease_ns since = 0;     // lease_clock: when the lease was found lapsed
+        lease_ns delete_at = 0; // the handover time lose_by_policy would have used
+        bool check_in_flight = false;
+        std::unique_ptr<boot_timer> retry;  // a check found the lease still lapsed: again later
+        std::unique_ptr<boot_timer> window; // the regain window's end
+    };
+    std::unique_ptr<suspension> susp; // strand
+    /// False for a node whose owner decides on a loss itself (the in-process hand-off's queue
+    /// node: it moves on at the handover time, as before suspensions existed).
+    bool may_regain = true;
+    std::atomic<bool> suspended_now{false};
 };
 
 /// Deletes the node `g` owns, then runs `then()` on the session's strand (for a waiter that must

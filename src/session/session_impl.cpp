@@ -112,6 +112,9 @@ session_statistics session_impl::statistics() const noexcept {
     s.watch_removals = n_unwatch.load();
     s.marked_grants = n_marked_grants.load();
     s.timeout_changes = lease_->timeout_changes();
+    s.locks_suspended = n_suspended.load();
+    s.locks_regained = n_regained.load();
+    s.suspensions_lost = n_suspensions_lost.load();
     return s;
 }
 

@@ -433,7 +433,8 @@ public:
 
     // statistics
     std::atomic<std::uint64_t> n_create{0}, n_delete{0}, n_children{0}, n_get{0}, n_exists{0}, n_set{0},
-        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_renewal{0}, n_touch{0}, n_multi{0}, n_marked_grants{0};
+        n_watch{0}, n_heartbeat{0}, n_unwatch{0}, n_renewal{0}, n_touch{0}, n_multi{0}, n_marked_grants{0},
+        n_suspended{0}, n_regained{0}, n_suspensions_lost{0};
 
 private:
     struct cleanup_job {

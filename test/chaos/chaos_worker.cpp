@@ -11,6 +11,9 @@
 //   G <path> <start_ns> <fencing_token> <session_id_hex>   the lock was granted
 //   E <path> <end_ns> released                              the holder let go (before the delete)
 //   E <path> <end_ns> lost <reason>                         the loss signal ended the hold
+//   R <path> <start_ns> <fencing_token> <session_id_hex>   a suspended lock (its E line said
+//                                                           lost lease_expired) was regained: a hold
+//                                                           again, with the same token
 //   S <path> <stop_ns>                                      with --slow-stop-ms N > 0, after every
 //                                                           loss: the worker actually stopped (it
 //                                                           went on acting for a random 0..N ms
@@ -237,26 +240,47 @@ public:
                          static_cast<long long>(g.fencing_token()),
                          static_cast<unsigned long long>(g.session_id()));
             std::fflush(log_);
-            // hold, unless the loss signal comes first
-            asio::steady_timer hold(ex, std::chrono::milliseconds(pick_hold(rng_)));
-            zklock::error_code lost;
-            auto r = co_await (hold.async_wait(asio::as_tuple(use_awaitable)) ||
-                               g.async_wait_lost(asio::as_tuple(use_awaitable)));
-            if (r.index() == 1) lost = std::get<0>(std::get<1>(r));
-            const bool was_lost = lost && lost != zklock::errc::lock_released;
-            if (was_lost) {
-                std::fprintf(log_, "E %s %lld lost %s\n", path.c_str(), now_ns(), reason_name(lost));
-            } else {
-                std::fprintf(log_, "E %s %lld released\n", path.c_str(), now_ns());
-            }
-            std::fflush(log_);
-            if (was_lost && o_.slow_stop_ms > 0) {
-                // a holder that takes time to stop: it goes on "acting" (here: waits) with the lost
-                // guard still alive, then releases it; the checker ends the hold at the S line
-                asio::steady_timer acting(ex, std::chrono::milliseconds(pick_slow_stop(rng_)));
-                co_await acting.async_wait(asio::as_tuple(use_awaitable));
-                std::fprintf(log_, "S %s %lld\n", path.c_str(), now_ns());
+            // hold, unless the loss signal comes first; a suspended lock (a lapse of the lease)
+            // that is regained holds again (an R line), until its release or a final loss
+            for (bool holding = true; holding;) {
+                holding = false;
+                asio::steady_timer hold(ex, std::chrono::milliseconds(pick_hold(rng_)));
+                zklock::error_code lost;
+                auto r = co_await (hold.async_wait(asio::as_tuple(use_awaitable)) ||
+                                   g.async_wait_lost(asio::as_tuple(use_awaitable)));
+                if (r.index() == 1) lost = std::get<0>(std::get<1>(r));
+                const bool was_lost = lost && lost != zklock::errc::lock_released;
+                if (was_lost) {
+                    std::fprintf(log_, "E %s %lld lost %s\n", path.c_str(), now_ns(), reason_name(lost));
+                } else {
+                    std::fprintf(log_, "E %s %lld released\n", path.c_str(), now_ns());
+                }
                 std::fflush(log_);
+                if (was_lost && o_.slow_stop_ms > 0) {
+                    // a holder that takes time to stop: it goes on "acting" (here: waits) with the
+                    // lost guard still alive, then releases it; the checker ends the hold at the S line
+                    asio::steady_timer acting(ex, std::chrono::milliseconds(pick_slow_stop(rng_)));
+                    co_await acting.async_wait(asio::as_tuple(use_awaitable));
+                    std::fprintf(log_, "S %s %lld\n", path.c_str(), now_ns());
+                    std::fflush(log_);
+                }
+                if (!was_lost || !g.is_suspended()) break;
+                // Suspended: wait for the verdict (at most 10 s; then the release deletes the node
+                // at once). Regained: the same token, a hold again from now.
+                asio::steady_timer limit(ex, 10s);
+                auto v = co_await (g.async_wait_verdict(asio::as_tuple(use_awaitable)) ||
+                                   limit.async_wait(asio::as_tuple(use_awaitable)));
+                if (v.index() != 0 || std::get<0>(std::get<0>(v)) || g.is_lost()) break;
+                std::fprintf(log_, "R %s %lld %lld %llx\n", path.c_str(), now_ns(),
+                             static_cast<long long>(g.fencing_token()),
+                             static_cast<unsigned long long>(g.session_id()));
+                std::fflush(log_);
+                ++regains_;
+                holding = !stop_;
+                if (!holding) {
+                    std::fprintf(log_, "E %s %lld released\n", path.c_str(), now_ns());
+                    std::fflush(log_);
+                }
             }
             co_await g.async_release(asio::as_tuple(use_awaitable));
             ++holds_;
@@ -270,8 +294,8 @@ public:
                 o_.name.c_str(), holds_, failed_acquires_, commits_ok_, commits_failed_, proclaims_ok_,
                 proclaims_failed_);
         else
-            std::fprintf(stderr, "%s: %d holds, %d failed acquires\n", o_.name.c_str(), holds_,
-                         failed_acquires_);
+            std::fprintf(stderr, "%s: %d holds, %d failed acquires, %d regained after a suspension\n",
+                         o_.name.c_str(), holds_, failed_acquires_, regains_);
     }
 
     void on_signal(int sig) {
@@ -474,7 +498,7 @@ private:
     std::FILE* log_ = nullptr;
     std::vector<std::unique_ptr<zt::tcp_proxy>> proxies_;
     bool stop_ = false;
-    int holds_ = 0, failed_acquires_ = 0;
+    int holds_ = 0, failed_acquires_ = 0, regains_ = 0;
     // --recipe election
     std::set<std::string> data_nodes_; // created (or found) already
     int campaigns_ = 0, commits_ok_ = 0, commits_failed_ = 0, proclaims_ok_ = 0, proclaims_failed_ = 0;

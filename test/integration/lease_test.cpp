@@ -262,40 +262,59 @@ TEST_F(Lease, AReleaseWhoseDeleteIsCutOffIsBoundedByTheLease) {
 TEST_F(Lease, ALapseNoTimerSawIsStillALoss) {
     // The lease timer fires late (a busy strand, a suspended machine: injected), the connection
     // carries nothing for longer than the lease, then comes back and a heartbeat renews the
-    // lease. Nobody looked while it had lapsed, and now it is current again: the lock must still
-    // be lost (a lapse is final). The renewal itself reveals the gap, long before the late timer.
+    // lease. Nobody looked while it had lapsed, and now it is current again: the holder must
+    // still be told (the lapse is reported). The renewal itself reveals the gap, long before the
+    // late timer. Without regains the loss is final; with them (the default) the lock is
+    // suspended, and regained once its committed check finds the node (the session survived).
     const auto T = 2000ms; // lease 0.6 s
-    run_test([&]() -> awaitable<void> {
-        tcp_proxy proxy(first_port(zk_connect()));
-        auto path = lock_path();
-        auto o = through(proxy);
-        o.session_timeout = T;
-        auto a = co_await connect(o);
-        CO_REQUIRE(a->negotiated_timeout() == T);
-        zt::faults(*a).lease_timer_late_ms = 30000;
-        zklock::mutex m(*a, path);
-        auto g = co_await m.async_acquire(use_awaitable);
-        auto lost = std::make_shared<std::optional<zklock::error_code>>();
-        g.async_wait_lost([lost](zklock::error_code ec) { *lost = ec; });
-        co_await next_heartbeat(*a);
-        proxy.blackhole(true);
-        co_await sleep_for(1000ms); // past the lease (0.6 s), short of the session (2 s)
-        EXPECT_FALSE(lost->has_value()) << "the late timer fired early";
-        proxy.blackhole(false); // the client reconnects at once; the heartbeat renews the lease
-        co_await eventually([&] { return lost->has_value(); }, 3000ms);
-        CO_REQUIRE(lost->has_value());
-        EXPECT_EQ(**lost, errc::lease_expired) << (*lost)->message();
-        EXPECT_EQ(a->state(), session_state::connected) << "the session survived: only the lease lapsed";
-        EXPECT_TRUE(g.is_lost());
-        zt::faults(*a).lease_timer_late_ms = 0;
-        co_await g.async_release(use_awaitable);
-    });
+    for (bool regains : {false, true}) {
+        SCOPED_TRACE(regains ? "the default policy (regains)" : "no regain");
+        run_test([&]() -> awaitable<void> {
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto path = lock_path();
+            auto o = through(proxy);
+            o.session_timeout = T;
+            if (!regains) o.loss = zklock::loss_policy::lease().with_regain_window(0ms);
+            auto a = co_await connect(o);
+            CO_REQUIRE(a->negotiated_timeout() == T);
+            zt::faults(*a).lease_timer_late_ms = 30000;
+            zklock::mutex m(*a, path);
+            auto g = co_await m.async_acquire(use_awaitable);
+            const auto token = g.fencing_token();
+            auto lost = std::make_shared<std::optional<zklock::error_code>>();
+            g.async_wait_lost([lost](zklock::error_code ec) { *lost = ec; });
+            co_await next_heartbeat(*a);
+            proxy.blackhole(true);
+            co_await sleep_for(1000ms); // past the lease (0.6 s), short of the session (2 s)
+            EXPECT_FALSE(lost->has_value()) << "the late timer fired early";
+            proxy.blackhole(false); // the client reconnects at once; the heartbeat renews the lease
+            co_await eventually([&] { return lost->has_value(); }, 3000ms);
+            CO_REQUIRE(lost->has_value());
+            EXPECT_EQ(**lost, errc::lease_expired) << (*lost)->message();
+            EXPECT_EQ(a->state(), session_state::connected) << "the session survived: only the lease lapsed";
+            auto [verdict] = co_await g.async_wait_verdict(boost::asio::as_tuple(use_awaitable));
+            if (regains) {
+                EXPECT_FALSE(verdict) << verdict.message();
+                EXPECT_FALSE(g.is_lost());
+                EXPECT_EQ(g.fencing_token(), token);
+                EXPECT_EQ(a->statistics().locks_regained, 1u);
+            } else {
+                EXPECT_EQ(verdict, errc::lease_expired) << verdict.message();
+                EXPECT_TRUE(g.is_lost());
+                EXPECT_EQ(a->statistics().locks_suspended, 0u);
+            }
+            zt::faults(*a).lease_timer_late_ms = 0;
+            co_await g.async_release(use_awaitable);
+        });
+    }
 }
 
 TEST_F(Lease, ALockLostByItsLeaseKeepsItsNodeUntilTheHolderCanHaveStopped) {
     // The lease lapses (partition) but the session survives (the connection comes back within
     // T). The holder has only just been told: the next holder must not get the lock before the
-    // release or s + 0.5875 T (s: the last renewing send), whichever comes first.
+    // release or s + 0.5875 T (s: the last renewing send), whichever comes first. With regains
+    // off: the default policy would regain the lock instead (regain_test.cpp); this is the
+    // deferred delete of a loss that is final (also the end of a regain window).
     const auto T = 2000ms;
     const double f = loss_policy::default_lease_fraction;
     const double hold_back = zklock::detail::session_lease::guaranteed_margin(f) * 2.0; // 0.575 s
@@ -307,6 +326,7 @@ TEST_F(Lease, ALockLostByItsLeaseKeepsItsNodeUntilTheHolderCanHaveStopped) {
             auto path = lock_path(release_at_once ? "released" : "kept");
             auto o = through(proxy);
             o.session_timeout = T;
+            o.loss = zklock::loss_policy::lease().with_regain_window(0ms);
             auto a = co_await connect(o);
             CO_REQUIRE(a->negotiated_timeout() == T);
             zklock::mutex ma(*a, path), mb(*b, path);
