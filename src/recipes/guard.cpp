@@ -180,7 +180,7 @@ void held_lock::suspend(error_code why) {
     if (cause_timer) cause_timer->cancel();
     st = status::suspended;
     set_reason(why);
-    susp = std::make_unique<suspension>();
+    susp = std::make_unique<suspension>(czxid, session_id);
     susp->since = lease_clock::now();
     // If the verdict is a final loss, the node goes no sooner than lose_by_policy would have
     // deleted it now: the holder's window from this signal.
@@ -213,54 +213,52 @@ void held_lock::suspend(error_code why) {
 }
 
 void held_lock::try_regain() {
-    if (st != status::suspended || susp->check_in_flight) return;
+    if (st != status::suspended) return;
     if (session->state() != session_state::connected) return; // session_event::reconnected: again
-    susp->check_in_flight = true;
+    perform_regain(susp->fsm.start());
+}
+
+void held_lock::perform_regain(regain_fsm::action a) {
+    using action = regain_fsm::action;
     auto w = weak_from_this();
-    // 1. A committed check of the node: a multi, which only a leader with a quorum answers.
-    session->renew_lease(
-        zk_handler([w](zk_result r) {
-            auto self = w.lock();
-            if (!self || self->st != status::suspended) return;
-            if (r.rc == ZNONODE) return self->end_suspension(errc::lock_node_deleted, false);
-            if (r.rc != ZOK) {
-                // Connection trouble (the next connection tries again), an expiry (its event
-                // ends the suspension), or a refusal (e.g. no READ on the node: the window does).
-                self->susp->check_in_flight = false;
-                return;
-            }
-            // 2. Read back on the same session: the server that answers has applied the commit
-            // (a session's requests are answered in order, and a server the session moves to is
-            // at least as new as the session's last zxid). The same czxid and owner: the node
-            // this session created existed at the commit, so it existed without a gap since its
-            // create (a node deleted is never the same node again: another create gets another
-            // czxid), and nobody else can have been granted the lock.
-            self->session->exists(self->node, zk_handler([w](zk_result r) {
-                                      auto self = w.lock();
-                                      if (!self || self->st != status::suspended) return;
-                                      self->susp->check_in_flight = false;
-                                      if (r.rc == ZNONODE)
-                                          return self->end_suspension(errc::lock_node_deleted, false);
-                                      if (r.rc != ZOK) return; // as above
-                                      if (r.stat.czxid != self->czxid ||
-                                          r.stat.ephemeralOwner != self->session_id)
-                                          return self->end_suspension(errc::lock_node_deleted, false);
-                                      // The lease must vouch again (a commit answered past the
-                                      // earliest expiry needs a later one: premise 8): renew
-                                      // once more, then decide.
-                                      if (self->session->lease_lapsed(self->policy.lease_fraction()))
-                                          return self->regain_later();
-                                      self->regain();
-                                  }));
-        }),
-        node);
+    // (the replies find the suspension still on, or do nothing: released, expired, lost)
+    auto still = [](const std::shared_ptr<held_lock>& self) {
+        return self && self->st == status::suspended && self->susp;
+    };
+    switch (a) {
+    case action::none:
+        return;
+    case action::send_check:
+        // A multi holding a check of the node: a write, which only a leader with a quorum answers.
+        return session->renew_lease(zk_handler([w, still](zk_result r) {
+                                        auto self = w.lock();
+                                        if (still(self)) self->perform_regain(self->susp->fsm.on_check(r.rc));
+                                    }),
+                                    node);
+    case action::send_read:
+        // On the same session: the server that answers has applied the check's commit.
+        return session->exists(node, zk_handler([w, still](zk_result r) {
+                                   auto self = w.lock();
+                                   if (!still(self)) return;
+                                   auto& s = *self->session;
+                                   self->perform_regain(
+                                       self->susp->fsm.on_read(r.rc, r.stat.czxid, r.stat.ephemeralOwner,
+                                                               s.lease_lapsed(self->policy.lease_fraction()),
+                                                               s.lease_awaits_confirmation()));
+                               }));
+    case action::retry_later:
+        return regain_later();
+    case action::regained:
+        return regain();
+    case action::lost_deleted:
+    case action::lost_not_ours: // (someone else's node of that name: never deleted by us)
+        return end_suspension(errc::lock_node_deleted, false);
+    }
 }
 
 void held_lock::regain_later() {
-    // The lease still lapsed after a commit: one answered past the earliest expiry waits for a
-    // later one (premise 8): at once; else the lease's evidence needs time (rule (b)): a
-    // heartbeat period later, not a loop of round trips.
-    if (session->lease_awaits_confirmation()) return try_regain();
+    // The lease still lapsed after a commit (its evidence needs time: rule (b)): a heartbeat
+    // period later, not a loop of round trips.
     try {
         if (!susp->retry) susp->retry = std::make_unique<boot_timer>(session->strand());
     } catch (const std::exception&) {

@@ -3,6 +3,7 @@
 
 #include "session/metrics.hpp"
 #include "common/pending.hpp"
+#include "session/regain_fsm.hpp"
 #include "session/session_impl.hpp"
 
 #include <zklock/error.hpp>
@@ -123,12 +124,13 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// by lose() (is_lost() true, loss waiters, bindings), the node is kept, and try_regain
     /// starts. docs/lease.md, "Suspended, then regained or lost".
     void suspend(error_code why);
-    /// Strand: while suspended, commits a check of the node (a multi: a write, answered only by a
-    /// leader with a quorum), then reads it back on the same session (its state is at least as
-    /// new as the commit's): the same czxid and owner, with the lease valid again, regain();
-    /// the node gone or not ours, a final loss. One check at a time; again on every reconnect.
+    /// Strand: while suspended and connected, starts the regain's check (session/regain_fsm.hpp:
+    /// a committed check of the node, then a read of its czxid and owner on the same session).
+    /// One check at a time; again on every reconnect.
     void try_regain();
-    /// Strand: the check found the lease still lapsed: try again (at once, or a period later).
+    /// Strand: carries out the regain machine's action.
+    void perform_regain(regain_fsm::action a);
+    /// Strand: the check found the lease still lapsed: try again a heartbeat period later.
     void regain_later();
     /// Strand: cancels the suspension's timers and forgets it.
     void drop_suspension();
@@ -207,9 +209,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     bool revoke_requested = false;
     // -- a suspension (status::suspended); made when it happens, as the loss timers
     struct suspension {
-        lease_ns since = 0;     // lease_clock: when the lease was found lapsed
-        lease_ns delete_at = 0; // the handover time lose_by_policy would have used
-        bool check_in_flight = false;
+        suspension(std::int64_t czxid, std::int64_t sid) : fsm(czxid, sid) {}
+        regain_fsm fsm;                     // the check and its read (session/regain_fsm.hpp)
+        lease_ns since = 0;                 // lease_clock: when the lease was found lapsed
+        lease_ns delete_at = 0;             // the handover time lose_by_policy would have used
         std::unique_ptr<boot_timer> retry;  // a check found the lease still lapsed: again later
         std::unique_ptr<boot_timer> window; // the regain window's end
     };

@@ -472,8 +472,9 @@ TEST_F(Election, ALeaderSwitchOfTheEnsembleLeavesOneLeader) {
             auto path = unique_path("election");
             auto o = options(connect_s);
             // The default lease policy at T = 2 s: a failover longer than about 0.3 T (most are) makes
-            // A's lease lapse, so A is told, and its node goes at the handover time: B then leads
-            // without A's resignation. A shorter failover leaves A leading until it resigns.
+            // A's lease lapse, so A is told; its node is kept (suspended), and A regains its
+            // leadership once a committed check finds it: B then leads only after A resigns (or,
+            // had A's session expired, with the expiry). A shorter failover leaves A leading.
             o.session_timeout = 2000ms;
             auto a = co_await connect_session(o);
             auto b = co_await connect_session(o);
@@ -510,10 +511,21 @@ TEST_F(Election, ALeaderSwitchOfTheEnsembleLeavesOneLeader) {
                 },
                 30000ms);
             co_await sleep_for(4000ms); // 2 T after: B may lead only if A was told
+            bool a_regained = false;
             if (wb->done) {
                 EXPECT_TRUE(lost->fired) << "B leads and A was never told";
                 EXPECT_LT(lost->at, wb->at) << "two leaders";
-            } else if (!lost->fired) {
+            } else {
+                // A kept leading, or was told (a failover longer than its lease: suspended) and,
+                // its session and node having survived, regains its leadership with its token.
+                if (lost->fired) {
+                    EXPECT_EQ(lost->ec, errc::lease_expired) << lost->ec.message();
+                    auto [v] = co_await la.async_wait_verdict(boost::asio::as_tuple(use_awaitable));
+                    EXPECT_FALSE(v) << "A's session survived and B does not lead, yet A was not regained: "
+                                    << v.message();
+                    a_regained = !v;
+                    EXPECT_FALSE(la.is_lost());
+                }
                 auto [p] = co_await la.async_proclaim("a-after", boost::asio::as_tuple(use_awaitable));
                 EXPECT_FALSE(p) << p.message();
             }
@@ -523,11 +535,11 @@ TEST_F(Election, ALeaderSwitchOfTheEnsembleLeavesOneLeader) {
             CO_REQUIRE(wb->done && !wb->ec);
             if (lost->fired) EXPECT_LT(lost->at, wb->at);
             std::printf(
-                "server %d (the leader) killed; a new leader: %s; A told of its loss: %s (%s); B led: "
+                "server %d (the leader) killed; a new leader: %s; A told of its loss: %s (%s)%s; B led: "
                 "%s%s\n",
                 killed, since_kill(new_leader_at).c_str(), since_kill(lost->at).c_str(),
-                lost->fired ? lost->ec.message().c_str() : "-", since_kill(wb->at).c_str(),
-                b_led_alone ? "" : " (after A resigned)");
+                lost->fired ? lost->ec.message().c_str() : "-", a_regained ? ", then regained" : "",
+                since_kill(wb->at).c_str(), b_led_alone ? "" : " (after A resigned)");
             co_await wb->lead.async_resign(use_awaitable);
             co_await expect_no_leftovers(*b, path);
         },
