@@ -1,6 +1,6 @@
 // Holders and waiters through a ZooKeeper failover (bench/failover.sh): N sessions each hold a lock
-// on their own path, and the first M paths each have a waiter on a session of its own, all in one
-// process (one io_context thread). The script kills the leader (or deposes it) while they hold.
+// on their own path and lead an election of their own, and the first M paths each have a waiter
+// (an acquire and a campaign) on a session of its own, all in one process (one io_context thread). The script kills the leader (or deposes it) while they hold.
 // Ramp-up: connects, acquires, queues the waiters, then prints
 //   READY <holders> <waiters> <negotiated_timeout_ms>
 // on stdout. Then, while running, records per holder when it was told of a loss and why, per
@@ -45,6 +45,9 @@ struct holder {
     clk::time_point lost_at{};
     std::string why;
     bool disconnected = false; // left the connected state at some point
+    zklock::leadership lead;   // its election on a path of its own (beside Curator's LeaderLatch)
+    std::int64_t lead_token = 0;
+    bool lead_lost = false;
 };
 struct waiter {
     std::unique_ptr<zklock::session> session;
@@ -52,6 +55,8 @@ struct waiter {
     zklock::guard guard;
     clk::time_point granted_at{};
     bool disconnected = false;
+    zklock::leadership lead;
+    clk::time_point led_at{}; // its campaign behind the holder's won: the leader changed
 };
 
 void watch_states(zklock::session& s, bool& disconnected) {
@@ -128,6 +133,12 @@ int main(int argc, char** argv) {
                     h.lost_at = clk::now();
                     h.why = ec.message();
                 });
+                zklock::election e(*h.session, base + "e" + std::to_string(i));
+                h.lead = co_await e.async_campaign("h" + std::to_string(i), use_awaitable);
+                h.lead_token = h.lead.fencing_token();
+                h.lead.async_wait_lost([&h](zklock::error_code ec) {
+                    if (ec != zklock::errc::lock_released) h.lead_lost = true;
+                });
                 watch_states(*h.session, h.disconnected);
             }
             for (int i = 0; i < waiters; ++i) {
@@ -142,6 +153,13 @@ int main(int argc, char** argv) {
                     w.granted_at = clk::now();
                     w.guard = std::move(g);
                 });
+                auto e = std::make_shared<zklock::election>(*w.session, base + "e" + std::to_string(i));
+                e->async_campaign("w" + std::to_string(i),
+                                  [&w, e](zklock::error_code ec, zklock::leadership l) {
+                                      if (ec) return;
+                                      w.led_at = clk::now();
+                                      w.lead = std::move(l);
+                                  });
             }
             std::printf("READY %d %d %lld\n", holders, waiters,
                         static_cast<long long>(hs[0].session->negotiated_timeout().count()));
@@ -195,6 +213,7 @@ int main(int argc, char** argv) {
         auto s = [&](clk::time_point t) { return std::chrono::duration<double>(t - fault_at).count(); };
         int lost = 0, granted = 0, survived = 0, disconnected = 0, tokens_same = 0, regained = 0,
             lost_for_good = 0;
+        int leaders_told = 0, leaders_kept = 0, leaders_changed = 0;
         double first_loss = 1e9, last_loss = -1e9, first_grant = 1e9, last_grant = -1e9;
         std::map<std::string, int> reasons;
         for (auto& h : hs) {
@@ -210,12 +229,15 @@ int main(int argc, char** argv) {
             if (h.guard.owns_lock() && !h.guard.is_lost() && h.guard.fencing_token() == h.token)
                 ++tokens_same;
             regained += h.session->statistics().locks_regained > 0;
+            leaders_told += h.lead_lost;
+            leaders_kept += h.lead.owns_lock() && !h.lead.is_lost() && h.lead.fencing_token() == h.lead_token;
             if (h.session->session_id() == h.session_id &&
                 h.session->state() == zklock::session_state::connected)
                 ++survived;
             disconnected += h.disconnected;
         }
         for (auto& w : ws) {
+            leaders_changed += w.led_at != clk::time_point{};
             if (w.granted_at == clk::time_point{}) continue;
             ++granted;
             first_grant = std::min(first_grant, s(w.granted_at));
@@ -228,13 +250,20 @@ int main(int argc, char** argv) {
             "\"holders_lost_for_good\": %d, \"holders_kept_with_same_token\": %d, "
             "\"locks_changed_hands\": %d, \"holder_sessions_survived\": %d, \"holders_disconnected\": %d, "
             "\"first_loss_s\": %.3f, \"last_loss_s\": %.3f, \"first_grant_s\": %.3f, \"last_grant_s\": %.3f, "
-            "\"loss_reasons\": {%s}}\n",
+            "\"leaders\": %d, \"leaders_told_lost\": %d, \"leaders_kept_with_same_token\": %d, "
+            "\"leaders_changed\": %d, \"loss_reasons\": {%s}}\n",
             holders, waiters, lost, regained, lost_for_good, tokens_same, granted, survived, disconnected,
             lost ? first_loss : -1.0, lost ? last_loss : -1.0, granted ? first_grant : -1.0,
-            granted ? last_grant : -1.0, rs.c_str());
+            granted ? last_grant : -1.0, holders, leaders_told, leaders_kept, leaders_changed, rs.c_str());
         std::fflush(stdout);
-        for (auto& w : ws) w.guard = {};
-        for (auto& h : hs) h.guard = {};
+        for (auto& w : ws) {
+            w.guard = {};
+            w.lead = {};
+        }
+        for (auto& h : hs) {
+            h.guard = {};
+            h.lead = {};
+        }
         io.stop(); // (the sessions close as they are destroyed: the servers delete their nodes)
     });
     io.run();

@@ -190,12 +190,13 @@ void held_lock::suspend(error_code why) {
     suspended_now.store(true, std::memory_order_release);
     lost.store(true, std::memory_order_release);
     session->n_suspended.fetch_add(1, std::memory_order_relaxed);
-    // Out of the lease (its timer no longer looks at this lock) and of the heartbeat's checks;
-    // still a listener: a reconnect tries again, an expiry or a close ends the suspension.
-    if (lease_registered) {
-        lease_registered = false;
-        session->lease_unregister(lease_id);
-    }
+    // Out of the lease's fractions (its timer no longer looks at this lock), still with the
+    // heartbeats: they check the node in turn (gone: on_gone, a final loss), and each one the
+    // server answers tells on_commit. Still a listener: an expiry or a close ends the suspension.
+    if (lease_registered)
+        session->lease_suspend(lease_id, [w = weak_from_this()](lease_ns sent) {
+            if (auto self = w.lock()) self->on_commit(sent);
+        });
     end_waits(why, true, true);
     try {
         susp->window = std::make_unique<boot_timer>(session->strand());
@@ -209,45 +210,29 @@ void held_lock::suspend(error_code why) {
         // No descriptor left for the window: no regain (the loss is final, as before).
         return end_suspension(why, true);
     }
-    try_regain();
 }
 
-void held_lock::try_regain() {
-    if (st != status::suspended) return;
-    if (session->state() != session_state::connected) return; // session_event::reconnected: again
-    perform_regain(susp->fsm.start());
+void held_lock::on_commit(lease_ns sent) {
+    if (st != status::suspended || !susp) return;
+    perform_regain(susp->fsm.on_commit(sent > susp->since, session->lease_lapsed(policy.lease_fraction())));
 }
 
 void held_lock::perform_regain(regain_fsm::action a) {
     using action = regain_fsm::action;
-    auto w = weak_from_this();
-    // (the replies find the suspension still on, or do nothing: released, expired, lost)
-    auto still = [](const std::shared_ptr<held_lock>& self) {
-        return self && self->st == status::suspended && self->susp;
-    };
     switch (a) {
     case action::none:
         return;
-    case action::send_check:
-        // A multi holding a check of the node: a write, which only a leader with a quorum answers.
-        return session->renew_lease(zk_handler([w, still](zk_result r) {
-                                        auto self = w.lock();
-                                        if (still(self)) self->perform_regain(self->susp->fsm.on_check(r.rc));
-                                    }),
-                                    node);
     case action::send_read:
-        // On the same session: the server that answers has applied the check's commit.
-        return session->exists(node, zk_handler([w, still](zk_result r) {
+        // After the heartbeat's reply, on the same session: the server that answers has applied
+        // that write (a session's requests are answered in order, and a server the session moves
+        // to is at least as new as the session's last zxid).
+        return session->exists(node, zk_handler([w = weak_from_this()](zk_result r) {
                                    auto self = w.lock();
-                                   if (!still(self)) return;
-                                   auto& s = *self->session;
-                                   self->perform_regain(
-                                       self->susp->fsm.on_read(r.rc, r.stat.czxid, r.stat.ephemeralOwner,
-                                                               s.lease_lapsed(self->policy.lease_fraction()),
-                                                               s.lease_awaits_confirmation()));
+                                   if (!self || self->st != status::suspended || !self->susp) return;
+                                   self->perform_regain(self->susp->fsm.on_read(
+                                       r.rc, r.stat.czxid, r.stat.ephemeralOwner,
+                                       self->session->lease_lapsed(self->policy.lease_fraction())));
                                }));
-    case action::retry_later:
-        return regain_later();
     case action::regained:
         return regain();
     case action::lost_deleted:
@@ -256,25 +241,9 @@ void held_lock::perform_regain(regain_fsm::action a) {
     }
 }
 
-void held_lock::regain_later() {
-    // The lease still lapsed after a commit (its evidence needs time: rule (b)): a heartbeat
-    // period later, not a loop of round trips.
-    try {
-        if (!susp->retry) susp->retry = std::make_unique<boot_timer>(session->strand());
-    } catch (const std::exception&) {
-        return; // (no descriptor: the next reconnect, or the window, decides)
-    }
-    susp->retry->expires_after(session->negotiated_timeout() / 10);
-    susp->retry->async_wait([w = weak_from_this()](error_code ec) {
-        if (ec) return;
-        if (auto self = w.lock()) self->try_regain();
-    });
-}
-
 void held_lock::drop_suspension() {
     if (!susp) return;
     if (susp->window) susp->window->cancel();
-    if (susp->retry) susp->retry->cancel();
     susp.reset();
 }
 
@@ -282,10 +251,7 @@ void held_lock::regain() {
     // Back under the lease, from now: gaps before now (the suspension's own) are not this hold's.
     lease_since.store(lease_clock::now(), std::memory_order_release);
     lease_seen_lapsed.store(false, std::memory_order_release);
-    lease_registered = true;
-    lease_id = session->lease_register(policy.lease_fraction(), node, [w = weak_from_this()] {
-        if (auto self = w.lock()) self->lose(errc::lock_node_deleted);
-    });
+    if (lease_registered) session->lease_resume(lease_id);
     drop_suspension();
     delete_deferred = false;
     st = status::held;
@@ -407,7 +373,6 @@ void held_lock::on_session_event(session_event e) {
     case session_event::reconnected:
         // a watch whose request failed during the disconnect: arm it again
         if (st == status::held && watch_id == 0 && wants_watch) arm_watch();
-        if (st == status::suspended) try_regain();
         break;
     case session_event::state_changed:
         break;

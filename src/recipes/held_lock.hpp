@@ -121,17 +121,14 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// Strand: the deferred delete of lose_by_policy, now (at most once).
     void delete_lost_node();
     /// Strand: lose_by_policy for a lapsed lease whose policy may regain: the holder is told as
-    /// by lose() (is_lost() true, loss waiters, bindings), the node is kept, and try_regain
-    /// starts. docs/lease.md, "Suspended, then regained or lost".
+    /// by lose() (is_lost() true, loss waiters, bindings), the node is kept, and the session's
+    /// heartbeats go on checking it. docs/lease.md, "Suspended, then regained or lost".
     void suspend(error_code why);
-    /// Strand: while suspended and connected, starts the regain's check (session/regain_fsm.hpp:
-    /// a committed check of the node, then a read of its czxid and owner on the same session).
-    /// One check at a time; again on every reconnect.
-    void try_regain();
+    /// Strand: a heartbeat of the session (sent at `sent`) was answered while suspended: the
+    /// regain's machine (session/regain_fsm.hpp) may read the node back, and regain it.
+    void on_commit(lease_ns sent);
     /// Strand: carries out the regain machine's action.
     void perform_regain(regain_fsm::action a);
-    /// Strand: the check found the lease still lapsed: try again a heartbeat period later.
-    void regain_later();
     /// Strand: cancels the suspension's timers and forgets it.
     void drop_suspension();
     /// Strand: held again, with the same node and fencing token.
@@ -213,7 +210,6 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
         regain_fsm fsm;                     // the check and its read (session/regain_fsm.hpp)
         lease_ns since = 0;                 // lease_clock: when the lease was found lapsed
         lease_ns delete_at = 0;             // the handover time lose_by_policy would have used
-        std::unique_ptr<boot_timer> retry;  // a check found the lease still lapsed: again later
         std::unique_ptr<boot_timer> window; // the regain window's end
     };
     std::unique_ptr<suspension> susp; // strand

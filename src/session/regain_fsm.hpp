@@ -1,26 +1,24 @@
 // The regain of a suspended lock as a sans-io state machine (docs/lease.md, "Suspended, then
-// regained or lost"): a lock whose lease lapsed keeps its node, and is held again once a write
-// committed after the suspension checked the node and a read on the same session, answered after
-// that commit, shows the node this session created (the grant's czxid and this session as its
-// owner), with the lease valid again. recipes/guard.cpp (held_lock::try_regain) drives it on the
-// session; test/unit/regain_fsm_test.cpp feeds it replies by hand.
+// regained or lost"): a lock whose lease lapsed keeps its node, and is held again once a read on
+// the session, sent after a write of the session that was itself sent after the suspension and
+// answered, shows the node this session created (the grant's czxid and this session as its
+// owner), with the lease valid again. The write is the session's heartbeat (one per period
+// whatever the number of suspended locks; it also checks the suspended nodes in turn, and one
+// found gone ends its suspension). recipes/guard.cpp (held_lock::on_commit) drives the machine;
+// test/unit/regain_fsm_test.cpp feeds it replies by hand.
 //
-//   state           event                              -> action
-//   idle            start (suspension, reconnect)      -> send_check (a multi holding check(node))
-//   checking        check: ok                          -> send_read (exists(node): its stat)
-//                   check: no node                     -> lost_deleted
-//                   check: anything else               -> idle, wait (the next reconnect, or an
-//                                                         expiry's own event, decides)
-//   reading         read: no node                      -> lost_deleted
-//                   read: other czxid or owner         -> lost_not_ours (the node is not ours:
-//                                                         left alone)
-//                   read: ours, lease valid            -> regained
-//                   read: ours, lease lapsed, a commit
-//                         awaits confirmation          -> send_check (premise 8: a later commit)
-//                   read: ours, lease lapsed           -> retry_later (a heartbeat period: the
-//                                                         lease's evidence needs time, not a loop)
-//                   read: anything else                -> idle, wait (as above)
-//   any but idle    start                              -> none (one check at a time)
+//   state      event                                        -> action
+//   idle       a heartbeat answered, sent after the
+//              suspension, the lease valid                  -> send_read (exists(node): its stat)
+//              a heartbeat sent before, or the lease lapsed -> none (the next heartbeat)
+//   reading    read: no node                                -> lost_deleted
+//              read: other czxid or owner                   -> lost_not_ours (left alone)
+//              read: ours, the lease valid                  -> regained
+//              read: ours, the lease lapsed                 -> idle (the next heartbeat)
+//              read: anything else (connection trouble)     -> idle (the next heartbeat: the
+//                                                              reconnect sends one at once)
+// (A heartbeat that finds the node gone ends the suspension as it ends a hold: session_impl's
+// on_gone, held_lock::lose.)
 #pragma once
 
 #include <zookeeper/zookeeper.h>
@@ -32,10 +30,8 @@ namespace zklock::detail {
 class regain_fsm {
 public:
     enum class action {
-        none,          ///< nothing to do now (a check in flight, or waiting for a reconnect)
-        send_check,    ///< a committed check of the node: a multi holding check(node, -1)
-        send_read,     ///< exists(node) on the same session, for its stat
-        retry_later,   ///< start() again after a heartbeat period
+        none,          ///< nothing to do now: wait for the next heartbeat
+        send_read,     ///< exists(node) on the session, for its stat
         regained,      ///< held again, with the same node and fencing token
         lost_deleted,  ///< the node is gone: lost for good (nothing to delete)
         lost_not_ours, ///< a node of that name that this session did not create: lost for good,
@@ -45,43 +41,32 @@ public:
     /// The grant's node: its czxid, and the session that created it.
     regain_fsm(std::int64_t czxid, std::int64_t session_id) noexcept : czxid_(czxid), session_(session_id) {}
 
-    /// The suspension began, or the session reconnected, or a retry_later is due: send a check
-    /// unless one is under way.
-    action start() noexcept {
-        if (state_ != state::idle) return action::none;
-        state_ = state::checking;
-        return action::send_check;
-    }
-    /// The committed check's reply (the multi's code: ZOK, or its failed operation's).
-    action on_check(int rc) noexcept {
-        if (state_ != state::checking) return action::none;
-        if (rc == ZOK) {
-            state_ = state::reading;
-            return action::send_read;
-        }
-        state_ = state::idle;
-        return rc == ZNONODE ? finish(action::lost_deleted) : action::none;
+    /// A heartbeat of the session was answered. `sent_after_suspension`: it was sent after the
+    /// lease was found lapsed (so a read answered after it sees a state no older than that
+    /// write's); `lease_lapsed`: the session's lease, now.
+    action on_commit(bool sent_after_suspension, bool lease_lapsed) noexcept {
+        if (state_ != state::idle || !sent_after_suspension || lease_lapsed) return action::none;
+        state_ = state::reading;
+        return action::send_read;
     }
     /// The read's reply: its code, and the node's czxid and ephemeral owner when ZOK;
-    /// `lease_lapsed`, `awaits_confirmation`: the session's lease, now.
-    action on_read(int rc, std::int64_t czxid, std::int64_t owner, bool lease_lapsed,
-                   bool awaits_confirmation) noexcept {
+    /// `lease_lapsed`: the session's lease, now.
+    action on_read(int rc, std::int64_t czxid, std::int64_t owner, bool lease_lapsed) noexcept {
         if (state_ != state::reading) return action::none;
         state_ = state::idle;
         if (rc == ZNONODE) return finish(action::lost_deleted);
         if (rc != ZOK) return action::none;
         if (czxid != czxid_ || owner != session_) return finish(action::lost_not_ours);
-        if (!lease_lapsed) return finish(action::regained);
-        if (awaits_confirmation) return start();
-        return action::retry_later;
+        if (lease_lapsed) return action::none;
+        return finish(action::regained);
     }
     /// True once a verdict (regained or lost) was given: every later event answers none.
     bool finished() const noexcept { return state_ == state::finished; }
-    /// True while a check or its read is under way.
-    bool in_flight() const noexcept { return state_ == state::checking || state_ == state::reading; }
+    /// True while a read is under way.
+    bool in_flight() const noexcept { return state_ == state::reading; }
 
 private:
-    enum class state { idle, checking, reading, finished };
+    enum class state { idle, reading, finished };
     action finish(action a) noexcept {
         state_ = state::finished;
         return a;

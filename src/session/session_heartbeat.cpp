@@ -43,10 +43,36 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
 void session_impl::lease_unregister(std::uint64_t id) {
     auto h = held_.find(id);
     if (h == held_.end()) return;
-    auto it = lease_fractions_.find(h->second.fraction);
-    if (it != lease_fractions_.end() && --it->second == 0) lease_fractions_.erase(it);
+    if (h->second.suspended) {
+        suspended_.erase(id);
+    } else {
+        auto it = lease_fractions_.find(h->second.fraction);
+        if (it != lease_fractions_.end() && --it->second == 0) lease_fractions_.erase(it);
+    }
     held_.erase(h);
     lease_->set_watch_fraction(lease_fractions_.empty() ? 0 : lease_fractions_.begin()->first);
+}
+
+void session_impl::lease_suspend(std::uint64_t id, std::function<void(lease_ns)> on_commit) {
+    auto h = held_.find(id);
+    if (h == held_.end() || h->second.suspended) return;
+    auto it = lease_fractions_.find(h->second.fraction);
+    if (it != lease_fractions_.end() && --it->second == 0) lease_fractions_.erase(it);
+    lease_->set_watch_fraction(lease_fractions_.empty() ? 0 : lease_fractions_.begin()->first);
+    h->second.suspended = true;
+    h->second.on_commit = std::move(on_commit);
+    suspended_.insert(id);
+}
+
+void session_impl::lease_resume(std::uint64_t id) {
+    auto h = held_.find(id);
+    if (h == held_.end() || !h->second.suspended) return;
+    h->second.suspended = false;
+    h->second.on_commit = nullptr;
+    suspended_.erase(id);
+    ++lease_fractions_[h->second.fraction];
+    lease_->set_watch_fraction(lease_fractions_.begin()->first);
+    arm_lease_timer();
 }
 
 void session_impl::renew_lease(zk_handler h, const std::string& node) {
@@ -229,10 +255,23 @@ void session_impl::send_heartbeat() {
     for (auto& n : nodes) checks.check(n, -1);
     ++heartbeats_in_flight_;
     heartbeat_checks_sent_.fetch_add(nodes.size(), std::memory_order_relaxed);
-    multi(checks.ops(), zk_handler([w, nodes = std::move(nodes)](zk_result r) {
+    const lease_ns sent = lease_clock::now();
+    multi(checks.ops(), zk_handler([w, nodes = std::move(nodes), sent](zk_result r) {
               auto s = w.lock();
               if (!s) return;
               --s->heartbeats_in_flight_;
+              // Suspended locks hear of every heartbeat the server answered (a commit of this
+              // session, sent at `sent`): each may then read its node (held_lock::on_commit).
+              // (a pass over the suspended ones only, and only while there are some; collected
+              // first: a callback may regain, resume and so change suspended_)
+              if (is_server_reply(r.rc) && !s->suspended_.empty()) {
+                  std::vector<std::function<void(lease_ns)>> fns;
+                  fns.reserve(s->suspended_.size());
+                  for (auto id : s->suspended_)
+                      if (auto h = s->held_.find(id); h != s->held_.end() && h->second.on_commit)
+                          fns.push_back(h->second.on_commit);
+                  for (auto& fn : fns) fn(sent);
+              }
               if (r.rc != ZNONODE) return;
               std::vector<const std::string*> gone;
               for (std::size_t i = 0; i < r.multi.size() && i < nodes.size(); ++i)

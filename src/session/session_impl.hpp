@@ -282,6 +282,14 @@ public:
     /// a heartbeat finds the node deleted. Returns an id for lease_unregister.
     std::uint64_t lease_register(double fraction, std::string node, std::function<void()> on_gone);
     void lease_unregister(std::uint64_t id);
+    /// (strand) A held lock whose lease lapsed and that may be regained (held_lock::suspend):
+    /// it leaves the lease's fractions (the lease timer no longer looks at it) but stays with the
+    /// heartbeats, which go on every period and check its node in turn (`on_gone` as before).
+    /// After every heartbeat the server answered, `on_commit(sent)` runs with the heartbeat's
+    /// send time: one write per period per session, whatever the number of suspended locks.
+    void lease_suspend(std::uint64_t id, std::function<void(lease_ns)> on_commit);
+    /// (strand) Back under the lease (a regain).
+    void lease_resume(std::uint64_t id);
     /// (strand) Runs `fn` once the lease of `fraction` lapses, or the session ends, whichever
     /// comes first (bounds a release that waits for a reconnect).
     /// Returns an id for cancel_lease_lapse (0 if `fn` ran at once).
@@ -563,8 +571,13 @@ private:
         double fraction;
         std::string node;
         std::function<void()> on_gone;
+        /// lease_suspend: out of the lease's fractions (its timer looks no more), still checked by
+        /// the heartbeats; told of each heartbeat answered (its send time, lease_clock).
+        std::function<void(lease_ns)> on_commit;
+        bool suspended = false;
     };
     std::map<std::uint64_t, held_node> held_; // strand: lease_register
+    std::set<std::uint64_t> suspended_;       // strand: the held_ ids under lease_suspend
     std::uint64_t heartbeat_cursor_ = 0;      // strand: the last held_ id a heartbeat checked
     lease_ns lease_checked_at_ = 0;           // strand: the lease timer's last turn
     std::map<std::uint64_t, std::pair<double, std::function<void()>>> lapse_waiters_;
