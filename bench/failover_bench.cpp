@@ -6,7 +6,8 @@
 // on stdout. Then, while running, records per holder when it was told of a loss and why, per
 // waiter when it was granted (the lock changed hands), and per session whether it left the
 // connected state and whether its session survived (the same session id, connected at the end).
-//   SIGUSR1  prints  MARK <requests> <heartbeats> <touches> <lease_renewals>  (summed over sessions)
+//   SIGUSR1  prints  MARK <requests> <heartbeats> <touches> <lease_renewals> <listings> <exists>
+//                          <get_data> <creates> <deletes>  (summed over sessions)
 //   SIGTERM/SIGINT  prints one JSON line (the counts, the losses' reasons, the first and last loss
 //            and grant, in seconds after the last SIGUSR2), closes every session and exits.
 //   SIGUSR2  marks the fault's moment (the script sends it as it kills the leader).
@@ -184,7 +185,8 @@ int main(int argc, char** argv) {
                 fault_at = clk::now();
             } else {
                 struct {
-                    std::uint64_t requests = 0, heartbeats = 0, touches = 0, lease_renewals = 0;
+                    std::uint64_t requests = 0, heartbeats = 0, touches = 0, lease_renewals = 0, listings = 0,
+                                  exists = 0, reads = 0, creates = 0, deletes = 0;
                 } sum;
                 auto add = [&](zklock::session& s) {
                     auto st = s.statistics();
@@ -192,15 +194,26 @@ int main(int argc, char** argv) {
                     sum.heartbeats += st.heartbeats;
                     sum.touches += st.touches;
                     sum.lease_renewals += st.lease_renewals;
+                    sum.listings += st.get_children;
+                    sum.exists += st.exists;
+                    sum.reads += st.get_data;
+                    sum.creates += st.creates;
+                    sum.deletes += st.deletes;
                 };
                 for (auto& h : hs)
                     if (h.session) add(*h.session);
                 for (auto& w : ws)
                     if (w.session) add(*w.session);
-                std::printf("MARK %llu %llu %llu %llu\n", static_cast<unsigned long long>(sum.requests),
+                std::printf("MARK %llu %llu %llu %llu %llu %llu %llu %llu %llu\n",
+                            static_cast<unsigned long long>(sum.requests),
                             static_cast<unsigned long long>(sum.heartbeats),
                             static_cast<unsigned long long>(sum.touches),
-                            static_cast<unsigned long long>(sum.lease_renewals));
+                            static_cast<unsigned long long>(sum.lease_renewals),
+                            static_cast<unsigned long long>(sum.listings),
+                            static_cast<unsigned long long>(sum.exists),
+                            static_cast<unsigned long long>(sum.reads),
+                            static_cast<unsigned long long>(sum.creates),
+                            static_cast<unsigned long long>(sum.deletes));
                 std::fflush(stdout);
             }
             on_mark();

@@ -28,13 +28,21 @@
 //            every session with a full T from its start.
 // The session state machine's effects that touch the lease are carried out as session_impl.cpp
 // does (a heartbeat or a touch at once after a reconnect).
+// A holder told of its loss is suspended (the library's default): its heartbeats go on, and the
+// library's regain machine (session/regain_fsm.hpp), fed as held_lock::on_commit feeds it, reads
+// its node back after a heartbeat sent after the suspension and regains the lock with the node
+// still its own and the lease valid again. In 3 seeds of 10 an operator breaks H's lock while it is
+// suspended (P's session deletes H's node, a moment drawn within T of the suspension), and in half
+// of those creates a node of the same name at once (another czxid, P's session).
 // Invariants, measured against the server's own expiry (not the next grant): if the effective
 // leader expires a holder's session, its lease reported the loss at least the stated margin,
 // (1 - reference_offset - f) T, before that moment; nobody is granted while another holds the
 // lock and has not been told of its loss; fencing tokens increase; an acquire fails only once its
-// session has ended; and once H's session has expired, W (whose session lives) is granted within
-// T/4 (the run goes on long enough to see it). A failing seed prints its parameters and replays
-// with --seed S --trace.
+// session has ended; once H's session has expired, W (whose session lives) is granted within
+// T/4 (the run goes on long enough to see it); and a regain finds nobody granted since its grant
+// (its token still the newest, no later grant holding) and, unless a break was sent while its read
+// was on its way (a break of a held lock, outside the lease), the committed node still its own.
+// A failing seed prints its parameters and replays with --seed S --trace.
 //
 // The premises are the library's (docs/lease.md): ping answers at most 5T/16 apart (so the
 // jitter drawn stays inside it), the client's link and process pauses shorter than the C client's
@@ -42,7 +50,7 @@
 // makes an expiry later, never earlier.
 //
 //   zklock_sim_lease [--seeds N] [--first S] [--seed S] [--trace]
-//                    [--bug read-renewed|sync-renewed|quarter-gap|no-revival-confirm]
+//                    [--bug read-renewed|sync-renewed|quarter-gap|no-revival-confirm|regain-stale-commit|regain-any-node]
 // --bug re-introduces a past defect of the lease in the simulator's copy: heartbeats that are
 // reads credited as commits, syncs credited as commits, or the earlier evidence rule (T/4 between
 // two sends, the deadline at v + 0.35 T + f T); no-revival-confirm turns off the production
@@ -52,12 +60,20 @@
 // leader between its expiry of a session and the closeSession's commit commit first, as
 // ZooKeeper's window between ExpiryQueue.poll and setSessionClosing does, but no fault drawn here
 // brings a waiter's renewal to the leader in that window; it is not in the suite's hunts. The
-// guard itself: Lease.ACommitThatRevivesALapsedLease...)
+// guard itself: Lease.ACommitThatRevivesALapsedLease...) regain-any-node turns off the regain
+// machine's identity check (regain_fsm::rules::check_identity): a node of the same name made
+// after a break is regained; found within a few dozen seeds, in the suite's hunts.
+// regain-stale-commit lets a heartbeat sent before the suspension start the read
+// (rules::after_suspension): not found in 50,000 seeds, and not a hole of the lease: an expiry
+// cannot hide behind it (the lease must be valid at the regain, which no expired session's can
+// be); the rule only narrows the window in which an operator's break goes unseen, and a break
+// comes with no guarantee but fencing (docs/lease.md).
 #include <zklock/loss_policy.hpp>
 
 #include "protocol/acquire_fsm.hpp"
 #include "protocol/protocol.hpp"
 #include "session/lease.hpp"
+#include "session/regain_fsm.hpp"
 #include "session/session_fsm.hpp"
 
 #include "cleanup_jobs.hpp"
@@ -100,7 +116,15 @@ zd::outcome outcome_of(int rc) {
     return zd::outcome::other;
 }
 
-enum class bug { none, read_renewed, sync_renewed, quarter_gap, no_revival_confirm };
+enum class bug {
+    none,
+    read_renewed,
+    sync_renewed,
+    quarter_gap,
+    no_revival_confirm,
+    regain_stale_commit,
+    regain_any_node
+};
 bug g_bug = bug::none;
 enum class fault { none, freeze, cut, depose, leader };
 const char* name(fault f) {
@@ -467,7 +491,13 @@ struct world {
         std::string watched_pred, watched_marker;  // the watches the acquire set
         bool pred_set = false, marker_set = false; // ... and the server has them
         std::int64_t token = 0;
-        cleanup_jobs jobs; // its release and background deletes (session/cleanup_fsm.hpp)
+        std::int64_t czxid = 0; // its node's, at the grant
+        // suspended (told lost while its session may live on): the library's regain machine
+        // (session/regain_fsm.hpp), fed as held_lock::on_commit feeds it
+        std::optional<zd::regain_fsm> rg;
+        lease_ns read_sent = 0;   // when its regain's read (the latest) was sent
+        lease_ns regain_read = 0; // the read of its last regain: a break after it is one of a hold
+        cleanup_jobs jobs;        // its release and background deletes (session/cleanup_fsm.hpp)
     };
     std::array<client, 3> cl;
     std::uint64_t next_id = 0;
@@ -590,7 +620,8 @@ struct world {
         const lease_ns p = session_lease::heartbeat_interval(T);
         if (!x.connected) return arm(c, now + p);
         if (x.granted != 0 && !x.released) {
-            send(c, renewal(), renewal_request(x.node), true);
+            send(c, renewal(), renewal_request(x.node), true,
+                 [this, c, sent = now](const reply& rep) { heartbeat_answered(c, sent, rep); });
             return arm(c, now + p);
         }
         if (x.writes_in_flight > 0 && now - x.last_commit >= p)
@@ -618,14 +649,120 @@ struct world {
         if (v == 0) return 0;
         return v + static_cast<lease_ns>((reference_offset() + fraction) * static_cast<double>(T));
     }
+    // ---- suspension and regain (held_lock::suspend, on_commit, perform_regain) ----
+    void suspend(int c) {
+        auto& x = cl[c];
+        zd::regain_fsm::rules r;
+        if (g_bug == bug::regain_stale_commit) r.after_suspension = false;
+        if (g_bug == bug::regain_any_node) r.check_identity = false;
+        x.rg.emplace(x.czxid, session_of(c), r);
+        ++suspensions;
+        if (c == H && break_after >= 0) at(now + break_after, [this] { break_lock(); });
+    }
+    /// A heartbeat of client c, sent at `sent`, was answered.
+    void heartbeat_answered(int c, lease_ns sent, const reply& rep) {
+        auto& x = cl[c];
+        if (!x.rg || x.released || x.ended || rep.rc == connection_loss) return;
+        regain_step(c, x.rg->on_commit(sent > x.lost, x.lease->lapsed(now, fraction)));
+        // a heartbeat that finds the node gone ends the suspension (session_impl's on_gone)
+        if (rep.rc == no_node && x.rg) {
+            log("%s's heartbeat finds its node gone: lost for good", client_name(c));
+            x.rg.reset();
+        }
+    }
+    void regain_step(int c, zd::regain_fsm::action a) {
+        auto& x = cl[c];
+        using ra = zd::regain_fsm::action;
+        switch (a) {
+        case ra::none:
+            return;
+        case ra::send_read:
+            x.read_sent = now;
+            send(c, kind::read, make(op::exists, x.node), false, [this, c](const reply& rep) {
+                auto& y = cl[c];
+                if (!y.rg || y.released || y.ended) return;
+                regain_step(c, y.rg->on_read(rep.rc, rep.czxid, rep.owner, y.lease->lapsed(now, fraction)));
+            });
+            return;
+        case ra::regained:
+            return regained(c);
+        case ra::lost_deleted:
+        case ra::lost_not_ours:
+            log("%s's suspension ends: lost for good (%s)", client_name(c),
+                a == ra::lost_deleted ? "its node is gone" : "the node is not its own");
+            x.rg.reset();
+            return;
+        }
+    }
+    /// The committed tree: the replica that has applied the most of the log.
+    const model_server& committed() const {
+        int best = 0;
+        for (int i = 1; i < servers; ++i)
+            if (s[i].applied > s[best].applied) best = i;
+        return s[best].db;
+    }
+    void regained(int c) {
+        auto& x = cl[c];
+        x.rg.reset();
+        ++regains;
+        log("%s regains its lock (token %lld)", client_name(c), static_cast<long long>(x.token));
+        // What a regain claims: the node is the grant's own, nobody else holds the lock, and
+        // nobody was granted it since (the token is still the newest). (A break committed while
+        // the read was on its way may come after the state the read saw: a break of a held lock,
+        // which only fencing covers; the node's state is then not asserted.)
+        x.regain_read = x.read_sent;
+        const auto& db = committed();
+        if (last_break < x.read_sent) {
+            if (!db.exists(x.node))
+                fail(std::string(client_name(c)) + " regained at %.3f ms a node that is gone%s", now, -1);
+            else if (db.czxid(x.node) != x.czxid || db.owner(x.node) != session_of(c))
+                fail(std::string(client_name(c)) + " regained at %.3f ms a node that is not its own%s", now,
+                     -1);
+        }
+        for (int o = 0; o < 3; ++o) {
+            const auto& y = cl[o];
+            if (o != c && y.granted != 0 && !y.released && y.granted > x.granted)
+                fail(std::string(client_name(c)) + " regained at %.3f ms while " + client_name(o) +
+                         ", granted after it, held the lock%s",
+                     now, -1);
+        }
+        if (x.token < max_token)
+            fail(std::string(client_name(c)) +
+                     " regained at %.3f ms after another grant (its token is not the "
+                     "newest)%s",
+                 now, -1);
+        x.lost = 0;
+        check_watchdog(c);
+    }
+    /// An operator breaks H's lock while it is suspended (P's session deletes H's node), and
+    /// perhaps creates a node of the same name at once (the name reused: another czxid, P's).
+    void break_lock() {
+        auto& x = cl[H];
+        if (!x.rg || x.lost == 0 || x.released || x.ended || !effective(leader)) return;
+        if (!committed().exists(x.node)) return;
+        log("an operator breaks H's lock: P's session deletes %s", x.node.c_str());
+        ++breaks;
+        last_break = now;
+        commit_txn({P, make(op::remove, x.node)});
+        if (!recreate) return;
+        at(now + commit, [this] {
+            if (!effective(leader)) return;
+            auto r = make(op::create, cl[H].node);
+            r.ephemeral = true;
+            log("P's session creates a node of the same name, %s", r.path.c_str());
+            commit_txn({P, r});
+        });
+    }
+
     void check_watchdog(int c) {
         auto& x = cl[c];
         if (x.granted == 0 || x.released || x.lost != 0) return;
         const lease_ns d = deadline(c);
         if (d == 0 || now > d) {
             x.lost = std::max(d + 1, x.granted);
-            log("%s is told its lock is lost (vouched %.3f ms)", client_name(c),
+            log("%s is told its lock is lost (vouched %.3f ms): suspended", client_name(c),
                 static_cast<double>(x.lease->vouched()) / 1e6);
+            suspend(c);
             return;
         }
         at(d + 1, [this, c] { check_watchdog(c); }); // (by the clock: a pause does not delay it)
@@ -850,6 +987,7 @@ struct world {
         auto& x = cl[c];
         x.node = x.m->node();
         x.token = zd::fencing_token(x.m->czxid(), 0);
+        x.czxid = x.m->czxid();
         x.m.reset();
         if (x.ended) return;
         x.granted = now;
@@ -860,6 +998,13 @@ struct world {
         for (int o = 0; o < 3; ++o) {
             const auto& y = cl[o];
             if (o == c || y.granted == 0 || y.released) continue;
+            if (y.lost == 0 && last_break >= 0 && last_break >= y.regain_read && y.regain_read != 0) {
+                // H regained from a read answered before the operator's break, which then took
+                // the lock from under it: a break of a held lock, outside the lease (fencing)
+                log("(%s is granted after a break of %s's regained lock: outside the lease)", client_name(c),
+                    client_name(o));
+                continue;
+            }
             if (y.lost == 0 || y.lost >= now)
                 fail(std::string(client_name(c)) + " was granted at %.3f ms while " + client_name(o) +
                          " held the lock, told of its loss %s",
@@ -1139,6 +1284,10 @@ struct world {
     lease_ns w_delay = -1; // W's grant after H's expiry, when both happened
     std::string failure;
     lease_ns min_margin = std::numeric_limits<lease_ns>::max();
+    int suspensions = 0, regains = 0, breaks = 0; // (the summary counts them)
+    lease_ns break_after = -1; // H's lock is broken this long after its suspension (-1: never)
+    bool recreate = false;     // ... and a node of the same name created at once
+    lease_ns last_break = -1;  // when the operator's break was sent
     /// A violation: `what` formats the moment (%.3f, in ms) and when the holder was told (%s;
     /// lost < 0: nothing).
     void fail(const std::string& what, lease_ns t, lease_ns lost) {
@@ -1189,6 +1338,10 @@ struct world {
             trigger_delay = chance(50) ? 0 : uniform(0, T / 10);
         }
         stranded = chance(70);
+        if (chance(30)) { // an operator breaks H's lock while it is suspended
+            break_after = uniform(0, T);
+            recreate = chance(50);
+        }
         notice = static_cast<lease_ns>(sync_limit) * tick + (chance(50) ? 0 : uniform(0, 2 * T));
     }
 
@@ -1274,7 +1427,8 @@ struct world {
         }
         // Liveness: once H's session has expired (its node went with it), W, whose session lives,
         // is granted within the bound.
-        if (failure.empty() && expired[H] && !expired[W]) {
+        // (not when P's session holds a node of H's name, made after a break: W waits behind it)
+        if (failure.empty() && expired[H] && !expired[W] && !(breaks > 0 && recreate)) {
             if (cl[W].granted == 0)
                 fail("W was not granted within the bound after H's expiry (the run ended at %.3f ms)%s", now,
                      -1);
@@ -1290,9 +1444,12 @@ bug parse_bug(const std::string& b) {
     if (b == "sync-renewed") return bug::sync_renewed;
     if (b == "quarter-gap") return bug::quarter_gap;
     if (b == "no-revival-confirm") return bug::no_revival_confirm;
+    if (b == "regain-stale-commit") return bug::regain_stale_commit;
+    if (b == "regain-any-node") return bug::regain_any_node;
     std::fprintf(
         stderr,
-        "zklock_sim_lease: unknown --bug %s (read-renewed|sync-renewed|quarter-gap|no-revival-confirm)\n",
+        "zklock_sim_lease: unknown --bug %s "
+        "(read-renewed|sync-renewed|quarter-gap|no-revival-confirm|regain-stale-commit|regain-any-node)\n",
         b.c_str());
     std::exit(2);
 }
@@ -1307,13 +1464,14 @@ int main(int argc, char** argv) {
         argc, argv, [](const std::string&, auto&) { return false; }, // (no options of its own)
         [](const std::string& name) { g_bug = parse_bug(name); },
         "[--seeds N] [--first S] [--seed S] [--trace] [--bug "
-        "read-renewed|sync-renewed|quarter-gap|no-revival-confirm]");
+        "read-renewed|sync-renewed|quarter-gap|no-revival-confirm|regain-stale-commit|regain-any-node]");
     const auto seeds = r.seeds, first = r.first;
     const auto only = r.only;
     const bool trace = r.trace;
     const std::string bug_name = r.bug_name;
     const auto t0 = std::chrono::steady_clock::now();
-    std::uint64_t failed = 0, held = 0, expired_holders = 0, w_after = 0;
+    std::uint64_t failed = 0, held = 0, expired_holders = 0, w_after = 0, suspensions = 0, regains = 0,
+                  breaks = 0;
     lease_ns w_delay_max = 0;
     std::optional<std::uint64_t> found;
     lease_ns min_margin = std::numeric_limits<lease_ns>::max();
@@ -1322,6 +1480,9 @@ int main(int argc, char** argv) {
         world w(s, trace && only.has_value());
         const auto v = w.run();
         if (w.cl[H].granted != 0) ++held;
+        suspensions += static_cast<std::uint64_t>(w.suspensions);
+        regains += static_cast<std::uint64_t>(w.regains);
+        breaks += static_cast<std::uint64_t>(w.breaks);
         if (w.w_delay >= 0) {
             ++w_after;
             w_delay_max = std::max(w_delay_max, w.w_delay);
@@ -1352,6 +1513,9 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(ran), static_cast<unsigned long long>(first),
                 static_cast<unsigned long long>(failed), static_cast<unsigned long long>(held),
                 static_cast<unsigned long long>(expired_holders), secs);
+    std::printf("  suspended locks: %llu, regained: %llu; locks broken while suspended: %llu\n",
+                static_cast<unsigned long long>(suspensions), static_cast<unsigned long long>(regains),
+                static_cast<unsigned long long>(breaks));
     if (w_after > 0)
         std::printf("  W was granted after H's expiry in %llu, at most %.1f ms (%.3f T) after it\n",
                     static_cast<unsigned long long>(w_after), static_cast<double>(w_delay_max) / 1e6,

@@ -201,6 +201,10 @@ public:
         auto it = nodes_.find(path);
         return it == nodes_.end() ? 0 : it->second.owner;
     }
+    std::int64_t czxid(const std::string& path) const {
+        auto it = nodes_.find(path);
+        return it == nodes_.end() ? 0 : it->second.czxid;
+    }
     /// Watches left on the server, all kinds, as "session path" lines.
     std::vector<std::string> watches() const {
         std::vector<std::string> out;
