@@ -76,7 +76,9 @@ public:
     /// owner completes with asio::error::operation_aborted on its own; when the last of them gives
     /// up, the node acquire is cancelled, and that last one completes once it has ended (and
     /// deleted its node).
-    /// \errors As mutex::async_acquire.
+    /// \errors As mutex::async_acquire; and, for a nested acquire while the owner's hold is
+    /// suspended (guard::is_suspended), the loss reason (errc::lease_expired) at once: the owner
+    /// was told its lock is lost, and a node of its own would queue behind its own.
     /// \lifetimes As mutex::async_acquire: the reentrant_mutex object may be destroyed while the
     /// operation is pending; the operation keeps the session's implementation alive, and the
     /// handler's executor busy (outstanding work), until it completes.

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <utility>
 
 namespace zklock::detail {
 namespace {
@@ -87,6 +88,14 @@ public:
         const bool current = lent_.lock().get() == &grant;
         if (current) lent_.reset();
         auto s = s_.lock();
+        if (current && node() && node()->st == held_lock::status::suspended) {
+            // The queue's node is suspended (its lease lapsed, the node kept): the release is
+            // passed on at the verdict (await_verdict): regained, the next waiter is granted
+            // under the same node; lost, the queue lets go of it as of any lost node.
+            held_back_ = true;
+            if (done) done->complete({});
+            return;
+        }
         // No hand-off under a node that is lost, or that someone asked us to give up (a
         // revocation request: the queue lets go after the current holder).
         const auto* n = node();
@@ -196,21 +205,74 @@ private:
         node_ = std::move(g);
         auto& n = *node();
         n.revocable = true; // (the flag only records the request: see local_release)
-        // A lapse of its lease is final: the queue moves on at the handover time (below), and
-        // its lent grant is lost with it. (Regaining the queue's node is not done yet.)
-        n.may_regain = false;
-        n.arm_watch(); // a node deleted by someone else, or revoked, stops the hand-offs
-        // The node's loss reaches the grant that is lent out, even if its holder armed no watch.
-        n.wait_lost(pending<void(error_code)>(
+        n.arm_watch();      // a node deleted by someone else, or revoked, stops the hand-offs
+        watch_node_loss(s);
+    }
+
+    /// The node's loss reaches the grant that is lent out, even if its holder armed no watch. A
+    /// suspension (a lapse of the node's lease) loses the lent grant for good (its holder is told)
+    /// but keeps the node: the local waiters wait for the verdict (await_verdict).
+    void watch_node_loss(session_impl& s) {
+        node()->wait_lost(pending<void(error_code)>(
             asio::any_completion_handler<void(error_code)>(asio::bind_executor(
                 s.strand(),
                 [q = weak_from_this(), w = std::weak_ptr<held_lock>(node_.state())](error_code why) {
                     auto self = q.lock();
                     if (!self || why == errc::lock_released || self->node_.state() != w.lock()) return;
                     if (auto lent = self->lent_.lock()) lent->lose(why);
+                    if (auto n = w.lock(); n && n->st == held_lock::status::suspended)
+                        return self->await_verdict(w);
                     self->after_node_lost(w, why);
                 })),
             s.executor()));
+    }
+
+    /// The queue's node is suspended: regained, the hand-offs go on under it (a release held back
+    /// meanwhile is passed on now, and the node's loss watched again); lost for good, the queue
+    /// lets go of it as of any lost node (after_node_lost).
+    void await_verdict(const std::weak_ptr<held_lock>& w) {
+        auto n = w.lock();
+        auto s = s_.lock();
+        if (!n || !s) return;
+        n->wait_verdict(pending<void(error_code)>(
+            asio::any_completion_handler<void(error_code)>(asio::bind_executor(
+                s->strand(),
+                [q = weak_from_this(), w](error_code verdict) {
+                    auto self = q.lock();
+                    if (!self || self->node_.state() != w.lock()) return;
+                    const bool held_back = std::exchange(self->held_back_, false);
+                    if (verdict) return self->after_node_lost(w, verdict);
+                    auto s = self->s_.lock();
+                    if (!s) return;
+                    self->watch_node_loss(*s);
+                    if (held_back) return self->pass_on();
+                    // The lent grant was lost at the suspension and is not
+                    // released yet: its holder must have stopped by the
+                    // handover time, when the next waiter is served (as a
+                    // queue whose node was lost would move on then).
+                    auto lent = self->lent_.lock();
+                    if (!lent || lent->st != held_lock::status::lost) return;
+                    self->move_on_timer_.emplace(s->strand());
+                    self->move_on_timer_->expires_at(self->node()->handover_at);
+                    self->move_on_timer_->async_wait(
+                        [q = self->weak_from_this(), l = std::weak_ptr<held_lock>(lent)](error_code ec) {
+                            auto self = q.lock();
+                            if (!self || ec || self->lent_.lock() != l.lock() || !l.lock())
+                                return; // (released meanwhile: passed on then)
+                            self->lent_.reset();
+                            self->pass_on();
+                        });
+                })),
+            s->executor()));
+    }
+
+    /// The lent grant's release, held back while the node was suspended (or its holder's time
+    /// to stop, passed), handed to the machine now that the node is held again.
+    void pass_on() {
+        auto s = s_.lock();
+        const auto* n = node();
+        const bool node_ok = n && n->st == held_lock::status::held && !n->revoke_requested;
+        perform(m_.local_release(true, node_ok, s && s->state() == session_state::connected));
     }
 
     /// The node is lost while the session lives on. The local waiters must not wait for the
@@ -315,6 +377,7 @@ private:
     guard node_; // with phase held: the queue's node (its own state: watch, loss)
     held_lock* node() const { return node_.state().get(); }
     std::weak_ptr<held_lock> lent_;           // the grant out now, if any
+    bool held_back_ = false;                  // the lent grant was released while the node was suspended
     std::optional<boot_timer> move_on_timer_; // after a loss by policy: see after_node_lost
     bool listening_ = false;
     std::uint64_t listener_id_ = 0;

@@ -192,13 +192,18 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
             std::erase_if(table->entries, [](const auto& kv) {
                 auto h = kv.second.held.lock();
                 return !kv.second.acquiring && kv.second.waiters.empty() && kv.second.leaving.empty() &&
-                       (!h || h->st != held_lock::status::held);
+                       (!h || (h->st != held_lock::status::held && h->st != held_lock::status::suspended));
             });
         auto key = std::make_pair(req.path, owner);
         auto& e = table->entries[key];
         if (auto h = e.held.lock(); h && h->st == held_lock::status::held) {
             ++h->holds; // nested: no request to ZooKeeper
             return p.complete({}, guard(std::move(h)));
+        } else if (h && h->st == held_lock::status::suspended) {
+            // The owner's hold is suspended (its lease lapsed, its node kept): a nested acquire is
+            // not granted (the owner was told its lock is lost), and a new node would queue behind
+            // the owner's own. It fails with the loss; after a regain, nested acquires work again.
+            return p.complete(h->reason(), guard{});
         }
         if (t->cancelled) return p.complete(asio::error::operation_aborted, guard{});
         // A deadline already past is one try, as for the mutex: errc::acquire_timeout if taken.

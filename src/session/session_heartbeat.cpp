@@ -24,7 +24,7 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
     ++lease_fractions_[fraction];
     lease_->set_watch_fraction(lease_fractions_.begin()->first);
     const auto id = next_id_++;
-    held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone)});
+    held_.emplace(id, held_node{fraction, std::move(node), std::move(on_gone), nullptr, false});
     // The first lock: heartbeats from now on, the first one when a steady one would be due (at
     // once if that has passed): its reply then comes while the lease still runs whenever the
     // steady state's would (session_lease::first_heartbeat_at).

@@ -299,9 +299,11 @@ TEST_F(Handoff, ALostGrantThatIsNeverReleasedDoesNotHoldUpTheQueue) {
 }
 
 TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
-    // A grant lost by its lease while the session survives: the node stays until the
-    // holder can have stopped (the handover time, as for any lock lost by its lease), then the
-    // local waiter is served by a fresh node, though the holder never releases.
+    // A grant lost by its lease while the session survives: the holder is told, and the local
+    // waiter is served no sooner than the holder can have stopped (the handover time, as for any
+    // lock lost by its lease), though the holder never releases. The queue's node was suspended
+    // with the lease and is regained (the session survived): the waiter's grant is the next one
+    // under the same node, with a larger token.
     using clk = std::chrono::steady_clock;
     const auto T = 2000ms;
     const double f = zklock::loss_policy::default_lease_fraction;
@@ -348,11 +350,52 @@ TEST_F(Handoff, AGrantLostByItsLeaseHoldsUpTheQueueOnlyUntilTheHandover) {
         EXPECT_GT(hold, hold_back / 2)
             << "the handover is not held back the margin past the lease's deadline";
         EXPECT_EQ(a->state(), zklock::session_state::connected) << "the session survived";
-        EXPECT_NE(w->guard.node_path(), g1.node_path());
+        EXPECT_EQ(w->guard.node_path(), g1.node_path()) << "the queue's node was not regained";
         EXPECT_GT(w->guard.fencing_token(), g1.fencing_token());
+        EXPECT_GE(a->statistics().locks_regained, 1u);
         co_await g1.async_release(use_awaitable);
         co_await w->guard.async_release(use_awaitable);
         co_await a->async_close(use_awaitable);
+    });
+}
+
+TEST_F(Handoff, AGrantReleasedWhileTheQueuesNodeIsSuspendedIsPassedOnAtTheRegain) {
+    // The queue's node is suspended with the session's lease (a cut link); the holder of the lent
+    // grant is told and releases at once. The local waiter waits through the suspension and is
+    // granted under the same node once it is regained; another session's waiter is not granted.
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = lock_path();
+        auto o = through(proxy);
+        o.session_timeout = 6000ms;
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex m(*a, path, handoff(100)), mb(*b, path);
+        auto g1 = co_await m.async_acquire(use_awaitable);
+        const auto node = g1.node_path();
+        const auto token = g1.fencing_token();
+        auto w = in_background([&](auto h) { m.async_acquire_for(30s, h); });
+        auto other = in_background([&](auto h) { mb.async_acquire_for(30s, h); });
+        co_await wait_for_children(*b, path, 2);
+        bool told = false;
+        g1.async_wait_lost([&](zklock::error_code ec) { told = ec == errc::lease_expired; });
+        proxy.blackhole(true);
+        co_await eventually([&] { return told; }, 10000ms);
+        CO_REQUIRE(told);
+        co_await g1.async_release(use_awaitable); // the holder stops at once
+        co_await sleep_for(200ms);
+        EXPECT_FALSE(w->done) << "granted under a suspended node";
+        proxy.blackhole(false);
+        co_await eventually([&] { return w->done; }, 10000ms);
+        CO_REQUIRE(w->granted());
+        EXPECT_EQ(w->guard.node_path(), node);
+        EXPECT_GT(w->guard.fencing_token(), token);
+        EXPECT_FALSE(w->guard.is_lost());
+        EXPECT_FALSE(other->done) << "another session was granted a lock whose node was regained";
+        co_await w->guard.async_release(use_awaitable);
+        co_await eventually([&] { return other->done; }, 10000ms);
+        CO_REQUIRE(other->granted());
+        co_await other->guard.async_release(use_awaitable);
     });
 }
 

@@ -4,6 +4,7 @@
 // is broken while suspended; and the release of a suspended lock.
 #include <zklock/inspect.hpp>
 #include <zklock/mutex.hpp>
+#include <zklock/reentrant_mutex.hpp>
 
 #include "common.hpp"
 #include "ensemble.hpp"
@@ -249,6 +250,12 @@ TEST_F(Regain, ASuspendedLockIsRegainedAfterABriefCutAndItsReleaseDeletesTheNode
         proxy.blackhole(true);
         co_await eventually([&] { return v->told; }, 10000ms);
         CO_REQUIRE(v->told && v->suspended_when_told);
+        {
+            // while suspended, a guarded write fails before anything is sent
+            auto [cec, cres] = co_await g.async_commit(zklock::transaction{}.check(path, -1),
+                                                       boost::asio::as_tuple(use_awaitable));
+            EXPECT_EQ(cec, errc::lock_lost) << cec.message();
+        }
         proxy.blackhole(false);
         co_await eventually([&] { return v->decided; }, 10000ms);
         CO_REQUIRE(v->decided);
@@ -279,5 +286,37 @@ TEST_F(Regain, ASuspendedLockIsRegainedAfterABriefCutAndItsReleaseDeletesTheNode
         CO_REQUIRE(waiter->granted());
         EXPECT_LT(secs(waiter->at - healed_at), 2.0) << "the suspended node was not deleted at the release";
         co_await waiter->guard.async_release(use_awaitable);
+    });
+}
+
+// A reentrant owner whose hold is suspended: a nested acquire fails with the loss at once (no
+// node of its own behind its own); after the regain, nested acquires share the node again.
+TEST_F(Regain, ANestedAcquireOfASuspendedReentrantHoldFailsAndWorksAgainAfterTheRegain) {
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto oa = through(proxy);
+        oa.session_timeout = 6000ms;
+        auto a = co_await connect_session(oa);
+        const auto path = lock_path("regain-reentrant");
+        zklock::reentrant_mutex m(*a, path);
+        constexpr std::uint64_t owner = 7;
+        auto outer = co_await m.async_acquire(owner, use_awaitable);
+        const auto token = outer.fencing_token();
+        auto v = watch_verdict(outer);
+        proxy.blackhole(true);
+        co_await eventually([&] { return v->told; }, 10000ms);
+        CO_REQUIRE(v->told && outer.is_suspended());
+        auto [ec, nested] = co_await m.async_acquire(owner, boost::asio::as_tuple(use_awaitable));
+        EXPECT_EQ(ec, errc::lease_expired) << ec.message();
+        EXPECT_FALSE(nested.owns_lock());
+        proxy.blackhole(false);
+        co_await eventually([&] { return v->decided; }, 10000ms);
+        CO_REQUIRE(v->decided);
+        EXPECT_FALSE(v->verdict_ec) << v->verdict_ec.message();
+        auto again = co_await m.async_acquire(owner, use_awaitable);
+        EXPECT_EQ(again.fencing_token(), token);
+        EXPECT_EQ(again.node_path(), outer.node_path());
+        co_await again.async_release(use_awaitable);
+        co_await outer.async_release(use_awaitable);
     });
 }
