@@ -236,7 +236,7 @@ public:
     /// \errors The final loss reason (above); errc::lock_released if the lock was released
     /// first; errc::not_held for an empty guard; asio::error::operation_aborted.
     /// \lifetimes As async_wait_lost.
-    /// 	hreadsafety Distinct objects: safe. Shared object: unsafe.
+    /// \threadsafety Distinct objects: safe. Shared object: unsafe.
     template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(error_code)) CompletionToken = default_completion_token>
     auto async_wait_verdict(CompletionToken&& token = default_completion_token{}) {
         return asio::async_initiate<CompletionToken, void(error_code)>(

@@ -76,15 +76,18 @@ public:
     ///
     /// Suspension and regain (on by default, see with_regain_window): a lapse first *suspends*
     /// the lock. The holder is told exactly as above (is_lost() true, the loss signal, loss
-    /// waiters and bound operations with errc::lease_expired), but the node is kept. The session
-    /// then commits a check of the node (a write: only a leader with a quorum answers it) and
-    /// reads it back; if the node is still the one this session created (its czxid and its
-    /// owner), it existed without a gap from its create to that commit, so nobody else can have
-    /// been granted the lock, and the lock is *regained*: is_lost() turns false again, with the
-    /// same fencing token (guard::async_wait_verdict). The node gone, the session expired or
-    /// closed, or the regain window passed: the loss is final and the node is deleted as before.
-    /// So a leader failover that the session survives, however long its election, takes no lock
-    /// away for good (docs/lease.md, "Suspended, then regained or lost").
+    /// waiters and bound operations with errc::lease_expired), but the node is kept. The session's
+    /// heartbeats go on (writes: only a leader with a quorum answers them); after one sent since
+    /// the suspension is answered and the lease is valid again, the lock reads its node back. If
+    /// the node is still the one this session created (its czxid and its owner), it existed
+    /// without a gap from its create to the state that read saw, so nobody can have been granted
+    /// the lock by then (an operator's break after that state is covered only by fencing, as
+    /// during any hold), and the lock is *regained*: is_lost() turns false again, with the same
+    /// fencing token (guard::async_wait_verdict). The node gone, the session expired or closed,
+    /// or the regain window passed: the loss is final and the node is deleted as before. So a
+    /// leader failover that the session survives, and after which its lease is valid again
+    /// within the window, takes no lock away for good (docs/lease.md, "Suspended, then regained
+    /// or lost").
     static constexpr loss_policy lease(double fraction = default_lease_fraction) noexcept {
         return loss_policy(kind::lease, fraction);
     }

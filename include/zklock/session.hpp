@@ -153,7 +153,8 @@ struct session_statistics {
     /// excludes unless session_options::lease_timeout_cap is set.
     std::uint64_t timeout_changes = 0;
     /// Held locks suspended by a lapse of their lease (loss_policy::lease, "Suspension and
-    /// regain"), regained after one, and lost for good after one.
+    /// regain"), regained after one, and lost for good after one (the rest were released while
+    /// suspended, or are suspended now).
     std::uint64_t locks_suspended = 0, locks_regained = 0, suspensions_lost = 0;
     /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {

@@ -53,9 +53,12 @@ void held_lock::park(wait_kind which, pending<void(error_code)> h, std::uint64_t
 void held_lock::end_waits(error_code why, bool fire, bool keep_verdicts, std::optional<error_code> verdict) {
     if (!waiters_) return;
     auto w = std::move(waiters_); // (a handler that parks again makes a new set: it completes at once)
-    if (keep_verdicts && !w->verdict.empty()) {
-        // A suspension: the verdict waiters wait on (a new set, as above, holds them).
-        wait_state().verdict = std::move(w->verdict);
+    if (keep_verdicts) {
+        // A suspension: the verdict waiters wait on (a new set, as above, holds them, and the
+        // cancellations that came before their waiters were parked).
+        auto& kept = wait_state();
+        kept.verdict = std::move(w->verdict);
+        kept.cancelled_early = std::move(w->cancelled_early);
         w->verdict.clear();
     }
     w->cancelled_early.clear();
@@ -68,7 +71,9 @@ void held_lock::end_waits(error_code why, bool fire, bool keep_verdicts, std::op
 }
 
 void held_lock::wait_verdict(pending<void(error_code)> h, std::uint64_t id) {
-    if (st == status::held) return h.complete({});
+    // Held, and not known lost (a lapse the lease timer has not reported yet, or a loss whose
+    // cause is being found, is no verdict: it waits for the suspension's end or the loss).
+    if (st == status::held && !is_lost_now()) return h.complete({});
     if (st == status::lost) return h.complete(reason());
     if (st == status::released) return h.complete(errc::lock_released);
     park(wait_kind::verdict, std::move(h), id);
@@ -106,10 +111,12 @@ bool held_lock::is_lost_now() const noexcept {
     if (lost.load(std::memory_order_acquire)) return true;
     if (finding_cause.load(std::memory_order_acquire)) return true;
     if (policy.type() != loss_policy::kind::lease) return false; // (fixed by start(), before the grant)
-    if (lease_seen_lapsed.load(std::memory_order_acquire)) return true;
-    if (!session->lease_lapsed_since(lease_since.load(std::memory_order_acquire), policy.lease_fraction()))
-        return false;
-    lease_seen_lapsed.store(true, std::memory_order_release);
+    // (the lapse seen sticks for this hold, keyed by its start: a regain starts a new one, and a
+    // reader that decided on the old one and stores late cannot mark the new one lapsed)
+    const lease_ns since = lease_since.load(std::memory_order_acquire);
+    if (lease_seen_lapsed.load(std::memory_order_acquire) == since) return true;
+    if (!session->lease_lapsed_since(since, policy.lease_fraction())) return false;
+    lease_seen_lapsed.store(since, std::memory_order_release);
     return true;
 }
 
@@ -187,6 +194,7 @@ void held_lock::suspend(error_code why) {
     susp->delete_at = handover_time();
     handover_at = susp->delete_at;
     delete_deferred = true; // a release while suspended deletes the node at once
+    was_suspended = true;
     suspended_now.store(true, std::memory_order_release);
     lost.store(true, std::memory_order_release);
     session->n_suspended.fetch_add(1, std::memory_order_relaxed);
@@ -250,7 +258,6 @@ void held_lock::drop_suspension() {
 void held_lock::regain() {
     // Back under the lease, from now: gaps before now (the suspension's own) are not this hold's.
     lease_since.store(lease_clock::now(), std::memory_order_release);
-    lease_seen_lapsed.store(false, std::memory_order_release);
     if (lease_registered) session->lease_resume(lease_id);
     drop_suspension();
     delete_deferred = false;
@@ -281,7 +288,9 @@ void held_lock::delete_lost_node() {
     delete_deferred = false;
     if (handover_timer) handover_timer->cancel();
     if (handover_fallback) handover_fallback->cancel();
-    session->delete_in_background(node, std::nullopt, fixed_name ? czxid : 0);
+    // (after a suspension, only our own incarnation: the heartbeat's check passes on a node of
+    // the same name that someone made after a break)
+    session->delete_in_background(node, std::nullopt, fixed_name || was_suspended ? czxid : 0);
 }
 
 void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
@@ -359,7 +368,8 @@ void held_lock::on_session_event(session_event e) {
         break;
     case session_event::lease_check:
         if (policy.type() == loss_policy::kind::lease &&
-            (lease_seen_lapsed.load(std::memory_order_acquire) ||
+            (lease_seen_lapsed.load(std::memory_order_acquire) ==
+                 lease_since.load(std::memory_order_acquire) ||
              session->lease_lapsed_since(lease_since.load(std::memory_order_acquire),
                                          policy.lease_fraction())))
             lose_after_finding_the_cause(errc::lease_expired, true);

@@ -260,6 +260,11 @@ private:
                             if (!self || ec || self->lent_.lock() != l.lock() || !l.lock())
                                 return; // (released meanwhile: passed on then)
                             self->lent_.reset();
+                            // (suspended again meanwhile: at that verdict)
+                            if (const auto* n = self->node(); n && n->st == held_lock::status::suspended) {
+                                self->held_back_ = true;
+                                return;
+                            }
                             self->pass_on();
                         });
                 })),

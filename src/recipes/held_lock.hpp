@@ -178,7 +178,8 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     std::uint64_t lease_id = 0;                 // strand: session_impl::lease_register's
     // lease_clock: when start() (or a regain) found the lease valid (any thread reads it)
     std::atomic<lease_ns> lease_since{0};
-    mutable std::atomic<bool> lease_seen_lapsed{false};
+    /// The lease_since of the hold whose lapse is_lost_now() saw (-1: none yet).
+    mutable std::atomic<lease_ns> lease_seen_lapsed{-1};
     std::atomic<bool> finding_cause{false}; // lose_after_finding_the_cause is under way
     error_code tentative_reason;            // written on the strand before finding_cause is set
     // (The timers of a loss are made when it happens, not held in place: a held lock that is
@@ -217,6 +218,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// node: it moves on at the handover time, as before suspensions existed).
     bool may_regain = true;
     std::atomic<bool> suspended_now{false};
+    bool was_suspended = false; // strand: a later delete checks the incarnation (czxid)
 };
 
 /// Deletes the node `g` owns, then runs `then()` on the session's strand (for a waiter that must

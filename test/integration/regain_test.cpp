@@ -13,6 +13,7 @@
 #include <boost/asio/as_tuple.hpp>
 
 #include <cstdlib>
+#include <thread>
 
 using namespace zt;
 using zklock::errc;
@@ -318,5 +319,46 @@ TEST_F(Regain, ANestedAcquireOfASuspendedReentrantHoldFailsAndWorksAgainAfterThe
         EXPECT_EQ(again.node_path(), outer.node_path());
         co_await again.async_release(use_awaitable);
         co_await outer.async_release(use_awaitable);
+    });
+}
+
+// is_lost() can turn true before the loss is reported (the lease's deadline passed while the
+// io_context was busy): a verdict asked for then is no "held" answer; it waits for the
+// suspension's end, and its success comes with is_lost() false.
+TEST_F(Regain, AVerdictAskedBeforeTheLapseIsReportedWaitsForTheSuspensionsEnd) {
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto oa = through(proxy);
+        oa.session_timeout = 6000ms;
+        auto a = co_await connect_session(oa);
+        const auto path = lock_path("regain-early-verdict");
+        zklock::mutex m(*a, path);
+        auto g = co_await m.async_acquire(use_awaitable);
+        // (the lease's steady state: a few heartbeats after the grant's renewal)
+        const auto n = a->statistics().heartbeats;
+        co_await eventually([&] { return a->statistics().heartbeats >= n + 5; }, 10000ms);
+        proxy.blackhole(true);
+        // the io_context's only thread is busy past the lease's deadline (in the steady state at
+        // most f T + T/10 = 2.4 s after the cut) and short of the session's expiry (6 s)
+        std::this_thread::sleep_for(3500ms);
+        CO_REQUIRE(g.is_lost()); // (on the clock; nothing reported yet)
+        bool decided = false, lost_at_verdict = true;
+        zklock::error_code verdict;
+        g.async_wait_verdict([&](zklock::error_code ec) {
+            verdict = ec;
+            lost_at_verdict = g.is_lost();
+            decided = true;
+        });
+        // (a lapse seen this late may be past the earliest expiry: the loss then waits up to T/10
+        // for its cause, and only then suspends)
+        co_await eventually([&] { return g.is_suspended(); }, 3000ms);
+        EXPECT_TRUE(g.is_suspended());
+        EXPECT_FALSE(decided) << "a verdict while the lock was lost and cut off: " << verdict.message();
+        proxy.blackhole(false);
+        co_await eventually([&] { return decided; }, 10000ms);
+        CO_REQUIRE(decided);
+        EXPECT_FALSE(verdict) << verdict.message();
+        EXPECT_FALSE(lost_at_verdict) << "the verdict said held while is_lost() was true";
+        co_await g.async_release(use_awaitable);
     });
 }
