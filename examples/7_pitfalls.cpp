@@ -4,6 +4,8 @@
 //   zklock_pitfalls [connect-string]      (default: $ZK_CONNECT or 127.0.0.1:2181)
 #include <zklock.hpp>
 
+#include <tuple>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -55,10 +57,18 @@ asio::awaitable<void> lead_until_stopped(zklock::session& zk, std::string path, 
             continue;
         }
         ++*terms; // leading: start the leader's work here, with lead.fencing_token()
-        auto [lost] = co_await lead.async_wait_lost(asio::as_tuple(asio::use_awaitable));
-        // stop the leader's work first (lost: the node is gone, or the lease lapsed), then
+        zklock::error_code lost;
+        for (;;) {
+            std::tie(lost) = co_await lead.async_wait_lost(asio::as_tuple(asio::use_awaitable));
+            // stop the leader's work first (lost: the node is gone, or the lease lapsed)
+            if (lost == asio::error::operation_aborted) break; // stopped while leading
+            auto [verdict] = co_await lead.async_wait_verdict(asio::as_tuple(asio::use_awaitable));
+            if (verdict) break; // lost for good
+            // regained (a failover the session survived): the same term, the same fencing
+            // token; start the leader's work again
+        }
         co_await lead.async_resign(asio::as_tuple(asio::use_awaitable));
-        if (lost == asio::error::operation_aborted) co_return; // stopped while leading
+        if (lost == asio::error::operation_aborted) co_return; // stopped
     }
 }
 

@@ -153,9 +153,12 @@ struct session_statistics {
     /// excludes unless session_options::lease_timeout_cap is set.
     std::uint64_t timeout_changes = 0;
     /// Held locks suspended by a lapse of their lease (loss_policy::lease, "Suspension and
-    /// regain"), regained after one, and lost for good after one (the rest were released while
-    /// suspended, or are suspended now).
-    std::uint64_t locks_suspended = 0, locks_regained = 0, suspensions_lost = 0;
+    /// regain"): regained, lost for good, released while suspended, or suspended now.
+    std::uint64_t locks_suspended = 0;
+    /// Suspended locks regained (guard::async_wait_verdict completed with success).
+    std::uint64_t locks_regained = 0;
+    /// Suspended locks lost for good (their node gone, the session ended, the window passed).
+    std::uint64_t suspensions_lost = 0;
     /// The lock recipes' requests (heartbeats and touches not included).
     std::uint64_t requests() const noexcept {
         return creates + deletes + get_children + get_data + exists + set_data + watch_removals +

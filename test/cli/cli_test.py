@@ -514,22 +514,32 @@ class CliTest(unittest.TestCase):
         # once took longer than the next leader's start and the first one's resignation) rightly
         # prints only the leader it finds.
         watch = self.spawn("leader", "--watch", self.path)
-        first_line = b""
-        deadline = time.time() + 15
-        while not first_line.endswith(b"\n") and time.time() < deadline:
-            ready, _, _ = select.select([watch.stdout], [], [], max(0.0, deadline - time.time()))
-            if not ready:
-                break
-            chunk = os.read(watch.stdout.fileno(), 4096)  # (raw: nothing left in Python's buffer)
-            if not chunk:
-                break
-            first_line += chunk
-        self.assertEqual(first_line, b"primary-a:8080\n", "the watcher's first line")
+        seen = b""
+
+        def watched_through(line):
+            # reads the watcher's output until `line` (raw: nothing left in Python's buffer);
+            # each change is made only after the watcher printed the one before: a value set
+            # while the watcher is still reading the new leader (seen under CI's load) is the
+            # one it prints, and the test would ask for a change nobody could see
+            nonlocal seen
+            deadline = time.time() + 15
+            while line not in seen.split(b"\n")[:-1] and time.time() < deadline:
+                ready, _, _ = select.select([watch.stdout], [], [], max(0.0, deadline - time.time()))
+                if not ready:
+                    break
+                chunk = os.read(watch.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                seen += chunk
+
+        watched_through(b"primary-a:8080")
+        self.assertEqual(seen, b"primary-a:8080\n", "the watcher's first line")
         second = self.spawn("run", "--data", "primary-b:8080", self.path, "--", "sleep", "30")
         self.wait_children(2)
         first.send_signal(signal.SIGTERM)  # the leader resigns: the next one leads
         first.wait(timeout=15)
         self.wait_children(1)
+        watched_through(b"primary-b:8080")
         self.zk.set(self.path + "/" + self.children()[0], b"primary-b:9090")  # a new value
         time.sleep(0.5)
         second.send_signal(signal.SIGTERM)
@@ -540,7 +550,7 @@ class CliTest(unittest.TestCase):
         watch.send_signal(signal.SIGINT)
         out, _ = watch.communicate(timeout=15)
         self.assertEqual(watch.returncode, 0)
-        self.assertEqual(["primary-a:8080"] + out.splitlines(),
+        self.assertEqual((seen.decode() + out).splitlines(),
                          ["primary-a:8080", "primary-b:8080", "primary-b:9090", "(no leader)"])
         r = zklock("leader", "no-slash")
         self.assertEqual(r.returncode, EX_USAGE)
