@@ -145,8 +145,7 @@ void held_lock::lose_by_policy(error_code why) {
     if (st != status::held) return;
     // A lapsed lease whose policy may regain: suspended, the node kept (a hand-off grant's node
     // is its queue's, which decides for it).
-    if (why == errc::lease_expired && policy.regain_window().count() > 0 && !hook && may_regain)
-        return suspend(why);
+    if (why == errc::lease_expired && policy.regain_window().count() > 0 && !hook) return suspend(why);
     lose(why);
     // The holder has only just been told. If the session survives, the node must not linger,
     // but it must not go before the holder can have stopped either: it stays until the release

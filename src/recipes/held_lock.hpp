@@ -95,7 +95,8 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// `verdict` (`why` if not given), unless `keep_verdicts` (a suspension).
     void end_waits(error_code why, bool fire, bool keep_verdicts = false,
                    std::optional<error_code> verdict = std::nullopt);
-    /// Verdict waiters (strand): {} at once while held, the reason once lost for good.
+    /// Verdict waiters (strand): {} at once while held and not known lost, the reason once lost
+    /// for good; parked while suspended (or lost by the clock but not yet reported).
     void wait_verdict(pending<void(error_code)> h, std::uint64_t id = 0);
     /// Arms a data watch on the node itself, once (strand).
     void arm_watch();
@@ -208,15 +209,12 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     // -- a suspension (status::suspended); made when it happens, as the loss timers
     struct suspension {
         suspension(std::int64_t czxid, std::int64_t sid) : fsm(czxid, sid) {}
-        regain_fsm fsm;                     // the check and its read (session/regain_fsm.hpp)
+        regain_fsm fsm;                     // the read after a heartbeat (session/regain_fsm.hpp)
         lease_ns since = 0;                 // lease_clock: when the lease was found lapsed
         lease_ns delete_at = 0;             // the handover time lose_by_policy would have used
         std::unique_ptr<boot_timer> window; // the regain window's end
     };
     std::unique_ptr<suspension> susp; // strand
-    /// False for a node whose owner decides on a loss itself (the in-process hand-off's queue
-    /// node: it moves on at the handover time, as before suspensions existed).
-    bool may_regain = true;
     std::atomic<bool> suspended_now{false};
     bool was_suspended = false; // strand: a later delete checks the incarnation (czxid)
 };
