@@ -307,7 +307,7 @@ private:
             [](auto handler, std::shared_ptr<detail::session_impl> s, std::string path, election_options o,
                std::string v, detail::deadline_spec d, bool try_only) {
                 detail::start_campaign(
-                    s, std::move(path), o, std::move(v), d.resolve(), try_only,
+                    s, std::move(path), o, std::move(v), d.resolve(detail::steady_now_of(s.get())), try_only,
                     asio::any_completion_handler<void(error_code, leadership)>(std::move(handler)));
             },
             token, session_, path_, opts_, std::move(value), deadline, try_only);

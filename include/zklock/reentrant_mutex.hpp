@@ -164,7 +164,8 @@ private:
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, detail::acquire_request req,
                std::uint64_t o, detail::deadline_spec d) {
-                req.deadline = d.resolve(); // the clock starts with the operation
+                req.deadline =
+                    d.resolve(detail::steady_now_of(s.get())); // the clock starts with the operation
                 detail::start_reentrant_acquire(
                     s, std::move(req), o,
                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)));

@@ -162,7 +162,8 @@ private:
         return asio::async_initiate<CompletionToken, void(error_code, guard)>(
             [](auto handler, std::shared_ptr<detail::session_impl> s, std::string p, int n, std::string d,
                detail::deadline_spec dl, acl a, bool t) {
-                detail::start_lease(s, std::move(p), n, std::move(d), dl.resolve(), // (the clock starts now)
+                detail::start_lease(s, std::move(p), n, std::move(d),
+                                    dl.resolve(detail::steady_now_of(s.get())), // (the clock starts now)
                                     asio::any_completion_handler<void(error_code, guard)>(std::move(handler)),
                                     std::move(a), t);
             },

@@ -27,7 +27,8 @@ namespace asio = boost::asio;
 
 namespace detail {
 class session_impl;
-}
+class platform;
+} // namespace detail
 
 /// Where a session stands. Observable with session::state() and session::async_wait_state().
 enum class session_state {
@@ -198,6 +199,10 @@ public:
     ///
     /// Does not connect; call async_connect. Throws nothing (bad options fail async_connect).
     session(executor_type ex, session_options opts);
+    /// Makes a session on `ex` with `opts` that takes its clocks, timers and randomness from
+    /// `plat` (the platform seam, src/session/platform.hpp) instead of the machine's: for tests
+    /// of zklock that move a clock. Null: the machine's, as the constructor above.
+    session(executor_type ex, session_options opts, std::shared_ptr<detail::platform> plat);
     /// Closes the session without waiting (see the class description); prefer async_close.
     ~session();
     /// Not copyable.

@@ -29,7 +29,7 @@ void note_reply(c_op* op, int rc) {
     if (!is_server_reply(rc)) return;
     zk_handle* h = op->owner;
     const bool commit = proves_commit(op->renews, rc);
-    if (h->lease->on_reply(op->sent, commit, lease_clock::now())) // (every reply's time: rule (b))
+    if (h->lease->on_reply(op->sent, commit, h->plat->boot_now())) // (every reply's time: rule (b))
         h->to_strand([w = h->session] {
             if (auto s = w.lock()) s->check_lease();
         });
@@ -138,7 +138,7 @@ void global_watcher(zhandle_t* zh, int type, int state, const char*, void* ctx) 
     auto* h = static_cast<zk_handle*>(ctx);
     // (At once, inside zookeeper_process: the replies that follow are this connection's.)
     if (state == ZOO_CONNECTED_STATE)
-        h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000, lease_clock::now());
+        h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000, h->plat->boot_now());
     h->to_strand([w = h->session, gen = h->generation, state] {
         if (auto s = w.lock()) s->on_session_event(gen, state);
     });

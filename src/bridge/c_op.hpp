@@ -33,7 +33,7 @@ struct c_op {
     std::atomic<int> remaining{1};        // C completions still to come (2 for create_and_list)
     bool pipelined = false;               // create_and_list: the listing's code goes to res.list_rc
     vouch renews = vouch::touch;          // what a successful reply proves (the lease: see proves_commit)
-    lease_ns sent = 0;                    // when the request was handed to the C client (lease_clock)
+    lease_ns sent = 0;                    // when the request was handed to the C client (the lease clock)
     bool heartbeat = false;               // a lease heartbeat (not counted by zk_handle::write_in_flight)
     std::unique_ptr<multi_buffers> multi; // multi: what the C client writes the results into
 };

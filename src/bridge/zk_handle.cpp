@@ -157,9 +157,9 @@ struct longest_call_report {
 } // namespace
 
 zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> st, std::uint64_t gen,
-                     std::shared_ptr<session_lease> l)
-    : session(std::move(s)), strand(std::move(st)), generation(gen), lease(std::move(l)), sd_(strand),
-      timer_(strand) {}
+                     std::shared_ptr<session_lease> l, std::shared_ptr<platform> p)
+    : session(std::move(s)), strand(std::move(st)), generation(gen), lease(std::move(l)), plat(std::move(p)),
+      sd_(strand), timer_(strand) {}
 
 zk_handle::~zk_handle() { close(); }
 
@@ -221,7 +221,7 @@ int zk_handle::submit_call(c_op* op, request_call call, void* ctx) {
             if (::setsockopt(last_fd_, IPPROTO_TCP, TCP_CORK, &on, sizeof on) == 0) corked_fd_ = last_fd_;
         }
         op->owner = this;
-        if (op->sent == 0) op->sent = lease_clock::now();
+        if (op->sent == 0) op->sent = plat->boot_now();
         inflight_.insert(op);
         rc = call(ctx, zh_, op);
         if (rc != ZOK)
@@ -465,7 +465,7 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         if (!dead && fd < 0 && tv.tv_sec == 0 && tv.tv_usec == 0) tv = {0, 10'000};
         last_fd_ = fd;
         last_interest_ = dead ? 0 : interest;
-        const lease_ns t = lease_clock::now(); // (before the state is read: see saw_state)
+        const lease_ns t = plat->boot_now(); // (before the state is read: see saw_state)
         connected = zoo_state(zh_) == ZOO_CONNECTED_STATE;
         if (connected) failed_in_row_ = 0;
         lease->saw_state(t, connected);

@@ -6,19 +6,11 @@
 #include <arpa/inet.h>
 #include <charconv>
 #include <cstdio>
-#include <random>
-
-#include <unistd.h>
 
 namespace zklock::detail {
 
-const std::string& default_node_data() {
-    static const std::string data = [] {
-        char host[256] = {};
-        if (::gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-        return std::string("zklock ") + host + " pid " + std::to_string(::getpid());
-    }();
-    return data;
+std::string holder_description(std::string_view host, long pid) {
+    return "zklock " + std::string(host) + " pid " + std::to_string(pid);
 }
 
 std::optional<std::int32_t> parse_sequence(std::string_view t) noexcept {
@@ -207,13 +199,7 @@ std::optional<std::string> find_by_guid(std::span<const std::string> children, s
     return std::nullopt;
 }
 
-std::string make_guid() {
-    thread_local std::mt19937_64 rng{[] {
-        std::random_device rd;
-        std::seed_seq seq{rd(), rd(), rd(), rd()};
-        return std::mt19937_64(seq);
-    }()};
-    std::uint64_t hi = rng(), lo = rng();
+std::string format_guid(std::uint64_t hi, std::uint64_t lo) {
     hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL; // version 4
     lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL; // variant 10
     static constexpr char hex[] = "0123456789abcdef";

@@ -157,8 +157,9 @@ bool sequence_ambiguous(std::span<const std::string> children, lock_family f, lo
 /// The child whose name contains `guid` (our node after a lost create reply), if any.
 std::optional<std::string> find_by_guid(std::span<const std::string> children, std::string_view guid);
 
-/// A random RFC 4122 version-4 UUID in its 36-character form.
-std::string make_guid();
+/// An RFC 4122 version-4 UUID in its 36-character form, from 128 random bits (the version and
+/// variant bits are set over them). The bits come from the platform (session/platform.hpp).
+std::string format_guid(std::uint64_t hi, std::uint64_t lo);
 
 /// The path passed to create with ZOO_EPHEMERAL_SEQUENTIAL: "<parent>/_c_<guid>-lock-" (curator)
 /// or "<parent>/<guid without dashes>__lock__" (kazoo); for the rw family "-__READ__"/"-__WRIT__"
@@ -207,8 +208,8 @@ bool path_segment_chars_ok(std::string_view seg) noexcept;
 std::vector<std::string> ancestors(std::string_view path);
 
 /// The holder description every recipe's nodes carry by default (mutex_options::node_data
-/// empty): "zklock <hostname> pid <pid>".
-const std::string& default_node_data();
+/// empty): "zklock <hostname> pid <pid>" (platform::node_data gives this process's).
+std::string holder_description(std::string_view host, long pid);
 
 // ---- connect strings: the hosts resolved by zklock (asynchronously), not by the C client ----
 

@@ -13,7 +13,6 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace zklock::detail {
@@ -32,7 +31,7 @@ public:
     leader_op(std::shared_ptr<session_impl> s, std::string path, bool observe,
               std::optional<leader_info> last, pending<void(error_code, std::optional<leader_info>)> h)
         : s_(std::move(s)), path_(std::move(path)), observe_(observe), last_(std::move(last)),
-          handler_(std::move(h)), wake_(s_->strand()) {}
+          handler_(std::move(h)), wake_(s_->plat(), s_->strand()) {}
 
     static void start(std::shared_ptr<leader_op> op) {
         op->handler_.on_cancel(
@@ -185,7 +184,7 @@ private:
     bool observe_;
     std::optional<leader_info> last_;
     pending<void(error_code, std::optional<leader_info>)> handler_;
-    asio::steady_timer wake_;
+    timer wake_;
     std::uint64_t listener_id_ = 0;
     bool recheck_ = false;
     bool cancelled_ = false;

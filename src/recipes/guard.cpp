@@ -89,7 +89,7 @@ void held_lock::start() {
             // a heartbeat's check failed (answered on the session: it lives; the node was deleted)
             if (auto self = w.lock()) self->lose(errc::lock_node_deleted);
         });
-        lease_since.store(lease_clock::now(), std::memory_order_release);
+        lease_since.store(session->plat()->boot_now(), std::memory_order_release);
         // Granted on a reply so slow that the lease has already lapsed: not vouched for.
         if (session->lease_lapsed(policy.lease_fraction()))
             lose_after_finding_the_cause(errc::lease_expired, true);
@@ -135,8 +135,9 @@ lease_ns held_lock::handover_time() const {
     // next holder 39 ms after the signal, the node deleted at once.)
     lease_ns at = session->lease_handover_at();
     if (policy.type() == loss_policy::kind::lease)
-        at = std::max(at, lease_clock::now() + static_cast<lease_ns>(
-                                                   session_lease::guaranteed_margin(policy.lease_fraction()) *
+        at =
+            std::max(at, session->plat()->boot_now() +
+                             static_cast<lease_ns>(session_lease::guaranteed_margin(policy.lease_fraction()) *
                                                    static_cast<double>(session->lease_view().timeout)));
     return at;
 }
@@ -158,7 +159,7 @@ void held_lock::lose_by_policy(error_code why) {
 }
 
 void held_lock::schedule_lost_node_delete() {
-    const lease_ns now = lease_clock::now();
+    const lease_ns now = session->plat()->boot_now();
     const auto at = handover_at;
     if (at <= now) return delete_lost_node();
     // (weak: a held_lock that goes away was released, and its release deleted the node)
@@ -166,16 +167,16 @@ void held_lock::schedule_lost_node_delete() {
         if (auto self = w.lock()) self->delete_lost_node();
     };
     try {
-        handover_timer = std::make_unique<boot_timer>(session->strand());
+        handover_timer = std::make_unique<timer>(session->plat(), session->strand(), timer_clock::boot);
     } catch (const std::exception&) {
         // A CLOCK_BOOTTIME timer is a descriptor; at the process's descriptor limit it cannot be
         // made (seen: 5,000 sessions in one process, the exception out of io_context::run).
         handover_timer.reset();
-        handover_fallback = std::make_unique<asio::steady_timer>(
-            session->strand(), std::chrono::nanoseconds(at - lease_clock::now()));
+        handover_fallback = std::make_unique<timer>(
+            session->plat(), session->strand(), std::chrono::nanoseconds(at - session->plat()->boot_now()));
         return handover_fallback->async_wait(then);
     }
-    handover_timer->expires_at(at);
+    handover_timer->expires_at_boot(at);
     handover_timer->async_wait(then);
 }
 
@@ -187,7 +188,7 @@ void held_lock::suspend(error_code why) {
     st = status::suspended;
     set_reason(why);
     susp = std::make_unique<suspension>(czxid, session_id);
-    susp->since = lease_clock::now();
+    susp->since = session->plat()->boot_now();
     // If the verdict is a final loss, the node goes no sooner than lose_by_policy would have
     // deleted it now: the holder's window from this signal.
     susp->delete_at = handover_time();
@@ -206,7 +207,7 @@ void held_lock::suspend(error_code why) {
         });
     end_waits(why, true, true);
     try {
-        susp->window = std::make_unique<boot_timer>(session->strand());
+        susp->window = std::make_unique<timer>(session->plat(), session->strand(), timer_clock::boot);
         susp->window->expires_after(policy.regain_window());
         susp->window->async_wait([w = weak_from_this()](error_code ec) {
             if (ec) return;
@@ -256,7 +257,7 @@ void held_lock::drop_suspension() {
 
 void held_lock::regain() {
     // Back under the lease, from now: gaps before now (the suspension's own) are not this hold's.
-    lease_since.store(lease_clock::now(), std::memory_order_release);
+    lease_since.store(session->plat()->boot_now(), std::memory_order_release);
     if (lease_registered) session->lease_resume(lease_id);
     drop_suspension();
     delete_deferred = false;
@@ -296,7 +297,8 @@ void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
     if (st != status::held) return;
     if (finding_cause.load(std::memory_order_relaxed)) return; // (one search at a time)
     // Before the earliest expiry the session is alive (the lease's premises): `why` is the cause.
-    if (policy.type() != loss_policy::kind::lease || session->lease_handover_at() > lease_clock::now())
+    if (policy.type() != loss_policy::kind::lease ||
+        session->lease_handover_at() > session->plat()->boot_now())
         return by_policy ? lose_by_policy(why) : lose(why);
     tentative_reason = why;
     finding_cause.store(true, std::memory_order_release);
@@ -321,7 +323,7 @@ void held_lock::lose_after_finding_the_cause(error_code why, bool by_policy) {
         // else: connection trouble; the session event or the bound decides
     }));
     try {
-        cause_timer = std::make_unique<boot_timer>(session->strand());
+        cause_timer = std::make_unique<timer>(session->plat(), session->strand(), timer_clock::boot);
     } catch (const std::exception&) { // (no descriptor left for its bound: decide now)
         cause_timer.reset();
         return decide(false);

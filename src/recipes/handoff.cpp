@@ -18,7 +18,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -64,9 +63,9 @@ public:
         w.revocable = req.revocable;
         w.loss = req.loss;
         w.h.emplace(std::move(h));
-        const bool past = req.deadline && std::chrono::steady_clock::now() >= *req.deadline;
+        const bool past = req.deadline && s->plat()->steady_now() >= *req.deadline;
         if (req.deadline && !past) {
-            w.timer = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
+            w.timer = std::make_unique<detail::timer>(s->plat(), s->strand(), *req.deadline);
             w.timer->async_wait([q = weak_from_this(), id](error_code ec) {
                 if (ec) return; // cancelled: the waiter left some other way
                 if (auto self = q.lock()) self->leave(id, handoff_reason::timed_out);
@@ -120,7 +119,7 @@ public:
 private:
     struct waiter {
         std::optional<pending<void(error_code, guard)>> h;
-        std::unique_ptr<asio::steady_timer> timer;
+        std::unique_ptr<detail::timer> timer;
         bool revocable = false;
         std::optional<loss_policy> loss;
     };
@@ -252,8 +251,8 @@ private:
                     // queue whose node was lost would move on then).
                     auto lent = self->lent_.lock();
                     if (!lent || lent->st != held_lock::status::lost) return;
-                    self->move_on_timer_.emplace(s->strand());
-                    self->move_on_timer_->expires_at(self->node()->handover_at);
+                    self->move_on_timer_.emplace(s->plat(), s->strand(), timer_clock::boot);
+                    self->move_on_timer_->expires_at_boot(self->node()->handover_at);
                     self->move_on_timer_->async_wait(
                         [q = self->weak_from_this(), l = std::weak_ptr<held_lock>(lent)](error_code ec) {
                             auto self = q.lock();
@@ -294,8 +293,8 @@ private:
             return;
         // (at once, but posted: this runs inside the node's loss, which release_node must not
         // re-enter; a node lost by policy waits for its handover, on the lease's clock)
-        move_on_timer_.emplace(s->strand());
-        move_on_timer_->expires_at(n->delete_deferred ? n->handover_at : lease_clock::now());
+        move_on_timer_.emplace(s->plat(), s->strand(), timer_clock::boot);
+        move_on_timer_->expires_at_boot(n->delete_deferred ? n->handover_at : s->plat()->boot_now());
         move_on_timer_->async_wait([q = weak_from_this(), lost](error_code ec) {
             if (auto self = q.lock(); self && !ec) self->move_on(lost);
         });
@@ -381,9 +380,9 @@ private:
     std::optional<pending<void(error_code)>> releaser_; // local_release's completion, while performed
     guard node_; // with phase held: the queue's node (its own state: watch, loss)
     held_lock* node() const { return node_.state().get(); }
-    std::weak_ptr<held_lock> lent_;           // the grant out now, if any
-    bool held_back_ = false;                  // the lent grant was released while the node was suspended
-    std::optional<boot_timer> move_on_timer_; // after a loss by policy: see after_node_lost
+    std::weak_ptr<held_lock> lent_;      // the grant out now, if any
+    bool held_back_ = false;             // the lent grant was released while the node was suspended
+    std::optional<timer> move_on_timer_; // after a loss by policy: see after_node_lost
     bool listening_ = false;
     std::uint64_t listener_id_ = 0;
 };
@@ -455,7 +454,7 @@ void start_acquire(const std::shared_ptr<session_impl>& s, acquire_request req,
     if (req.rw) return p.complete(errc::local_handoff_unsupported, guard{});
     if (req.local_handoff > max_local_grants) return p.complete(errc::invalid_local_handoff, guard{});
     if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
-    if (req.metered) s->meter_acquire(req.path, p);
+    if (req.metered) meter_acquire(*s, req.path, p);
     auto t = std::make_shared<ticket>();
     p.on_cancel([t, strand = s->strand()](asio::cancellation_type) {
         asio::post(strand, [t] {

@@ -5,6 +5,7 @@
 #include "common/pending.hpp"
 #include "session/regain_fsm.hpp"
 #include "session/session_impl.hpp"
+#include "session/timer.hpp"
 
 #include <zklock/error.hpp>
 #include <zklock/guard.hpp>
@@ -12,7 +13,6 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/cancellation_signal.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <atomic>
 #include <map>
@@ -115,7 +115,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// (session_impl::lease_handover_at), whichever comes first; the holder must have stopped by
     /// then. Not before: the next holder would get the lock while this one is only just told.
     void lose_by_policy(error_code why);
-    /// When a node lost by policy now may be deleted (lease_clock): see lose_by_policy.
+    /// When a node lost by policy now may be deleted (the lease's clock): see lose_by_policy.
     lease_ns handover_time() const;
     /// Strand: the deferred delete at handover_at (a timer, or now if that has passed).
     void schedule_lost_node_delete();
@@ -177,7 +177,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     loss_policy policy = loss_policy::lease();  // resolved by start()
     bool lease_registered = false;              // strand
     std::uint64_t lease_id = 0;                 // strand: session_impl::lease_register's
-    // lease_clock: when start() (or a regain) found the lease valid (any thread reads it)
+    // the lease's clock: when start() (or a regain) found the lease valid (any thread reads it)
     std::atomic<lease_ns> lease_since{0};
     /// The lease_since of the hold whose lapse is_lost_now() saw (-1: none yet).
     mutable std::atomic<lease_ns> lease_seen_lapsed{-1};
@@ -185,11 +185,11 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     error_code tentative_reason;            // written on the strand before finding_cause is set
     // (The timers of a loss are made when it happens, not held in place: a held lock that is
     // never lost costs their 8-byte pointers, not their 330 bytes; issue 46's 100,000 held locks.)
-    std::unique_ptr<boot_timer> cause_timer;    // strand: its bound
-    std::unique_ptr<boot_timer> handover_timer; // strand: the deferred delete (lose_by_policy)
+    std::unique_ptr<timer> cause_timer;    // strand: its bound (boot)
+    std::unique_ptr<timer> handover_timer; // strand: the deferred delete (lose_by_policy; boot)
     /// strand: the same, when no CLOCK_BOOTTIME timer could be made (no descriptor left: an Asio
     /// steady timer needs none; it can only fire late, after a suspend, keeping the node longer)
-    std::unique_ptr<asio::steady_timer> handover_fallback;
+    std::unique_ptr<timer> handover_fallback;
     bool delete_deferred = false; // strand
     lease_ns handover_at = 0;     // strand: when a node lost by policy goes (lose_by_policy)
     bool fixed_name = false;      // unique_node: the name is not ours alone; delete only our incarnation
@@ -200,7 +200,7 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     /// Records the hold's end once (strand); with a loss reason, the loss too.
     void end_hold(const error_code* loss = nullptr) {
         if (!metrics) return;
-        metrics->hold.observe(std::chrono::steady_clock::now() - granted_at);
+        metrics->hold.observe(session->plat()->steady_now() - granted_at);
         if (loss) metrics->record_loss(*loss);
         metrics = nullptr;
     }
@@ -209,10 +209,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
     // -- a suspension (status::suspended); made when it happens, as the loss timers
     struct suspension {
         suspension(std::int64_t czxid, std::int64_t sid) : fsm(czxid, sid) {}
-        regain_fsm fsm;                     // the read after a heartbeat (session/regain_fsm.hpp)
-        lease_ns since = 0;                 // lease_clock: when the lease was found lapsed
-        lease_ns delete_at = 0;             // the handover time lose_by_policy would have used
-        std::unique_ptr<boot_timer> window; // the regain window's end
+        regain_fsm fsm;                // the read after a heartbeat (session/regain_fsm.hpp)
+        lease_ns since = 0;            // the lease's clock: when the lease was found lapsed
+        lease_ns delete_at = 0;        // the handover time lose_by_policy would have used
+        std::unique_ptr<timer> window; // the regain window's end (boot)
     };
     std::unique_ptr<suspension> susp; // strand
     std::atomic<bool> suspended_now{false};
@@ -221,6 +221,10 @@ struct held_lock final : session_listener, std::enable_shared_from_this<held_loc
 
 /// Deletes the node `g` owns, then runs `then()` on the session's strand (for a waiter that must
 /// not complete before the node is gone).
+/// Counts an acquire of `path` on `s` from now to its completion (`p` completes it), by outcome;
+/// a grant's hold is then counted by its held_lock (metrics, granted_at). recipes/meter.cpp.
+void meter_acquire(session_impl& s, const std::string& path, pending<void(error_code, guard)>& p);
+
 template <class F>
 void release_then(guard g, F then) {
     auto h = g.state();

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <charconv>
 #include <type_traits>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace zklock::detail {
@@ -50,9 +49,9 @@ std::vector<contender_info> lock_nodes(const std::vector<std::string>& children,
 
 /// Fills in what each node's getData returned; drops the nodes gone meanwhile. ZOK or the first
 /// error. `max_leases`: the semaphore's N, for its leases.
+/// `now`: the platform's wall clock (a node's age from its ctime).
 int fill_in(std::vector<contender_info>& nodes, std::vector<zk_result>& results, const std::string& path,
-            std::size_t max_leases) {
-    auto now = std::chrono::system_clock::now();
+            std::size_t max_leases, std::chrono::system_clock::time_point now) {
     std::vector<contender_info> out;
     bool writer_seen = false, holder_seen = false;
     std::size_t leases_seen = 0;
@@ -71,7 +70,7 @@ int fill_in(std::vector<contender_info>& nodes, std::vector<zk_result>& results,
         }
         c.data = std::move(r.data);
         c.age = std::chrono::duration_cast<std::chrono::milliseconds>(
-            now - std::chrono::system_clock::time_point(std::chrono::milliseconds(r.stat.ctime)));
+            now - decltype(now)(std::chrono::milliseconds(r.stat.ctime)));
         c.session_id = r.stat.ephemeralOwner;
         c.czxid = r.stat.czxid;
         out.push_back(std::move(c));
@@ -120,7 +119,7 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
     // pipelined reads: ZooKeeper answers one session's requests in order
     auto remaining = std::make_shared<std::size_t>(nodes.size());
     auto results = std::make_shared<std::vector<zk_result>>(nodes.size());
-    asio::steady_timer done(s.strand(), std::chrono::steady_clock::time_point::max());
+    timer done(s.plat(), s.strand(), std::chrono::steady_clock::time_point::max());
     for (std::size_t i = 0; i < nodes.size(); ++i)
         s.get_data(path + (nodes[i].lease ? "/leases/" : "/") + nodes[i].name, 0,
                    zk_handler([results, remaining, i, &done](zk_result r) {
@@ -128,7 +127,7 @@ asio::awaitable<std::pair<int, std::vector<contender_info>>> list(session_impl& 
                        if (--*remaining == 0) done.cancel();
                    }));
     if (!nodes.empty()) co_await done.async_wait(asio::as_tuple(use_awaitable));
-    int rc = fill_in(nodes, *results, path, max_leases);
+    int rc = fill_in(nodes, *results, path, max_leases, s.plat()->wall_now());
     if (rc != ZOK) nodes.clear();
     co_return std::make_pair(rc, std::move(nodes));
 }

@@ -6,7 +6,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace zklock::detail {
@@ -23,7 +22,7 @@ inline constexpr int lease_check_denied_rc = -10'000;
 /// ZOPERATIONTIMEOUT after a pause of T/20 (not a busy loop of writes), and the caller asks
 /// again; a renewal that revived a lapsed lease is confirmed by a second one at once. Else the
 /// renewal's error (lease_check_denied_rc for ZNOAUTH). `headroom_until`
-/// (lease_clock, 0 at first) is the acquire's: from the first short lease it sees, it seeks the
+/// (the lease clock, 0 at first) is the acquire's: from the first short lease it sees, it seeks the
 /// headroom for session_lease::grant_headroom_wait x T; after that, not lapsed is enough
 /// (session_lease::too_short_for_grant, the decision the simulator runs too). A grant its
 /// lease does not vouch for is never given.
@@ -35,7 +34,7 @@ inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& 
     if (!too_short()) co_return ZOK;
     if (headroom_until == 0) {
         const auto t_ns = std::chrono::nanoseconds(s.negotiated_timeout()).count();
-        headroom_until = session_lease::grant_headroom_until(lease_clock::now(), t_ns);
+        headroom_until = session_lease::grant_headroom_until(s.plat()->boot_now(), t_ns);
     }
     auto r = co_await s.async_renew_lease(node, asio::use_awaitable);
     if (r.rc == ZNOAUTH) co_return lease_check_denied_rc;
@@ -49,7 +48,7 @@ inline asio::awaitable<int> lease_for_grant(session_impl& s, const loss_policy& 
         if (r.rc != ZOK) co_return r.rc;
         if (!too_short()) co_return ZOK;
     }
-    asio::steady_timer pause(s.strand(), s.negotiated_timeout() / 20);
+    timer pause(s.plat(), s.strand(), std::chrono::nanoseconds(s.negotiated_timeout() / 20));
     co_await pause.async_wait(asio::as_tuple(asio::use_awaitable));
     co_return ZOPERATIONTIMEOUT;
 }

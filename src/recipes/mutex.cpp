@@ -11,7 +11,6 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <unistd.h>
@@ -29,8 +28,8 @@ error_code zk_error(int rc) { return error_code(rc, zookeeper_category()); }
 class acquire_op final : public session_listener, public std::enable_shared_from_this<acquire_op> {
 public:
     acquire_op(std::shared_ptr<session_impl> s, acquire_request r, pending<void(error_code, guard)> h)
-        : s_(std::move(s)), req_(std::move(r)), handler_(std::move(h)), wake_(s_->strand()),
-          deadline_timer_(s_->strand()), grace_timer_(s_->strand()) {}
+        : s_(std::move(s)), req_(std::move(r)), handler_(std::move(h)), wake_(s_->plat(), s_->strand()),
+          deadline_timer_(s_->plat(), s_->strand()), grace_timer_(s_->plat(), s_->strand()) {}
 
     /// How long after its deadline (or its cancellation) an acquire whose request the server does
     /// not answer completes anyway. Its node, if the late reply shows one, goes in the background.
@@ -46,7 +45,7 @@ public:
         auto& strand = op->s_->strand();
         // A deadline that has already passed when the operation starts (async_acquire_for(0)) is
         // one try, as a try-acquire, whose "busy" is the deadline's acquire_timeout.
-        if (op->req_.deadline && *op->req_.deadline <= clock::now()) {
+        if (op->req_.deadline && *op->req_.deadline <= op->s_->plat()->steady_now()) {
             op->req_.deadline.reset();
             op->req_.try_only = true;
             op->zero_deadline_ = true;
@@ -140,7 +139,7 @@ private:
                                  guard{});
         });
     }
-    bool timed_out() const { return req_.deadline && clock::now() >= *req_.deadline; }
+    bool timed_out() const { return req_.deadline && s_->plat()->steady_now() >= *req_.deadline; }
     bool should_stop() const { return cancelled_ || fatal_ || timed_out(); }
     /// A try that found the lock taken: lock_busy, or acquire_timeout for a zero deadline.
     error_code busy_code() const {
@@ -296,8 +295,7 @@ private:
         // The node's data starts with a guid of this acquire: a create whose reply was lost is
         // recognised by it.
         const std::string guid = s.new_guid();
-        const std::string data =
-            guid + " " + (op.req_.node_data.empty() ? default_node_data() : op.req_.node_data);
+        const std::string data = guid + " " + (op.req_.node_data.empty() ? s.node_data() : op.req_.node_data);
         unique_fsm fsm(op.req_.path + "/lock", guid, op.req_.try_only);
         std::uint64_t wid = 0; // the watch of the last `read`, through `wait`
         for (auto a = fsm.start(op.should_stop());;) {
@@ -545,8 +543,7 @@ private:
         op.gen_ = s.generation();
         if (op.req_.strategy == lock_strategy::unique_node) co_return co_await run_unique(self);
         op.guid_ = guid_in_name(s.new_guid(), op.req_.dialect);
-        const auto& data =
-            op.req_.node_data.empty() && !op.req_.election ? default_node_data() : op.req_.node_data;
+        const auto& data = op.req_.node_data.empty() && !op.req_.election ? s.node_data() : op.req_.node_data;
         // The protocol is acquire_fsm's (src/protocol/acquire_fsm.hpp); this loop performs it.
         acquire_fsm fsm(
             {op.req_.path,
@@ -572,10 +569,10 @@ private:
     std::shared_ptr<session_impl> s_;
     acquire_request req_;
     pending<void(error_code, guard)> handler_;
-    asio::steady_timer wake_;
-    asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
-    bool zero_deadline_ = false;        // a deadline already past at the start: one try
-    asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
+    timer wake_;
+    timer deadline_timer_;       // fires stop_soon() at the deadline
+    bool zero_deadline_ = false; // a deadline already past at the start: one try
+    timer grace_timer_;          // completes the handler `grace` after stop_soon()
     bool grace_armed_ = false;
     std::uint64_t listener_id_ = 0;
     std::uint64_t gen_ = 0;
@@ -606,7 +603,7 @@ void start_node_acquire(const std::shared_ptr<session_impl>& s, acquire_request 
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
     if (req.loss && req.loss->validate()) return p.complete(req.loss->validate(), guard{});
     if (req.node_data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
-    if (req.metered) s->meter_acquire(req.path, p);
+    if (req.metered) meter_acquire(*s, req.path, p);
     acquire_op::start(std::make_shared<acquire_op>(s, std::move(req), std::move(p)));
 }
 

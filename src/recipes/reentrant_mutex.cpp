@@ -6,7 +6,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <map>
 
@@ -18,7 +17,7 @@ struct reentrancy_table {
     /// One acquire of the owner waiting for the node, with its own deadline (a timer) if any.
     struct waiter {
         pending<void(error_code, guard)> p;
-        std::unique_ptr<asio::steady_timer> deadline; // (destroyed with the waiter: cancelled)
+        std::unique_ptr<timer> deadline; // (destroyed with the waiter: cancelled)
     };
     struct entry {
         std::weak_ptr<held_lock> held;
@@ -172,7 +171,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
                              asio::any_completion_handler<void(error_code, guard)> handler) {
     pending<void(error_code, guard)> p(std::move(handler), s->executor());
     if (auto ec = validate_lock_path(req.path)) return p.complete(ec, guard{});
-    if (req.metered) s->meter_acquire(req.path, p);
+    if (req.metered) meter_acquire(*s, req.path, p);
     // The cancellation handler goes in now, before anything is posted, so that a cancellation
     // emitted at once is not lost; it and the code below run on the strand, in that order.
     auto t = std::make_shared<ticket>();
@@ -207,7 +206,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
         }
         if (t->cancelled) return p.complete(asio::error::operation_aborted, guard{});
         // A deadline already past is one try, as for the mutex: errc::acquire_timeout if taken.
-        const bool past = req.deadline && *req.deadline <= std::chrono::steady_clock::now();
+        const bool past = req.deadline && *req.deadline <= s->plat()->steady_now();
         const bool try_only = req.try_only || past;
         const error_code busy =
             req.try_only ? make_error_code(errc::lock_busy) : make_error_code(errc::acquire_timeout);
@@ -219,7 +218,7 @@ void start_reentrant_acquire(const std::shared_ptr<session_impl>& s, acquire_req
         t->id = id;
         auto& w = e.waiters.emplace(id, reentrancy_table::waiter{std::move(p), nullptr}).first->second;
         if (req.deadline && !past && *req.deadline != std::chrono::steady_clock::time_point::max()) {
-            w.deadline = std::make_unique<asio::steady_timer>(s->strand(), *req.deadline);
+            w.deadline = std::make_unique<timer>(s->plat(), s->strand(), *req.deadline);
             w.deadline->async_wait([wt = std::weak_ptr<reentrancy_table>(table), key, id](error_code ec) {
                 auto table = wt.lock();
                 if (!ec && table) leave(table, key, id, errc::acquire_timeout);

@@ -15,7 +15,6 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace zklock::detail {
@@ -42,8 +41,8 @@ public:
     lease_op(std::shared_ptr<session_impl> s, std::string path, int n, std::string data,
              std::optional<clock::time_point> deadline, pending<void(error_code, guard)> h)
         : s_(std::move(s)), path_(std::move(path)), n_(n), data_(std::move(data)), deadline_(deadline),
-          handler_(std::move(h)), wake_(s_->strand()), deadline_timer_(s_->strand()),
-          grace_timer_(s_->strand()) {}
+          handler_(std::move(h)), wake_(s_->plat(), s_->strand()), deadline_timer_(s_->plat(), s_->strand()),
+          grace_timer_(s_->plat(), s_->strand()) {}
 
     std::shared_ptr<const acl> node_acl_; // null: open
     bool try_only_ = false;               // async_try_acquire: errc::lock_busy instead of waiting
@@ -104,7 +103,9 @@ private:
             o->handler_.complete(o->reason(), guard{});
         });
     }
-    bool stop() const { return cancelled_ || fatal_ || (deadline_ && clock::now() >= *deadline_); }
+    bool stop() const {
+        return cancelled_ || fatal_ || (deadline_ && s_->plat()->steady_now() >= *deadline_);
+    }
     error_code reason() const {
         if (fatal_) return fatal_;
         return cancelled_ ? error_code(asio::error::operation_aborted) : error_code(errc::acquire_timeout);
@@ -410,9 +411,9 @@ private:
     std::string data_;
     std::optional<clock::time_point> deadline_;
     pending<void(error_code, guard)> handler_;
-    asio::steady_timer wake_;
-    asio::steady_timer deadline_timer_; // fires stop_soon() at the deadline
-    asio::steady_timer grace_timer_;    // completes the handler `grace` after stop_soon()
+    timer wake_;
+    timer deadline_timer_; // fires stop_soon() at the deadline
+    timer grace_timer_;    // completes the handler `grace` after stop_soon()
     bool grace_armed_ = false;
     asio::cancellation_signal inner_;
     guard internal_;
@@ -436,8 +437,8 @@ void start_lease(const std::shared_ptr<session_impl>& s, std::string path, int m
     if (auto ec = validate_lock_path(path)) return p.complete(ec, guard{});
     if (max_leases < 1) return p.complete(errc::invalid_max_leases, guard{});
     if (data.size() > max_node_data) return p.complete(errc::data_too_large, guard{});
-    if (data.empty()) data = default_node_data(); // (the mutex's: zklock list shows who holds a lease)
-    s->meter_acquire(path, p);
+    if (data.empty()) data = s->node_data(); // (the mutex's: zklock list shows who holds a lease)
+    meter_acquire(*s, path, p);
     auto op =
         std::make_shared<lease_op>(s, std::move(path), max_leases, std::move(data), deadline, std::move(p));
     if (!node_acl.is_open()) op->node_acl_ = std::make_shared<const acl>(std::move(node_acl));

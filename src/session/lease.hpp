@@ -13,29 +13,11 @@
 #include <mutex>
 #include <vector>
 
-#include <time.h>
-
 namespace zklock::detail {
 
-/// Times are lease_clock nanoseconds; 0 means "never".
+/// Times are nanoseconds of the lease's clock (platform::boot_now: CLOCK_BOOTTIME in production,
+/// which counts while the machine is suspended); 0 means "never".
 using lease_ns = std::int64_t;
-
-/// The lease's clock: CLOCK_BOOTTIME, which keeps counting while the machine is suspended (the
-/// servers' clocks do too; CLOCK_MONOTONIC, behind steady_clock, stops), plus a process-wide
-/// offset that only tests move (simulate_suspend: boot_timer.hpp).
-struct lease_clock {
-    static lease_ns raw() noexcept {
-        timespec ts{};
-        ::clock_gettime(CLOCK_BOOTTIME, &ts);
-        return static_cast<lease_ns>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-    }
-    static lease_ns now() noexcept { return raw() + offset().load(std::memory_order_relaxed); }
-    /// What tests add to CLOCK_BOOTTIME (a simulated suspend moves it forward).
-    static std::atomic<lease_ns>& offset() noexcept {
-        static std::atomic<lease_ns> o{0};
-        return o;
-    }
-};
 
 /// True when the server replied to the request: it reached a live server on this session.
 /// Connection loss, timeouts, close, expiry and the C client's own refusals are not replies.
@@ -142,7 +124,7 @@ public:
         gaps_.clear();
     }
     /// The C client's state was read as connected (`connected`) or not after a call into it;
-    /// `t` was read from lease_clock before the state. A handshake of the next connection is sent
+    /// `t` was read from the lease clock before the state. A handshake of the next connection is sent
     /// only after the C client gave up the current one, so after the last `t` seen connected.
     void saw_state(lease_ns t, bool connected) noexcept {
         if (connected) {

@@ -1,4 +1,5 @@
 #include <zklock/session.hpp>
+#include <zklock/detail/deadline.hpp>
 #include <zklock/metrics.hpp>
 
 #include "session/session_impl.hpp"
@@ -35,8 +36,17 @@ const char* to_string(session_state s) noexcept {
     return "unknown";
 }
 
+namespace detail {
+std::chrono::steady_clock::time_point steady_now_of(const session_impl* s) noexcept {
+    return (s ? s->plat() : real_platform())->steady_now();
+}
+} // namespace detail
+
 session::session(executor_type ex, session_options opts)
     : impl_(std::make_shared<detail::session_impl>(std::move(ex), std::move(opts))) {}
+
+session::session(executor_type ex, session_options opts, std::shared_ptr<detail::platform> plat)
+    : impl_(std::make_shared<detail::session_impl>(std::move(ex), std::move(opts), std::move(plat))) {}
 
 session::~session() { impl_->shutdown(); }
 

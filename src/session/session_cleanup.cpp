@@ -17,7 +17,7 @@ void session_impl::delete_in_background(std::string node, std::optional<pending<
         if (done) done->complete({}); // the server deletes the session's ephemeral nodes
         return;
     }
-    cleanup_job job(cleanup_fsm::of_node(std::move(node), owner_czxid, marked));
+    cleanup_job job(cleanup_fsm::of_node(std::move(node), owner_czxid, marked), plat_->steady_now());
     if (done) job.waiters.push_back(std::move(*done));
     cleanups_.push_back(std::move(job));
     cleanup_gauges();
@@ -26,14 +26,14 @@ void session_impl::delete_in_background(std::string node, std::optional<pending<
 
 void session_impl::delete_by_guid_in_background(std::string parent, std::string guid) {
     if (state() == session_state::closed || state() == session_state::expired || refused_) return;
-    cleanups_.emplace_back(cleanup_fsm::of_guid(std::move(parent), std::move(guid)));
+    cleanups_.emplace_back(cleanup_fsm::of_guid(std::move(parent), std::move(guid)), plat_->steady_now());
     cleanup_gauges();
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
 
 void session_impl::delete_unused_path_in_background(std::string path) {
     if (state() == session_state::closed || state() == session_state::expired || refused_) return;
-    cleanups_.emplace_back(cleanup_fsm::of_unused_path(std::move(path)));
+    cleanups_.emplace_back(cleanup_fsm::of_unused_path(std::move(path)), plat_->steady_now());
     cleanup_gauges();
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
@@ -68,7 +68,7 @@ void session_impl::retry_cleanup(std::list<cleanup_job>::iterator it, cleanup_ru
     n_cleanup_retries.fetch_add(1, std::memory_order_relaxed);
     if (plan.on_reconnect) return; // run_cleanups retries it on the reconnect
     it->running = true;            // (not run_cleanups' to start meanwhile)
-    it->backoff = std::make_shared<asio::steady_timer>(strand_, plan.backoff);
+    it->backoff = std::make_shared<timer>(plat_, strand_, plan.backoff);
     it->backoff->async_wait(
         [w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](error_code ec) {
             auto s = w.lock();

@@ -1,7 +1,6 @@
 // Making the connection: async_connect's checks, host names resolved asynchronously (never by
 // the C client on the io_context), the TLS relay, the connect timeout, abandoning an attempt.
 #include "bridge/c_op.hpp"
-#include "recipes/held_lock.hpp"
 
 #include "protocol/protocol.hpp"
 
@@ -90,7 +89,7 @@ void session_impl::connect(pending<void(error_code)> h) {
         s.connect_waiters_.emplace_back(id, std::move(h));
         s.set_state(session_state::connecting);
         s.arm_connect_timer();
-        const auto deadline = deadline_after(s.opts_.connect_timeout);
+        const auto deadline = s.steady_deadline(s.opts_.connect_timeout);
         s.resolve_hosts([self = s.shared_from_this(), epoch = s.resolve_epoch_, deadline](error_code ec) {
             auto& s = *self;
             if (epoch != s.resolve_epoch_ || s.state() != session_state::connecting || s.handle_)
@@ -117,7 +116,7 @@ void session_impl::on_round_failed(std::uint64_t gen) {
             last_attempts_ = std::move(tried);
         }
     if (round_resolution_ || !needs_resolution(opts_.connect)) return;
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = plat_->steady_now();
     if (now - last_round_resolution_ < std::chrono::seconds(1)) return; // (at most once a second)
     round_resolution_ = true;
     last_round_resolution_ = now;
@@ -301,7 +300,7 @@ bool session_impl::attempt_in_progress() const noexcept {
 void session_impl::arm_connect_timer(std::optional<std::chrono::steady_clock::time_point> at) {
     // No server answering: abandon the attempt (the C client would retry forever). For a first
     // connect and for the renewal after an expiry alike.
-    connect_timer_.expires_at(at ? *at : deadline_after(opts_.connect_timeout));
+    connect_timer_.expires_at(at ? *at : steady_deadline(opts_.connect_timeout));
     connect_timer_.async_wait([w = weak_from_this(), gen = generation()](error_code ec) {
         auto s = w.lock();
         if (ec || !s || s->generation() != gen || !s->attempt_in_progress()) return;

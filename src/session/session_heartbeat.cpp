@@ -6,15 +6,15 @@ namespace zklock::detail {
 
 // ---------------------------------------------------------------- the lease
 bool session_impl::lease_lapsed(double fraction) const noexcept {
-    return lease_->lapsed(lease_clock::now(), fraction);
+    return lease_->lapsed(plat_->boot_now(), fraction);
 }
 
 bool session_impl::lease_too_short_for_grant(double fraction, lease_ns headroom_until) const noexcept {
-    return lease_->too_short_for_grant(lease_clock::now(), fraction, headroom_until);
+    return lease_->too_short_for_grant(plat_->boot_now(), fraction, headroom_until);
 }
 
 bool session_impl::lease_lapsed_since(lease_ns since, double fraction) const noexcept {
-    return lease_->lapsed_since(since, lease_clock::now(), fraction);
+    return lease_->lapsed_since(since, plat_->boot_now(), fraction);
 }
 
 lease_ns session_impl::lease_handover_at() const noexcept { return lease_->earliest_expiry(); }
@@ -29,7 +29,7 @@ std::uint64_t session_impl::lease_register(double fraction, std::string node, st
     // once if that has passed): its reply then comes while the lease still runs whenever the
     // steady state's would (session_lease::first_heartbeat_at).
     if (first && state() == session_state::connected && lease_->timeout() > 0) {
-        const lease_ns now = lease_clock::now();
+        const lease_ns now = plat_->boot_now();
         const lease_ns at = lease_->first_heartbeat_at(now, lease_->last_commit_send());
         if (at <= now)
             arm_heartbeat(true, true);
@@ -118,12 +118,12 @@ void session_impl::arm_lease_timer() {
     }
     // One nanosecond past the deadline is "lapsed"; never spin on a deadline already gone. The
     // timer counts CLOCK_BOOTTIME, like the deadline: a suspend does not hold it back.
-    const lease_ns now = lease_clock::now();
+    const lease_ns now = plat_->boot_now();
     lease_ns at =
         std::max(session_lease::deadline(lease_->vouched(), lease_->timeout(), *f) + 1, now + 1'000'000);
     if (tap) at += std::chrono::duration_cast<std::chrono::nanoseconds>(tap->lease_timer_late()).count();
-    if (lease_timer_.expiry() > now && std::abs(lease_timer_.expiry() - at) < 100'000) return;
-    lease_timer_.expires_at(at);
+    if (lease_timer_.expiry_ns() > now && std::abs(lease_timer_.expiry_ns() - at) < 100'000) return;
+    lease_timer_.expires_at_boot(at);
     lease_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
         if (auto s = w.lock()) s->on_lease_timer();
@@ -145,7 +145,7 @@ void session_impl::on_lease_timer() {
     // use can end one: now, or revealed since the last look by a renewal that came after the
     // deadline (a gap). The timer is armed for that deadline, and the heartbeats move it on: a
     // turn that finds neither tells no listener, so holding costs no work per held lock.
-    const lease_ns now = lease_clock::now();
+    const lease_ns now = plat_->boot_now();
     if (!lease_fractions_.empty() &&
         (lease_->lapsed(now, lease_fractions_.begin()->first) || lease_->lapse_since(lease_checked_at_) != 0))
         notify(session_event::lease_check);
@@ -163,7 +163,7 @@ void session_impl::arm_heartbeat(bool now, bool restart) {
     // was, so that the session's sends stay at most a period apart (session_lease::next_touch_at);
     // and while a write is in flight (an acquire's create, a renewal: a grant may come at its
     // reply), a heartbeat a period after the last write (session_lease::next_heartbeat_at).
-    const lease_ns now_t = lease_clock::now();
+    const lease_ns now_t = plat_->boot_now();
     if (!held_.empty()) return schedule_heartbeat(now_t + session_lease::heartbeat_interval(t));
     if (idle_and_cold()) return; // (add_listener arms it again)
     lease_ns at = session_lease::next_touch_at(lease_->last_send(), now_t, t);
@@ -180,20 +180,20 @@ void session_impl::schedule_heartbeat(lease_ns at) {
     // a timerfd_settime, an epoll_ctl and a cancelled wait per lock cycle; this costs about a
     // wake-up per heartbeat period (a period after the last commit sent). The heartbeat goes at
     // heartbeat_due_ either way.
-    if (heartbeat_armed_ && heartbeat_timer_.expiry() <= at) return;
+    if (heartbeat_armed_ && heartbeat_timer_.expiry_ns() <= at) return;
     arm_heartbeat_timer(at);
 }
 
 void session_impl::arm_heartbeat_timer(lease_ns at) {
     heartbeat_armed_ = true;
     heartbeat_timer_arms_.fetch_add(1, std::memory_order_relaxed);
-    heartbeat_timer_.expires_at(at);
+    heartbeat_timer_.expires_at_boot(at);
     heartbeat_timer_.async_wait([w = weak_from_this()](error_code ec) {
         if (ec) return;
         auto s = w.lock();
         if (!s) return;
         // (moved later since it was armed: wait on)
-        if (lease_clock::now() < s->heartbeat_due_) return s->arm_heartbeat_timer(s->heartbeat_due_);
+        if (s->plat_->boot_now() < s->heartbeat_due_) return s->arm_heartbeat_timer(s->heartbeat_due_);
         s->heartbeat_armed_ = false;
         // (not connected: the next connection's event re-arms it)
         if (s->state() == session_state::connected) s->arm_heartbeat(true);
@@ -204,7 +204,7 @@ void session_impl::send_heartbeat() {
     if (!handle_ || heartbeats_in_flight_ >= 8) return;
     auto w = weak_from_this();
     if (held_.empty() && handle_->write_in_flight() &&
-        lease_clock::now() - lease_->last_commit_send() >=
+        plat_->boot_now() - lease_->last_commit_send() >=
             session_lease::heartbeat_interval(lease_->timeout())) {
         // Nothing held, but a write has been in flight for a period (a slow reply to an acquire's
         // create or renewal, at which a grant may come): a heartbeat, as if a lock were held, so
@@ -224,7 +224,7 @@ void session_impl::send_heartbeat() {
         // session is connected to answers it, and the C client sends no pings of its own while
         // these go (the C client's pings, every T/3, are too sparse and cannot be seen).
         if (idle_and_cold()) return;
-        if (!session_lease::touch_due(lease_->last_send(), lease_clock::now(), lease_->timeout())) return;
+        if (!session_lease::touch_due(lease_->last_send(), plat_->boot_now(), lease_->timeout())) return;
         ++heartbeats_in_flight_;
         zk_handler h([w](zk_result) {
             if (auto s = w.lock()) --s->heartbeats_in_flight_;
@@ -255,7 +255,7 @@ void session_impl::send_heartbeat() {
     for (auto& n : nodes) checks.check(n, -1);
     ++heartbeats_in_flight_;
     heartbeat_checks_sent_.fetch_add(nodes.size(), std::memory_order_relaxed);
-    const lease_ns sent = lease_clock::now();
+    const lease_ns sent = plat_->boot_now();
     multi(checks.ops(), zk_handler([w, nodes = std::move(nodes), sent](zk_result r) {
               auto s = w.lock();
               if (!s) return;

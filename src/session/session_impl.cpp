@@ -3,7 +3,6 @@
 // zk_handle.cpp, the lease's heartbeat in session_heartbeat.cpp, the requests in
 // session_requests.cpp, the guaranteed deletes in session_cleanup.cpp.
 #include "bridge/c_op.hpp"
-#include "recipes/held_lock.hpp"
 
 #include "protocol/protocol.hpp"
 
@@ -34,9 +33,10 @@
 namespace zklock::detail {
 
 // ---------------------------------------------------------------- session_impl
-session_impl::session_impl(asio::any_io_executor ex, session_options opts)
-    : ex_(ex), strand_(asio::make_strand(ex)), opts_(std::move(opts)), connect_timer_(strand_),
-      lease_timer_(strand_), heartbeat_timer_(strand_) {}
+session_impl::session_impl(asio::any_io_executor ex, session_options opts, std::shared_ptr<platform> plat)
+    : ex_(ex), strand_(asio::make_strand(ex)), opts_(std::move(opts)),
+      plat_(plat ? std::move(plat) : real_platform()), connect_timer_(plat_, strand_),
+      lease_timer_(plat_, strand_, timer_clock::boot), heartbeat_timer_(plat_, strand_, timer_clock::boot) {}
 
 session_impl::~session_impl() {
     std::shared_ptr<zk_handle> h;
@@ -45,35 +45,6 @@ session_impl::~session_impl() {
         h = std::move(handle_);
     }
     if (h) h->close();
-}
-
-void session_impl::meter_acquire(const std::string& path, pending<void(error_code, guard)>& p) {
-    if (!opts_.metrics) return;
-    auto m = metrics_.path(path);
-    m->started.fetch_add(1, std::memory_order_relaxed);
-    m->waiting.fetch_add(1, std::memory_order_relaxed);
-    p.observe([m, t0 = std::chrono::steady_clock::now()](const error_code& ec, const guard& g) {
-        m->waiting.fetch_sub(1, std::memory_order_relaxed);
-        if (!ec && g.owns_lock()) {
-            auto now = std::chrono::steady_clock::now();
-            m->granted.fetch_add(1, std::memory_order_relaxed);
-            m->wait.observe(now - t0);
-            if (g.local_grant() > 0) m->handoff.fetch_add(1, std::memory_order_relaxed);
-            // (Completions run on the session's strand: the held_lock is the strand's too.)
-            if (auto& h = g.state(); h && !h->metrics) {
-                h->metrics = m;
-                h->granted_at = now;
-            }
-        } else if (ec == errc::acquire_timeout) {
-            m->timed_out.fetch_add(1, std::memory_order_relaxed);
-        } else if (ec == errc::lock_busy) {
-            m->busy.fetch_add(1, std::memory_order_relaxed);
-        } else if (ec == asio::error::operation_aborted) {
-            m->cancelled.fetch_add(1, std::memory_order_relaxed);
-        } else {
-            m->failed.fetch_add(1, std::memory_order_relaxed);
-        }
-    });
 }
 
 metrics_snapshot session_impl::metrics_snapshot_now() const {
@@ -85,9 +56,9 @@ metrics_snapshot session_impl::metrics_snapshot_now() const {
     out.background_deletes_pending = n_cleanups_pending.load(std::memory_order_relaxed);
     if (auto t = oldest_cleanup_ns.load(std::memory_order_relaxed);
         t != 0 && out.background_deletes_pending > 0) {
-        auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       std::chrono::steady_clock::now().time_since_epoch())
-                       .count();
+        auto now =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(plat_->steady_now().time_since_epoch())
+                .count();
         out.oldest_background_delete_age =
             std::chrono::milliseconds(std::max<std::int64_t>(0, (now - t) / 1'000'000));
     }
@@ -218,8 +189,19 @@ void session_impl::on_watch(std::uint64_t id, int type) {
     fn(type);
 }
 
+std::string make_guid() {
+    const auto p = real_platform();
+    return format_guid(p->random64(), p->random64());
+}
+
+const std::string& session_impl::node_data() const {
+    std::call_once(node_data_once_,
+                   [this] { node_data_ = holder_description(plat_->host_name(), plat_->process_id()); });
+    return node_data_;
+}
+
 std::string session_impl::new_guid() {
-    auto g = make_guid();
+    auto g = format_guid(plat_->random64(), plat_->random64());
     if (tap) tap->naming(g);
     return g;
 }
@@ -237,8 +219,8 @@ error_code session_impl::start_handle() {
     }
     refused_ = false;
     auto gen = generation_.fetch_add(1) + 1;
-    lease_->start(lease_clock::now()); // a new session: nothing of the old one vouches for it
-    auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_);
+    lease_->start(plat_->boot_now()); // a new session: nothing of the old one vouches for it
+    auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_, plat_);
     {
         std::lock_guard lk(handle_mu_);
         if (shut_down_) return errc::invalid_connect_string; // (as before: no handle)
@@ -269,7 +251,7 @@ void session_impl::on_session_event(std::uint64_t gen, int zstate) {
     if (zstate == ZOO_AUTH_FAILED_STATE || zstate == ZOO_EXPIRED_SESSION_STATE) {
         if (auto late = tap ? tap->end_news_late() : std::chrono::milliseconds(); late.count() > 0) {
             // The test's tap: the news of the end arrives late (session_tap::end_news_late).
-            auto t = std::make_shared<asio::steady_timer>(strand_, late);
+            auto t = std::make_shared<timer>(plat_, strand_, late);
             t->async_wait([t, w = weak_from_this(), gen, zstate](error_code) {
                 if (auto s = w.lock()) s->on_session_event(gen, zstate);
             });

@@ -13,10 +13,11 @@
 //   session_cleanup.cpp    the guaranteed deletes (session/cleanup_rules.hpp: their decisions, pure)
 #pragma once
 
-#include "bridge/boot_timer.hpp"
 #include "session/cleanup_fsm.hpp"
 #include "session/session_tap.hpp"
 #include "session/lease.hpp"
+#include "session/platform.hpp"
+#include "session/timer.hpp"
 #include <zklock/guard.hpp>
 #include "session/metrics.hpp"
 #include "common/pending.hpp"
@@ -103,7 +104,7 @@ void log_line(std::string_view line);
 class zk_handle : public std::enable_shared_from_this<zk_handle> {
 public:
     zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen,
-              std::shared_ptr<session_lease> lease);
+              std::shared_ptr<session_lease> lease, std::shared_ptr<platform> plat);
     ~zk_handle();
     /// zookeeper_init2; false (with errno) if the C client refused the arguments. Then start().
     /// `auth`: added with zoo_add_auth before the first connection (the C client presents them
@@ -152,6 +153,8 @@ public:
     const std::uint64_t generation;
     /// The session's lease: replies to this handle's requests renew it.
     const std::shared_ptr<session_lease> lease;
+    /// The session's platform: the lease's clock stamps requests and replies.
+    const std::shared_ptr<platform> plat;
 
 private:
     /// (strand) Hands the readiness `events` (ZOOKEEPER_READ / _WRITE, 0 for the timer) of socket
@@ -216,12 +219,27 @@ class session_impl : public std::enable_shared_from_this<session_impl> {
 public:
     using strand_type = asio::strand<asio::any_io_executor>;
 
-    session_impl(asio::any_io_executor ex, session_options opts);
+    /// `plat`: time, timers and randomness (session/platform.hpp); null for the real one.
+    session_impl(asio::any_io_executor ex, session_options opts, std::shared_ptr<platform> plat = nullptr);
     ~session_impl();
 
     const asio::any_io_executor& executor() const noexcept { return ex_; }
     strand_type& strand() noexcept { return strand_; }
     const session_options& options() const noexcept { return opts_; }
+    /// The platform below the session: every clock read and timer above the seam comes from it.
+    const std::shared_ptr<platform>& plat() const noexcept { return plat_; }
+    /// `d` from now on the platform's steady clock, saturated as deadline.hpp's deadline_after: a
+    /// `d` too large to add (milliseconds::max()...) means no deadline.
+    template <class Rep, class Period>
+    std::chrono::steady_clock::time_point
+    steady_deadline(std::chrono::duration<Rep, Period> d) const noexcept {
+        using clock = std::chrono::steady_clock;
+        const auto now = plat_->steady_now();
+        if (d <= d.zero()) return now;
+        const std::chrono::duration<double> room = clock::time_point::max() - now;
+        if (std::chrono::duration<double>(d) >= room / 2) return clock::time_point::max();
+        return now + std::chrono::duration_cast<clock::duration>(d);
+    }
     /// What the last connect that timed out got from each server (zk_handle::attempts); "" if none.
     std::string last_connect_attempts() const {
         std::lock_guard lk(attempts_mu_);
@@ -251,10 +269,10 @@ public:
     /// True while a commit answered past the lease's earliest known expiry waits for a later one
     /// to confirm it (session_lease::awaiting_confirmation): a renewal sent now would.
     bool lease_awaits_confirmation() const noexcept { return lease_->awaiting_confirmation(); }
-    /// True if a lock held under `fraction` since `since` (lease_clock) has lost its lease: lapsed
+    /// True if a lock held under `fraction` since `since` (the lease clock) has lost its lease: lapsed
     /// now, or lapsed at some time after `since` that a later renewal revealed (final).
     bool lease_lapsed_since(lease_ns since, double fraction) const noexcept;
-    /// (lease_clock) Until when a lock lost by its lease keeps its node: the last renewing send
+    /// (the lease clock) Until when a lock lost by its lease keeps its node: the last renewing send
     /// plus session_lease::handover_fraction() x T (0: never renewed).
     lease_ns lease_handover_at() const noexcept;
     /// Tests: how often the heartbeat timer was armed (a timerfd_settime and a reactor wait each).
@@ -427,14 +445,16 @@ public:
     /// A test's tap on the session (session_tap.hpp): null outside tests. Set on the thread that
     /// runs the session's io_context.
     std::shared_ptr<session_tap> tap;
-    /// A fresh guid for a lock node or a lease (make_guid), seen by the test's tap first.
+    /// A fresh guid for a lock node or a lease (format_guid of the platform's randomness), seen by
+    /// the test's tap first.
     std::string new_guid();
+    /// The holder description the recipes' nodes carry by default: "zklock <host> pid <pid>",
+    /// from the platform (made once; any thread).
+    const std::string& node_data() const;
 
     // metrics (session::metrics())
     metrics_registry& metrics() noexcept { return metrics_; }
     bool metrics_enabled() const noexcept { return opts_.metrics; }
-    /// Counts an acquire of `path` from now to its completion (`p` completes it). Any thread.
-    void meter_acquire(const std::string& path, pending<void(error_code, guard)>& p);
     metrics_snapshot metrics_snapshot_now() const;
     std::atomic<std::uint64_t> n_reconnects{0}, n_expiries{0}, n_cleanup_retries{0}, n_cleanups_pending{0};
     std::atomic<std::int64_t> oldest_cleanup_ns{0}; // steady-clock ns of the oldest pending delete (0: none)
@@ -446,12 +466,12 @@ public:
 
 private:
     struct cleanup_job {
-        explicit cleanup_job(cleanup_fsm m) : fsm(std::move(m)) {}
+        cleanup_job(cleanup_fsm m, std::chrono::steady_clock::time_point t) : fsm(std::move(m)), since(t) {}
         cleanup_fsm fsm; // what it deletes, and how far it got (session/cleanup_fsm.hpp)
         std::vector<pending<void(error_code)>> waiters;
         bool running = false; // a request or a back-off in flight
-        std::chrono::steady_clock::time_point since = std::chrono::steady_clock::now();
-        std::shared_ptr<asio::steady_timer> backoff; // a retry that waits
+        std::chrono::steady_clock::time_point since;
+        std::shared_ptr<timer> backoff; // a retry that waits
     };
     /// The metrics' view of cleanups_ (strand): how many, since when (the list is in age order).
     void cleanup_gauges() noexcept {
@@ -507,7 +527,7 @@ private:
     /// armed already (`restart`: re-arm it anyway): T/10 later while a lock is held, else T/10
     /// after the last send.
     void arm_heartbeat(bool now, bool restart = false);
-    /// (strand) The heartbeat (or touch) goes at `at` (lease_clock): the timer is armed for it,
+    /// (strand) The heartbeat (or touch) goes at `at` (the lease clock): the timer is armed for it,
     /// unless it is armed already for no later (it then waits on when it fires: heartbeat_due_).
     void schedule_heartbeat(lease_ns at);
     void arm_heartbeat_timer(lease_ns at);
@@ -548,6 +568,9 @@ private:
     asio::any_io_executor ex_;
     strand_type strand_;
     session_options opts_;
+    std::shared_ptr<platform> plat_;
+    mutable std::once_flag node_data_once_;
+    mutable std::string node_data_;
     metrics_registry metrics_{opts_.metrics_max_paths};
 
     std::atomic<session_state> state_{session_state::disconnected};
@@ -561,18 +584,18 @@ private:
     std::mutex handle_mu_;              // guards handle_ against shutdown()
     mutable std::mutex attempts_mu_;    // guards last_attempts_
     std::string last_attempts_;         // see session::last_connect_attempts
-    asio::steady_timer connect_timer_;
+    timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
-    boot_timer lease_timer_; // fires at the earliest lease deadline in use
-    boot_timer
-        heartbeat_timer_; // while connected: a heartbeat every T/10, or a touch T/10 after the last send
+    timer lease_timer_; // (boot) fires at the earliest lease deadline in use
+    timer
+        heartbeat_timer_; // (boot) while connected: a heartbeat every T/10, or a touch T/10 after the last send
     std::map<double, std::size_t> lease_fractions_; // strand: held locks per lease fraction
     struct held_node {
         double fraction;
         std::string node;
         std::function<void()> on_gone;
         /// lease_suspend: out of the lease's fractions (its timer looks no more), still checked by
-        /// the heartbeats; told of each heartbeat answered (its send time, lease_clock).
+        /// the heartbeats; told of each heartbeat answered (its send time, the lease clock).
         std::function<void(lease_ns)> on_commit;
         bool suspended = false;
     };

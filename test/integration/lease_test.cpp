@@ -485,7 +485,7 @@ void LeaseGrant::grant_at_every_touch_phase(std::chrono::milliseconds one_way) {
             const auto left = impl.lease_handover_at() -
                               static_cast<std::int64_t>(
                                   (zklock::detail::session_lease::expiry_after_reference - f) * T_ns) -
-                              zklock::detail::lease_clock::now();
+                              zklock::detail::real_platform()->boot_now();
             const double room = std::min(2.0 * zklock::detail::session_lease::heartbeat, f / 2);
             const auto headroom = static_cast<std::int64_t>(room * T_ns);
             // The grant's headroom is sought for T/2 and is reachable only while a renewal's reply

@@ -102,7 +102,7 @@ inline double tick_of(const std::string& dir) {
     return 0.5;
 }
 
-/// The session's lease inputs, in ms relative to `at` (lease_clock), for a failure message.
+/// The session's lease inputs, in ms relative to `at` (the lease clock), for a failure message.
 inline std::string describe_lease(const zklock::session& s, zklock::detail::lease_ns at) {
     const auto v = s.impl()->lease_view();
     auto ms = [at](zklock::detail::lease_ns t) { return t == 0 ? 0.0 : static_cast<double>(t - at) / 1e6; };
@@ -147,7 +147,7 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
     loss_race r;
     zklock::mutex ma(a, path), mb(b, path);
     r.holder = co_await ma.async_acquire(use_awaitable);
-    const auto granted_ns = zklock::detail::lease_clock::now();
+    const auto granted_ns = zklock::detail::real_platform()->boot_now();
     const auto at_grant = describe_lease(a, granted_ns);
     r.holder.async_wait_lost([st](zklock::error_code ec) {
         st->why = ec;
@@ -186,7 +186,7 @@ inline awaitable<loss_race> race_loss_against_grant(zklock::session& a, zklock::
                       << at_grant << "; now " << describe_lease(a, granted_ns) << ", lost at "
                       << std::chrono::duration<double, std::milli>(st->lost_at - clk::now()).count()
                       << " ms from now, now at "
-                      << static_cast<double>(zklock::detail::lease_clock::now() - granted_ns) / 1e6
+                      << static_cast<double>(zklock::detail::real_platform()->boot_now() - granted_ns) / 1e6
                       << " ms after the grant";
     co_await sleep_for(phase);
     fault();

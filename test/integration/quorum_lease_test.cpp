@@ -10,7 +10,7 @@
 #include "raw_zk.hpp"
 #include "relayed_ensemble.hpp"
 
-#include "bridge/boot_timer.hpp"
+#include "moved_clock_platform.hpp"
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/detached.hpp>
@@ -524,7 +524,7 @@ TEST_F(QuorumLease, AReconnectToACappedServerWhoseAnswerIsLostIsReportedBeforeTh
                 to_full.blackhole(true);
                 const auto capped_before = to_capped.accepted();
                 const auto t0 = clk::now();
-                const auto t0_lease = zklock::detail::lease_clock::now();
+                const auto t0_lease = a->impl()->plat()->boot_now();
                 std::printf("  %s: at the cut, %s\n", label, describe_lease(*a, t0_lease).c_str());
                 to_full.drop();
                 co_await eventually([&] { return *lost_at != clk::time_point{} && next->done; }, 30000ms);
@@ -575,16 +575,18 @@ TEST_F(QuorumLease, AReconnectToACappedServerWhoseAnswerIsLostIsReportedBeforeTh
 
 TEST_F(QuorumLease, ASuspendReportsTheLossAtOnceOnResume) {
     // A suspend stops CLOCK_MONOTONIC (Asio's steady timers) but not CLOCK_BOOTTIME (the lease's
-    // clock, and the servers'). Simulated through the lease clock's test hook, right after a
-    // heartbeat: the clock jumps T, the lease's timers (on CLOCK_BOOTTIME, re-armed as the kernel
-    // does on a resume) fire at once. Checked: with timers that do not see the jump (steady
+    // clock, and the servers'). Simulated through the session's platform (moved_clock_platform.hpp),
+    // right after a heartbeat: the lease clock jumps T, the lease's timers (on CLOCK_BOOTTIME,
+    // re-armed as the kernel does on a resume) fire at once. Checked: with timers that do not see the jump (steady
     // timers, as before this test; emulated by not re-arming them), the loss came only with the
     // next heartbeat's reply, 180 ms later in 3 of 3 runs, and this test failed.
     const auto T = 2000ms;
     run_test([&]() -> awaitable<void> {
         auto o = options();
         o.session_timeout = T;
-        auto a = co_await connect(o);
+        auto plat = std::make_shared<zklock_test::moved_clock_platform>();
+        auto a = std::make_unique<zklock::session>(co_await asio::this_coro::executor, o, plat);
+        co_await a->async_connect(use_awaitable);
         auto path = lock_path("suspend");
         zklock::mutex m(*a, path);
         auto g = co_await m.async_acquire(use_awaitable);
@@ -598,7 +600,7 @@ TEST_F(QuorumLease, ASuspendReportsTheLossAtOnceOnResume) {
         co_await eventually([&] { return a->statistics().heartbeats > n; }, 3000ms);
         co_await sleep_for(20ms); // (its reply is in: the next heartbeat is ~180 ms away)
         const auto t0 = clk::now();
-        zklock::detail::boot_timer::simulate_suspend(T);
+        plat->suspend(T);
         EXPECT_TRUE(g.is_lost()) << "is_lost reads the lease's clock itself";
         co_await eventually([&] { return *lost_at != clk::time_point{}; }, 3000ms);
         CO_REQUIRE(*lost_at != clk::time_point{});

@@ -1,4 +1,5 @@
 #include "protocol/protocol.hpp"
+#include "session/platform.hpp"
 
 #include <gtest/gtest.h>
 

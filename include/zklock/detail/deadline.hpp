@@ -8,6 +8,12 @@
 
 namespace zklock::detail {
 
+class session_impl;
+/// Now on the steady clock of `s`'s platform (src/session/platform.hpp): the clock a timed form's
+/// deadline counts on (the machine's steady_clock unless the session was given another platform;
+/// null: the machine's; the operation then fails for want of a session).
+ZKLOCK_DECL std::chrono::steady_clock::time_point steady_now_of(const session_impl* s) noexcept;
+
 /// steady_clock::now() + d, saturated: d <= 0 gives now; a d too large to add (duration::max(),
 /// hours::max(), ...) gives time_point::max(), i.e. no deadline. Never overflows.
 template <class Rep, class Period>
@@ -24,7 +30,7 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::duration<Rep, 
 /// When an operation gives up: never, at a time, or a timeout after the operation *starts*. An
 /// initiating function with a deferred token (asio::deferred, a use_awaitable awaited later)
 /// starts the operation only when it is launched, so a timeout is counted from there
-/// (resolve(), called by the initiation), not from the call that made it.
+/// (resolve(steady_now_of(session)), called by the initiation), not from the call that made it.
 class ZKLOCK_DECL deadline_spec {
 public:
     using clock = std::chrono::steady_clock;
@@ -49,15 +55,16 @@ public:
         s.in_ = std::chrono::duration_cast<clock::duration>(d);
         return s;
     }
-    /// The deadline, for an operation that starts now.
-    std::optional<clock::time_point> resolve() const noexcept {
+    /// The deadline, for an operation that starts at `now` (its session's clock: steady_now_of).
+    std::optional<clock::time_point> resolve(clock::time_point now) const noexcept {
         switch (kind_) {
         case kind::none:
             return std::nullopt;
         case kind::absolute:
             return at_;
         case kind::relative:
-            return deadline_after(in_);
+            // (in_ is below duration::max() / 4: after() saturates larger ones to no deadline)
+            return in_ >= clock::time_point::max() - now ? clock::time_point::max() : now + in_;
         }
         return std::nullopt;
     }
