@@ -30,7 +30,7 @@ void note_reply(c_op* op, int rc) {
     zk_handle* h = op->owner;
     const bool commit = proves_commit(op->renews, rc);
     if (h->lease->on_reply(op->sent, commit, h->plat->boot_now())) // (every reply's time: rule (b))
-        h->to_strand([w = h->session] {
+        h->to_strand([w = h->events] {
             if (auto s = w.lock()) s->check_lease();
         });
 }
@@ -139,14 +139,14 @@ void global_watcher(zhandle_t* zh, int type, int state, const char*, void* ctx) 
     // (At once, inside zookeeper_process: the replies that follow are this connection's.)
     if (state == ZOO_CONNECTED_STATE)
         h->lease->on_connected(static_cast<lease_ns>(zoo_recv_timeout(zh)) * 1'000'000, h->plat->boot_now());
-    h->to_strand([w = h->session, gen = h->generation, state] {
+    h->to_strand([w = h->events, gen = h->generation, state] {
         if (auto s = w.lock()) s->on_session_event(gen, state);
     });
 }
 
 void on_auth(int rc, const void* data) {
     auto* h = static_cast<zk_handle*>(const_cast<void*>(data));
-    h->to_strand([w = h->session, gen = h->generation, rc] {
+    h->to_strand([w = h->events, gen = h->generation, rc] {
         if (auto s = w.lock()) s->on_auth_result(gen, rc);
     });
 }
@@ -158,7 +158,7 @@ void node_watcher(zhandle_t* zh, int type, int, const char*, void* ctx) {
     auto* h = static_cast<zk_handle*>(const_cast<void*>(zoo_get_context(zh)));
     if (!h) return;
     auto id = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(ctx));
-    h->to_strand([w = h->session, id, type] {
+    h->to_strand([w = h->events, id, type] {
         if (auto s = w.lock()) s->on_watch(id, type);
     });
 }

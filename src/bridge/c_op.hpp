@@ -1,9 +1,9 @@
-// A request in flight in the C client (c_op) and the C completions that end it, shared by the
-// session's parts: the bridge (zk_handle.cpp) runs the calls, c_callbacks.cpp completes them,
-// and the requests (session_requests.cpp), the heartbeat and the deletes build them.
+// A request in flight in the C client (c_op) and the C completions that end it: c_requests.cpp
+// builds them from the session's zk_request, zk_handle.cpp runs the calls, c_callbacks.cpp
+// completes them.
 #pragma once
 
-#include "session/session_impl.hpp"
+#include "bridge/zk_handle.hpp"
 
 #include <boost/asio/strand.hpp>
 
@@ -63,20 +63,6 @@ int zk_handle::submit(c_op* op, F&& call) {
     return submit_call(
         op, [](void* f, zhandle_t* zh, c_op* o) -> int { return (*static_cast<fn*>(f))(zh, o); },
         const_cast<void*>(static_cast<const void*>(&call)));
-}
-
-template <class F>
-void session_impl::submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter) {
-    auto* op = new c_op;
-    op->h.emplace(std::move(h));
-    op->heartbeat = &counter == &n_heartbeat;
-    counter.fetch_add(1, std::memory_order_relaxed);
-    int rc = handle_ ? handle_->submit(op, std::forward<F>(call)) : ZINVALIDSTATE;
-    if (rc != ZOK) {
-        // A call refused synchronously never runs its completion: complete it ourselves, posted.
-        op->res.rc = rc;
-        post_result(strand_, op);
-    }
 }
 
 } // namespace zklock::detail

@@ -1,6 +1,7 @@
 // The production platform (session/platform.hpp): steady_clock and Asio's steady timers,
 // CLOCK_BOOTTIME and its timerfd (boot_timer), random_device, gethostname and getpid.
 #include "bridge/boot_timer.hpp"
+#include "bridge/zk_handle.hpp"
 #include "session/platform.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -60,6 +61,9 @@ public:
         return host;
     }
     long process_id() const noexcept override { return static_cast<long>(::getpid()); }
+    std::shared_ptr<zk_link> make_link(zk_link_params p) override {
+        return std::make_shared<zk_handle>(std::move(p));
+    }
 };
 
 } // namespace

@@ -156,10 +156,10 @@ struct longest_call_report {
 } g_longest_call_report;
 } // namespace
 
-zk_handle::zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> st, std::uint64_t gen,
-                     std::shared_ptr<session_lease> l, std::shared_ptr<platform> p)
-    : session(std::move(s)), strand(std::move(st)), generation(gen), lease(std::move(l)), plat(std::move(p)),
-      sd_(strand), timer_(strand) {}
+zk_handle::zk_handle(zk_link_params p)
+    : relay_slot(std::move(p.relay_slot)), events(std::move(p.events)), strand(std::move(p.strand)),
+      generation(p.generation), lease(std::move(p.lease)), plat(std::move(p.plat)), sd_(strand),
+      timer_(strand) {}
 
 zk_handle::~zk_handle() { close(); }
 
@@ -478,7 +478,7 @@ void zk_handle::drive(int events, std::uint64_t gen) {
         return;
     }
     if (round_failed)
-        asio::post(strand, [w = session, gen = generation] {
+        asio::post(strand, [w = this->events, gen = generation] {
             if (auto s = w.lock()) s->on_round_failed(gen);
         });
     wait_for(fd, interest, tv, connected);

@@ -6,12 +6,12 @@
 // or a simulation gives the session another (a moved clock, a virtual one). No code above the
 // seam asks which one it has.
 //
-// (Still below the seam and not yet behind it: the ZooKeeper requests and events, which the
-// session sends through bridge/zk_handle directly; and the deadlines of the public timed forms,
-// computed from steady_clock in include/zklock/detail/deadline.hpp.)
+// The platform also makes the session's connections to ZooKeeper (zk_link.hpp), so a session's
+// every request, reply and event crosses the seam too.
 #pragma once
 
 #include "session/lease.hpp"
+#include "session/zk_link.hpp"
 
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/any_io_executor.hpp>
@@ -67,6 +67,8 @@ public:
     /// (session_impl::node_data, protocol.hpp's holder_description).
     virtual std::string host_name() const = 0;
     virtual long process_id() const noexcept = 0;
+    /// A connection to ZooKeeper (zk_link.hpp) for one session generation.
+    virtual std::shared_ptr<zk_link> make_link(zk_link_params p) = 0;
 };
 
 /// The production platform (bridge/real_platform.cpp), shared by every session that is given none.

@@ -1,6 +1,6 @@
 // The guaranteed deletes: a lock node whose release failed, or whose create's reply was lost,
 // is deleted in the background, retried until it is gone or the session has ended.
-#include "bridge/c_op.hpp"
+#include "session/session_impl.hpp"
 #include "session/cleanup_rules.hpp"
 #include "protocol/protocol.hpp"
 

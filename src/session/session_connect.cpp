@@ -1,6 +1,6 @@
 // Making the connection: async_connect's checks, host names resolved asynchronously (never by
 // the C client on the io_context), the TLS relay, the connect timeout, abandoning an attempt.
-#include "bridge/c_op.hpp"
+#include "session/session_impl.hpp"
 
 #include "protocol/protocol.hpp"
 
@@ -264,7 +264,7 @@ void session_impl::abandon_attempt(error_code why) {
     // Every server closed the connection in the TLS handshake, to the end: most likely plain ports.
     if (why == errc::connect_timeout && relay_ && relay_->all_closed_in_handshake())
         why = errc::tls_not_tls_server;
-    std::shared_ptr<zk_handle> old;
+    std::shared_ptr<zk_link> old;
     {
         std::lock_guard lk(handle_mu_);
         old = std::move(handle_);

@@ -1,6 +1,6 @@
 // The session's side of the lease (session/lease.hpp): the locks registered under it, the lease
 // timer, the heartbeat and the touches, the renewal before a grant.
-#include "bridge/c_op.hpp"
+#include "session/session_impl.hpp"
 
 namespace zklock::detail {
 
@@ -229,8 +229,7 @@ void session_impl::send_heartbeat() {
         zk_handler h([w](zk_result) {
             if (auto s = w.lock()) --s->heartbeats_in_flight_;
         });
-        submit(
-            h, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); }, n_touch);
+        send(make_request(zk_op::exists, "/"), std::move(h), &n_touch);
         return;
     }
     // A lock is held: a multi that checks a slice of at most heartbeat_checks held nodes, taken

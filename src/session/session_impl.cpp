@@ -2,7 +2,7 @@
 // listeners, watches, statistics. Making the connection is in session_connect.cpp, the bridge in
 // zk_handle.cpp, the lease's heartbeat in session_heartbeat.cpp, the requests in
 // session_requests.cpp, the guaranteed deletes in session_cleanup.cpp.
-#include "bridge/c_op.hpp"
+#include "session/session_impl.hpp"
 
 #include "protocol/protocol.hpp"
 
@@ -39,7 +39,7 @@ session_impl::session_impl(asio::any_io_executor ex, session_options opts, std::
       lease_timer_(plat_, strand_, timer_clock::boot), heartbeat_timer_(plat_, strand_, timer_clock::boot) {}
 
 session_impl::~session_impl() {
-    std::shared_ptr<zk_handle> h;
+    std::shared_ptr<zk_link> h;
     {
         std::lock_guard lk(handle_mu_);
         h = std::move(handle_);
@@ -138,18 +138,10 @@ void session_impl::drop_watch(std::uint64_t id, bool armed, bool everywhere) {
     // ZOO_CHECK_WATCHES for this one watcher (the server keeps its own watch, which fires once
     // at most); the C client drops its watcher when the reply arrives. Fire and forget: a
     // refusal (ZNOWATCHER: it fired meanwhile; connection loss) leaves at most that one watcher.
-    zk_handler done = [](zk_result) {};
-    submit(
-        done,
-        [&](zhandle_t* zh, c_op* op) -> int {
-            // The C client declares the completion as `void_completion_t*` but stores and calls it
-            // as the function pointer itself (do_create_completion_entry casts it back).
-            auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
-            return zoo_aremove_watches(zh, path.c_str(), child ? ZWATCHTYPE_CHILD : ZWATCHTYPE_DATA,
-                                       node_watcher, reinterpret_cast<void*>(static_cast<std::uintptr_t>(id)),
-                                       0, completion, op);
-        },
-        n_unwatch);
+    auto r = make_request(zk_op::remove_watch, std::move(path));
+    r.watch_id = id;
+    r.child_watch = child;
+    send(std::move(r), zk_handler([](zk_result) {}), &n_unwatch);
 }
 
 void session_impl::unwatch_everywhere(std::string path) {
@@ -167,13 +159,7 @@ void session_impl::unwatch_everywhere(std::string path) {
         s->unwatch_again_.push_back(path);
         if (s->state() == session_state::connected) s->resend_unwatches(); // (reconnected already)
     };
-    submit(
-        done,
-        [&](zhandle_t* zh, c_op* op) -> int {
-            auto* completion = reinterpret_cast<void_completion_t*>(reinterpret_cast<void*>(&on_void));
-            return zoo_aremove_all_watches(zh, path.c_str(), ZWATCHTYPE_DATA, 0, completion, op);
-        },
-        n_unwatch);
+    send(make_request(zk_op::remove_all_watches, std::move(path)), std::move(done), &n_unwatch);
 }
 
 void session_impl::resend_unwatches() {
@@ -220,7 +206,12 @@ error_code session_impl::start_handle() {
     refused_ = false;
     auto gen = generation_.fetch_add(1) + 1;
     lease_->start(plat_->boot_now()); // a new session: nothing of the old one vouches for it
-    auto h = std::make_shared<zk_handle>(weak_from_this(), strand_, gen, lease_, plat_);
+    zk_link_params params{weak_from_this(), strand_, gen, lease_, plat_, nullptr};
+    if (relay_) {
+        relay_->new_attempt();
+        params.relay_slot = relay_->slot();
+    }
+    auto h = plat_->make_link(std::move(params));
     {
         std::lock_guard lk(handle_mu_);
         if (shut_down_) return errc::invalid_connect_string; // (as before: no handle)
@@ -229,10 +220,6 @@ error_code session_impl::start_handle() {
     auto ms = static_cast<int>(opts_.session_timeout.count());
     auth_confirmed_ = opts_.auth.empty();
     auth_probe_needed_ = auth_probe_in_flight_ = false;
-    if (relay_) {
-        relay_->new_attempt();
-        h->relay_slot = relay_->slot();
-    }
     if (!h->init(resolved_connect_.empty() ? opts_.connect : resolved_connect_, ms, opts_.auth)) {
         std::lock_guard lk(handle_mu_);
         handle_.reset();
@@ -242,7 +229,7 @@ error_code session_impl::start_handle() {
     return {};
 }
 
-void session_impl::close_handle(std::shared_ptr<zk_handle> h) {
+void session_impl::close_handle(std::shared_ptr<zk_link> h) {
     if (h) h->close();
 }
 
@@ -378,7 +365,7 @@ void session_impl::feed(session_fsm::event e) {
             arm_lease_timer();
             break;
         case effect::drop_handle: {
-            std::shared_ptr<zk_handle> old;
+            std::shared_ptr<zk_link> old;
             {
                 std::lock_guard lk(handle_mu_);
                 old = std::move(handle_);
@@ -417,8 +404,7 @@ void session_impl::connect_waiters_connected() {
     if (chroot_seen_ || !handle_) return complete_connect_waiters({});
     if (chroot_check_in_flight_) return; // (its answer completes them)
     chroot_check_in_flight_ = true;
-    auto* op = new c_op;
-    op->h.emplace([w = weak_from_this(), gen = generation()](zk_result r) {
+    zk_handler h([w = weak_from_this(), gen = generation()](zk_result r) {
         auto s = w.lock();
         if (!s) return;
         s->chroot_check_in_flight_ = false;
@@ -431,13 +417,8 @@ void session_impl::connect_waiters_connected() {
         if (r.rc == ZOK) s->chroot_seen_ = true;
         s->complete_connect_waiters({}); // (no answer: as before, the first acquire will tell)
     });
-    // (the C client puts the chroot in front of every path: "/" is the chroot itself)
-    int rc = handle_->submit(
-        op, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); });
-    if (rc != ZOK) {
-        op->res.rc = rc;
-        post_result(strand_, op);
-    }
+    // (the link puts the chroot in front of every path: "/" is the chroot itself; not counted)
+    send(make_request(zk_op::exists, "/"), std::move(h), nullptr);
 }
 
 void session_impl::probe_auth() {
@@ -447,19 +428,13 @@ void session_impl::probe_auth() {
     // A request that fails with the connection is asked again on the next connection.
     if (auth_confirmed_ || auth_probe_in_flight_ || !handle_) return;
     auth_probe_in_flight_ = true;
-    auto* op = new c_op;
-    op->h.emplace([w = weak_from_this(), gen = generation()](zk_result r) {
+    zk_handler h([w = weak_from_this(), gen = generation()](zk_result r) {
         auto s = w.lock();
         if (!s || s->generation() != gen) return;
         s->auth_probe_in_flight_ = false;
         if (is_server_reply(r.rc)) s->on_auth_result(gen, ZOK);
     });
-    int rc = handle_->submit(
-        op, [](zhandle_t* zh, c_op* op) -> int { return zoo_aexists(zh, "/", 0, on_stat, op); });
-    if (rc != ZOK) {
-        op->res.rc = rc;
-        post_result(strand_, op);
-    }
+    send(make_request(zk_op::exists, "/"), std::move(h), nullptr);
 }
 
 void session_impl::wait_state(session_state last_seen, pending<void(error_code, session_state)> h) {
@@ -514,7 +489,7 @@ void session_impl::close(pending<void(error_code)> h) {
         auto& s = *self;
         if (s.closed_done_) return h.complete({});
         s.enter_closed();
-        std::shared_ptr<zk_handle> old;
+        std::shared_ptr<zk_link> old;
         {
             std::lock_guard lk(s.handle_mu_);
             old = std::move(s.handle_);
@@ -530,7 +505,7 @@ void session_impl::close(pending<void(error_code)> h) {
 
 void session_impl::shutdown() noexcept {
     if (shut_down_.exchange(true)) return;
-    std::shared_ptr<zk_handle> h;
+    std::shared_ptr<zk_link> h;
     {
         std::lock_guard lk(handle_mu_);
         h = handle_;

@@ -1,15 +1,14 @@
-// The session bridge: one zhandle_t of libzookeeper_st driven from one strand, its completions
-// and watch events posted to that strand, plus the session-wide machinery the lock recipes share
-// (listeners, watch registry, guaranteed background deletes).
+// The session: one ZooKeeper session over a link of its platform (zk_link.hpp, platform.hpp: in
+// production the C client, bridge/zk_handle.hpp), its completions and events on one strand, plus
+// the session-wide machinery the lock recipes share (listeners, watch registry, the lease,
+// guaranteed background deletes).
 //
 // The parts, one file each:
-//   zk_handle.cpp          the bridge to the C client (class zk_handle below)
-//   c_callbacks.cpp        the C client's completions and watchers (bridge/c_op.hpp: a request in flight)
 //   session_connect.cpp    making the connection: checks, resolution, the TLS relay, the connect timeout
 //   session_impl.cpp       the driver of the state machine; authentication, close; listeners, watches
 //   session_fsm.hpp        the state machine's decisions, pure (events in, effects out)
 //   session_heartbeat.cpp  the lease: its timer, heartbeats and touches (session/lease.hpp: its rules)
-//   session_requests.cpp   the requests
+//   session_requests.cpp   the requests (zk_request, to the link)
 //   session_cleanup.cpp    the guaranteed deletes (session/cleanup_rules.hpp: their decisions, pure)
 #pragma once
 
@@ -18,6 +17,7 @@
 #include "session/lease.hpp"
 #include "session/platform.hpp"
 #include "session/timer.hpp"
+#include "session/zk_link.hpp"
 #include <zklock/guard.hpp>
 #include "session/metrics.hpp"
 #include "common/pending.hpp"
@@ -28,8 +28,6 @@
 #include <zklock/transaction.hpp>
 
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <zookeeper/zookeeper.h>
@@ -50,26 +48,6 @@
 
 namespace zklock::detail {
 
-/// What a ZooKeeper request returned (copied out of the C client's buffers).
-struct zk_result {
-    int rc = 0;                        ///< ZOK or a ZooKeeper error code
-    std::string path;                  ///< create: the created path
-    Stat stat{};                       ///< create2, exists, get: the node's stat
-    std::vector<std::string> children; ///< get_children, create_and_list
-    std::optional<std::int32_t>
-        cversion; ///< get_children, create_and_list: the parent's cversion, read with the children
-    /// multi: one per operation (its code; a create's path; a set's new version)
-    struct op_outcome {
-        int rc = ZOK;
-        std::string path;
-        std::int32_t version = -1;
-    };
-    std::vector<op_outcome> multi;
-    std::string data;  ///< get_data
-    int list_rc = ZOK; ///< create_and_list: the getChildren's code
-};
-using zk_handler = asio::any_completion_handler<void(zk_result)>;
-
 /// Session events delivered to listeners (on the strand).
 enum class session_event {
     reconnected,   ///< connected (again): re-check and re-arm
@@ -87,135 +65,7 @@ public:
     virtual void on_session_event(session_event e) = 0;
 };
 
-class session_impl;
-struct c_op;
-
-/// A line of zklock's own to the log handler (set_log_handler), if any. Any thread.
-void log_line(std::string_view line);
-
-/// One zhandle_t generation of the single-threaded C client (libzookeeper_st), driven from the
-/// session's strand: a reactor wait on (a duplicate of) the client's socket for the interest
-/// that zookeeper_interest reports, a timer for its timeout, zookeeper_process on readiness.
-/// Neither zklock nor the C client starts a thread; the C client's callbacks run inside
-/// zookeeper_process, on the strand, and post their results to it.
-/// Every call into the C client holds one process-wide lock: the strands of several sessions
-/// may run on several threads, and the client's request ids come from one unguarded global
-/// counter. close() may come from any thread (the session's destructor).
-class zk_handle : public std::enable_shared_from_this<zk_handle> {
-public:
-    zk_handle(std::weak_ptr<session_impl> s, asio::strand<asio::any_io_executor> strand, std::uint64_t gen,
-              std::shared_ptr<session_lease> lease, std::shared_ptr<platform> plat);
-    ~zk_handle();
-    /// zookeeper_init2; false (with errno) if the C client refused the arguments. Then start().
-    /// `auth`: added with zoo_add_auth before the first connection (the C client presents them
-    /// again on every reconnect); their outcome reaches session_impl::on_auth_result.
-    bool init(const std::string& connect, int timeout_ms, const std::vector<credentials>& auth);
-    /// Starts driving the C client on the strand (the first zookeeper_interest connects).
-    void start();
-    /// Registers `op` and runs `call(zh, op)` unless closed. Returns the synchronous code.
-    /// (Defined in bridge/c_op.hpp: a thin wrapper over submit_call.)
-    template <class F>
-    int submit(c_op* op, F&& call);
-    using request_call = int (*)(void* ctx, zhandle_t* zh, c_op* op);
-    /// submit's body: `call(ctx, zh, op)` runs the C client's request call.
-    int submit_call(c_op* op, request_call call, void* ctx);
-    /// Ends the session at the server without waiting for its answer, frees the C handle, and
-    /// completes every request still registered with ZCLOSING. Any thread; never blocks on the
-    /// network (see close_without_waiting in the .cpp).
-    void close();
-    /// Called by a C completion: true if `op` was still registered (caller owns it now).
-    bool take(c_op* op);
-    /// (Inside the C client's calls) `op`'s handler gets its result on the strand: at the end of
-    /// the drive whose zookeeper_process completed it, in order with the drive's other results
-    /// and events; else (a close, a read inside a request call) posted.
-    void complete(c_op* op);
-    /// The same for a session event, a watch, an auth result...
-    void to_strand(std::function<void()> fn);
-    /// True while a write (vouch::commit) other than a lease heartbeat, handed to the C client,
-    /// has not completed: a grant may come at its reply. Any thread.
-    bool write_in_flight() const;
-    /// zoo_set_servers: the C client moves to the new list (addresses, no chroot).
-    void set_servers(const std::string& hosts);
-    /// The session id and negotiated timeout, unless closed.
-    bool session_info(std::int64_t& id, int& timeout_ms);
-    /// The local and peer addresses of the C client's current socket (strand: right after the
-    /// drive that made it), for the TLS relay to know its connection from any other.
-    std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>> client_socket_address();
-    /// What the last connection attempt to each server got ("127.0.0.1:1: connection refused",
-    /// one per server, in the order first tried), for a connect that times out. Any thread.
-    std::string attempts() const;
-
-    /// With TLS: the relay's record of the C client's socket, kept up to date by each drive (set
-    /// before start()).
-    std::shared_ptr<client_socket_slot> relay_slot;
-    const std::weak_ptr<session_impl> session;
-    const asio::strand<asio::any_io_executor> strand;
-    const std::uint64_t generation;
-    /// The session's lease: replies to this handle's requests renew it.
-    const std::shared_ptr<session_lease> lease;
-    /// The session's platform: the lease's clock stamps requests and replies.
-    const std::shared_ptr<platform> plat;
-
-private:
-    /// (strand) Hands the readiness `events` (ZOOKEEPER_READ / _WRITE, 0 for the timer) of socket
-    /// generation `sock_gen` to zookeeper_process, then asks zookeeper_interest what to wait for.
-    void drive(int events, std::uint64_t sock_gen);
-    /// Any thread: a drive soon on the strand (a request was queued), at most one pending.
-    void schedule_drive();
-    /// (strand) Waits for what `interest` asks on socket `fd` (-1: none), and at most `tv`.
-    /// `connected`: the C client's state was connected after that zookeeper_interest.
-    void wait_for(int fd, int interest, const timeval& tv, bool connected);
-    /// (strand, outside the client lock) Runs what a drive collected, in order.
-    void run_ready(std::vector<std::variant<c_op*, std::function<void()>>>& ready);
-    void drop_socket(); // (strand)
-    void stop_waits();  // (strand)
-
-    zhandle_t* zh_ = nullptr;            // under the client lock
-    bool closed_ = false;                // under the client lock
-    std::unordered_set<c_op*> inflight_; // under the client lock
-    int writes_in_flight_ = 0; // under the client lock: those of inflight_ that are writes, not heartbeats
-    int last_fd_ = -1, last_interest_ = 0; // under the client lock: zookeeper_interest's last answer
-    /// Under the client lock: server -> what its last failed connection attempt got.
-    std::vector<std::pair<std::string, std::string>> attempts_;
-    void note_failed_attempt(int err); // (under the client lock)
-    /// (Under the client lock) zookeeper_interest reported `fd` (-1: none); `fresh`: it may be a
-    /// socket not seen yet. Sets FD_CLOEXEC on it, and tells relay_slot its addresses.
-    void note_socket(int fd, bool fresh);
-    int noted_fd_ = -1;        // under the client lock: the socket note_socket saw last
-    bool noted_known_ = false; // ... and whether its addresses were known then
-    /// Under the client lock: the servers in the connect string, the connection attempts that
-    /// failed since the last connected state or failed round, and whether a round just failed.
-    int servers_ = 1, failed_in_row_ = 0;
-    bool failed_round_ = false;
-    /// Under the client lock: the socket that requests are queued on with TCP_CORK set (-1: none).
-    /// The next drive takes the cork off, and the requests of one strand turn go out together.
-    int corked_fd_ = -1;
-    /// Under the client lock: a drive is in zookeeper_process / zookeeper_interest, and what they
-    /// complete is collected in ready_ (run when the drive lets go of the lock: no post each).
-    bool collecting_ = false;
-    std::vector<std::variant<c_op*, std::function<void()>>> ready_;
-    /// (Under the client lock) zookeeper_process(READ) until the socket has nothing more or the
-    /// connection failed: true; false if it stopped at max_replies_per_drive with more to read.
-    bool read_replies();
-    void uncork(); // (under the client lock)
-    // strand only:
-    asio::posix::stream_descriptor sd_;    // a duplicate of the C client's socket (it closes its own)
-    std::uint64_t ino_ = 0;                // which socket sd_ duplicates (its inode)
-    int sd_of_ = -1;                       // ... and the C client's number for it
-    bool checked_while_connected_ = false; // the last check of that socket was in the connected state
-    std::uint64_t sock_gen_ = 0;           // moves whenever the socket changes: stale readiness is ignored
-    bool read_waiting_ = false, write_waiting_ = false, timer_waiting_ = false;
-    bool out_registered_ = false; // a write wait was made on sd_: the reactor watches EPOLLOUT too
-    asio::steady_timer timer_;
-    std::chrono::steady_clock::time_point timer_at_{};
-    std::atomic<bool> drive_posted_{false};
-};
-
-/// The longest time one call into the C client (zookeeper_process, zookeeper_interest, a request,
-/// zookeeper_close) held its thread, in this process so far (ns).
-std::int64_t longest_client_call_ns() noexcept;
-
-class session_impl : public std::enable_shared_from_this<session_impl> {
+class session_impl : public std::enable_shared_from_this<session_impl>, public zk_link_events {
 public:
     using strand_type = asio::strand<asio::any_io_executor>;
 
@@ -286,7 +136,7 @@ public:
     /// The most held nodes one heartbeat checks (session_heartbeat.cpp: a slice taken in turn).
     static constexpr std::size_t heartbeat_checks = 64;
     /// Strand: lease locks check their lease now (a renewal revealed a lapse).
-    void check_lease();
+    void check_lease() override;
     /// Strand only: why the session ended, for what it held or was waiting for when
     /// session_event::expired came: errc::session_expired, or zk_errc::auth_failed when the
     /// server refused the credentials on a reconnect.
@@ -437,10 +287,10 @@ public:
     session_lease::view lease_view() const noexcept { return lease_->inspect(); }
 
     // -- called by the C-client bridge (on the strand) --
-    void on_session_event(std::uint64_t gen, int state);
+    void on_session_event(std::uint64_t gen, int state) override;
     /// The server's verdict on session_options::auth for handle generation `gen`.
-    void on_auth_result(std::uint64_t gen, int rc);
-    void on_watch(std::uint64_t id, int type);
+    void on_auth_result(std::uint64_t gen, int rc) override;
+    void on_watch(std::uint64_t id, int type) override;
 
     /// A test's tap on the session (session_tap.hpp): null outside tests. Set on the thread that
     /// runs the session's io_context.
@@ -502,7 +352,7 @@ public:
     }
     /// (strand) Every server of handle `gen` failed once: look the host names up again, and give
     /// the C client the new addresses if they changed.
-    void on_round_failed(std::uint64_t gen);
+    void on_round_failed(std::uint64_t gen) override;
 
 private:
 public:
@@ -539,7 +389,7 @@ private:
     /// handle_, or an error (tls_relay_bypassed, invalid_connect_string) and no handle.
     error_code start_handle();
     /// Closes a handle that is no longer the session one (never blocks: zk_handle::close).
-    static void close_handle(std::shared_ptr<zk_handle> h);
+    static void close_handle(std::shared_ptr<zk_link> h);
     void run_cleanups();
     void unwatch_everywhere(std::string path);
     void resend_unwatches();
@@ -555,8 +405,8 @@ private:
     bool cleanup_alive(std::uint64_t gen, std::uint64_t epoch) const noexcept;
     std::uint64_t cleanup_epoch_ = 0; // strand: moved by finish_all_cleanups (see cleanup_alive)
     bool refused_ = false;            // strand: the credentials were refused; no new handle yet
-    template <class F>
-    void submit(zk_handler& h, F&& call, std::atomic<std::uint64_t>& counter);
+    /// Hands `r` to the link (counted in `counter`, if any); without a link `h` gets ZINVALIDSTATE.
+    void send(zk_request r, zk_handler h, std::atomic<std::uint64_t>* counter);
     /// `h`, with its reply shown to the test's tap (as a request of kind `k` on `path`) first;
     /// `h` itself when there is no tap.
     zk_handler behind_tap(tapped_request k, const std::string& path, zk_handler h);
@@ -580,10 +430,10 @@ private:
     std::atomic<bool> shut_down_{false};
     bool closed_done_ = false; // strand: enter_closed() ran
 
-    std::shared_ptr<zk_handle> handle_; // strand (and shutdown, after shut_down_ is set)
-    std::mutex handle_mu_;              // guards handle_ against shutdown()
-    mutable std::mutex attempts_mu_;    // guards last_attempts_
-    std::string last_attempts_;         // see session::last_connect_attempts
+    std::shared_ptr<zk_link> handle_; // strand (and shutdown, after shut_down_ is set)
+    std::mutex handle_mu_;            // guards handle_ against shutdown()
+    mutable std::mutex attempts_mu_;  // guards last_attempts_
+    std::string last_attempts_;       // see session::last_connect_attempts
     timer connect_timer_;
     std::shared_ptr<session_lease> lease_ = std::make_shared<session_lease>();
     timer lease_timer_; // (boot) fires at the earliest lease deadline in use

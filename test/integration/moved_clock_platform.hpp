@@ -47,6 +47,10 @@ public:
     std::uint64_t random64() noexcept override { return real_->random64(); }
     std::string host_name() const override { return real_->host_name(); }
     long process_id() const noexcept override { return real_->process_id(); }
+    /// The machine's link, stamping the lease with this platform's clock (the session's, in `p`).
+    std::shared_ptr<zklock::detail::zk_link> make_link(zklock::detail::zk_link_params p) override {
+        return real_->make_link(std::move(p));
+    }
 
 private:
     using handler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
