@@ -97,10 +97,11 @@ auto async_acquire_all_for(std::vector<mutex> locks, std::chrono::duration<Rep, 
             if (l.empty())
                 return detail::complete_without_session(
                     std::move(handler), error_code(errc::multi_lock_empty), std::vector<guard>{});
+            // (the clock starts with the operation, on the first lock's session's clock; read
+            // before `l` is moved: the order of a call's arguments is unspecified)
+            const auto deadline = d.resolve(detail::steady_now_of(l.front().session_impl().get()));
             detail::start_acquire_all(
-                std::move(l),
-                d.resolve(detail::steady_now_of(
-                    l.front().session_impl().get())), // (the clock starts with the operation)
+                std::move(l), deadline,
                 asio::any_completion_handler<void(error_code, std::vector<guard>)>(std::move(handler)));
         },
         token, std::move(locks), detail::deadline_spec::after(timeout));

@@ -1,0 +1,366 @@
+// The model server and the simulated link (sim_platform.hpp).
+#include "sim_platform.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <utility>
+
+namespace zklock::sim {
+
+using zklock::detail::zk_op;
+using zklock::detail::zk_request;
+using zklock::detail::zk_result;
+
+// ---------------------------------------------------------------- the model server
+// (ZooKeeper 3.8's DataTree: createNode, deleteNode, setData, getChildren, and its WatchManager:
+// triggerWatch removes a fired watch; PrepRequestProcessor: the sequence suffix is the parent's
+// cversion, a multi is all or nothing.)
+
+void model_server::fire(std::multimap<std::string, watch>& m, const std::string& path, int type) {
+    auto [b, e] = m.equal_range(path);
+    std::vector<watch> fired;
+    for (auto it = b; it != e; ++it) fired.push_back(it->second);
+    m.erase(b, e);
+    for (auto& w : fired)
+        if (auto l = links_.find(w.session); l != links_.end()) l->second->watch_fired(w.id, type);
+}
+
+int model_server::create(std::int64_t s, const std::string& path, const std::string& data, int flags,
+                         std::string& made) {
+    const std::string parent = parent_of(path);
+    auto p = nodes_.find(parent);
+    if (p == nodes_.end()) return ZNONODE;
+    if (p->second.owner != 0) return ZNOCHILDRENFOREPHEMERALS;
+    std::string name = path;
+    if (flags & ZOO_SEQUENCE) {
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%010d", p->second.cversion);
+        name += buf;
+    }
+    if (nodes_.count(name)) return ZNODEEXISTS;
+    node n;
+    n.data = data;
+    n.czxid = n.mzxid = ++zxid_;
+    n.owner = (flags & ZOO_EPHEMERAL) ? s : 0;
+    n.container = (flags & ZOO_CONTAINER) != 0;
+    nodes_[name] = n;
+    auto& par = nodes_[parent];
+    par.children.insert(name.substr(parent == "/" ? 1 : parent.size() + 1));
+    ++par.cversion;
+    made = name;
+    fire(data_w_, name, ZOO_CREATED_EVENT);
+    fire(child_w_, parent, ZOO_CHILD_EVENT);
+    return ZOK;
+}
+
+int model_server::remove(const std::string& path, int version) {
+    auto it = nodes_.find(path);
+    if (it == nodes_.end() || path == "/") return ZNONODE;
+    if (version != -1 && version != it->second.version) return ZBADVERSION;
+    if (!it->second.children.empty()) return ZNOTEMPTY;
+    const std::string parent = parent_of(path);
+    nodes_.erase(it);
+    auto& par = nodes_[parent];
+    par.children.erase(path.substr(parent == "/" ? 1 : parent.size() + 1));
+    ++par.cversion;
+    ++zxid_;
+    fire(data_w_, path, ZOO_DELETED_EVENT);
+    fire(child_w_, path, ZOO_DELETED_EVENT);
+    fire(child_w_, parent, ZOO_CHILD_EVENT);
+    return ZOK;
+}
+
+int model_server::set(const std::string& path, const std::string& data, int version,
+                      std::int32_t& new_version) {
+    auto it = nodes_.find(path);
+    if (it == nodes_.end()) return ZNONODE;
+    if (version != -1 && version != it->second.version) return ZBADVERSION;
+    it->second.data = data;
+    it->second.mzxid = ++zxid_;
+    new_version = ++it->second.version;
+    fire(data_w_, path, ZOO_CHANGED_EVENT);
+    return ZOK;
+}
+
+namespace {
+Stat stat_of(const model_server::node& n) {
+    Stat st{};
+    st.czxid = n.czxid;
+    st.mzxid = n.mzxid;
+    st.version = n.version;
+    st.cversion = n.cversion;
+    st.ephemeralOwner = n.owner;
+    st.numChildren = static_cast<std::int32_t>(n.children.size());
+    st.dataLength = static_cast<std::int32_t>(n.data.size());
+    return st;
+}
+} // namespace
+
+zk_result model_server::apply(std::int64_t s, const zk_request& r) {
+    zk_result out;
+    auto list = [&](const std::string& path, int& rc, std::uint64_t watch_id) {
+        auto it = nodes_.find(path);
+        if (it == nodes_.end()) {
+            rc = ZNONODE;
+            return;
+        }
+        rc = ZOK;
+        out.children.assign(it->second.children.begin(), it->second.children.end());
+        out.cversion = it->second.cversion; // (the parent's stat gives the library only this)
+        if (watch_id) child_w_.emplace(path, watch{s, watch_id});
+    };
+    switch (r.op) {
+    case zk_op::create:
+    case zk_op::create_and_list:
+        out.rc = create(s, r.path, r.data, r.flags, out.path);
+        if (out.rc == ZOK) out.stat = stat_of(nodes_[out.path]);
+        if (r.op == zk_op::create_and_list) list(r.parent, out.list_rc, 0);
+        break;
+    case zk_op::get_children:
+        list(r.path, out.rc, r.watch_id);
+        break;
+    case zk_op::get_data:
+    case zk_op::exists: {
+        auto it = nodes_.find(r.path);
+        out.rc = it == nodes_.end() ? ZNONODE : ZOK;
+        if (it != nodes_.end()) {
+            out.stat = stat_of(it->second);
+            if (r.op == zk_op::get_data) out.data = it->second.data;
+        }
+        // (getData arms a watch only on a node that exists; exists arms one either way)
+        if (r.watch_id && (out.rc == ZOK || r.op == zk_op::exists))
+            data_w_.emplace(r.path, watch{s, r.watch_id});
+        break;
+    }
+    case zk_op::remove:
+        out.rc = remove(r.path, r.version);
+        break;
+    case zk_op::set_data: {
+        std::int32_t v = 0;
+        out.rc = set(r.path, r.data, r.version, v);
+        if (out.rc == ZOK) out.stat = stat_of(nodes_[r.path]);
+        break;
+    }
+    case zk_op::multi: {
+        // All or nothing: applied on a copy, kept only if every operation succeeds (the watches
+        // fire from the copy's changes only then: a failed multi changes nothing).
+        auto saved_nodes = nodes_;
+        auto saved_zxid = zxid_;
+        auto saved_dw = data_w_;
+        auto saved_cw = child_w_;
+        auto saved_links = links_;
+        links_.clear(); // (no watch event leaves until the multi is known to succeed)
+        std::vector<std::pair<std::string, int>> fired_later;
+        out.multi.resize(r.ops.size());
+        int failed = -1;
+        for (std::size_t i = 0; i < r.ops.size() && failed < 0; ++i) {
+            const auto& o = r.ops[i];
+            int rc = ZOK;
+            switch (o.what) {
+            case transaction::kind::check: {
+                auto it = nodes_.find(o.path);
+                rc = it == nodes_.end()                                     ? ZNONODE
+                     : (o.version != -1 && o.version != it->second.version) ? ZBADVERSION
+                                                                            : ZOK;
+                break;
+            }
+            case transaction::kind::create: {
+                int flags = 0;
+                if (o.mode == create_mode::ephemeral || o.mode == create_mode::ephemeral_sequential)
+                    flags |= ZOO_EPHEMERAL;
+                if (o.mode == create_mode::persistent_sequential ||
+                    o.mode == create_mode::ephemeral_sequential)
+                    flags |= ZOO_SEQUENCE;
+                rc = create(s, o.path, o.data, flags, out.multi[i].path);
+                break;
+            }
+            case transaction::kind::remove:
+                rc = remove(o.path, o.version);
+                break;
+            case transaction::kind::set_data:
+                rc = set(o.path, o.data, o.version, out.multi[i].version);
+                break;
+            }
+            out.multi[i].rc = rc;
+            if (rc != ZOK) failed = static_cast<int>(i);
+        }
+        links_ = std::move(saved_links);
+        if (failed >= 0) {
+            nodes_ = std::move(saved_nodes);
+            zxid_ = saved_zxid;
+            data_w_ = std::move(saved_dw);
+            child_w_ = std::move(saved_cw);
+            out.rc = out.multi[failed].rc;
+            for (std::size_t i = 0; i < out.multi.size(); ++i) {
+                if (static_cast<int>(i) < failed) out.multi[i].rc = ZOK;
+                if (static_cast<int>(i) > failed) out.multi[i].rc = ZRUNTIMEINCONSISTENCY;
+                out.multi[i].path.clear();
+            }
+        } else {
+            out.rc = ZOK;
+            // The watches the copy removed as fired: fire them now, from the saved ones that are gone.
+            using wmap = std::multimap<std::string, watch>;
+            const std::pair<wmap*, wmap*> kinds[] = {{&saved_dw, &data_w_}, {&saved_cw, &child_w_}};
+            for (const auto& pair : kinds) {
+                for (auto& [path, w] : *pair.first) {
+                    bool still = false;
+                    auto [b, e] = pair.second->equal_range(path);
+                    for (auto it = b; it != e; ++it)
+                        still = still || (it->second.id == w.id && it->second.session == w.session);
+                    if (still) continue;
+                    // which event: the node now gone, made, changed, or its children changed
+                    int type = ZOO_CHILD_EVENT;
+                    if (pair.first == &saved_dw) {
+                        const bool before = saved_nodes.count(path) != 0;
+                        const bool after = nodes_.count(path) != 0;
+                        type = before && !after   ? ZOO_DELETED_EVENT
+                               : !before && after ? ZOO_CREATED_EVENT
+                                                  : ZOO_CHANGED_EVENT;
+                    } else if (!nodes_.count(path)) {
+                        type = ZOO_DELETED_EVENT;
+                    }
+                    if (auto l = links_.find(w.session); l != links_.end())
+                        l->second->watch_fired(w.id, type);
+                }
+            }
+        }
+        break;
+    }
+    case zk_op::remove_watch: {
+        auto& m = r.child_watch ? child_w_ : data_w_;
+        auto [b, e] = m.equal_range(r.path);
+        out.rc = ZNOWATCHER;
+        for (auto it = b; it != e; ++it)
+            if (it->second.session == s && it->second.id == r.watch_id) {
+                m.erase(it);
+                out.rc = ZOK;
+                break;
+            }
+        break;
+    }
+    case zk_op::remove_all_watches: {
+        out.rc = ZNOWATCHER;
+        auto [b, e] = data_w_.equal_range(r.path);
+        for (auto it = b; it != e;)
+            if (it->second.session == s) {
+                it = data_w_.erase(it);
+                out.rc = ZOK;
+            } else {
+                ++it;
+            }
+        break;
+    }
+    }
+    return out;
+}
+
+void model_server::close_session(std::int64_t id) {
+    for (auto* m : {&data_w_, &child_w_})
+        for (auto it = m->begin(); it != m->end();)
+            it = it->second.session == id ? m->erase(it) : std::next(it);
+    links_.erase(id);
+    std::vector<std::string> mine;
+    for (auto& [p, n] : nodes_)
+        if (n.owner == id) mine.push_back(p);
+    for (auto& p : mine) remove(p, -1);
+}
+
+// ---------------------------------------------------------------- the link
+
+std::int64_t sim_link::to_client_at() {
+    last_to_client_ = std::max(last_to_client_, s_.now + s_.draw(50'000, 2'000'000));
+    return last_to_client_;
+}
+
+std::int64_t sim_link::to_server_at() {
+    last_to_server_ = std::max(last_to_server_, s_.now + s_.draw(50'000, 2'000'000));
+    return last_to_server_;
+}
+
+void sim_link::start() {
+    const auto sent = s_.now;
+    p_.lease->saw_state(sent, false);
+    s_.at(to_server_at(), [w = weak_from_this(), sent] {
+        auto self = w.lock();
+        if (!self || self->closed_) return;
+        self->id_ = self->m_.open_session(self.get());
+        self->s_.at(self->to_client_at(), [w] {
+            auto self = w.lock();
+            if (!self || self->closed_) return;
+            self->connected_ = true;
+            self->p_.lease->on_connected(static_cast<lease_ns>(self->timeout_ms_) * 1'000'000, self->s_.now);
+            self->p_.lease->saw_state(self->s_.now, true);
+            self->deliver([ev = self->p_.events, gen = self->p_.generation] {
+                if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTED_STATE);
+            });
+        });
+        (void)sent;
+    });
+}
+
+void sim_link::submit(zk_request r, zklock::detail::zk_handler h) {
+    if (closed_ || !connected_) {
+        const int rc = closed_ ? ZCLOSING : ZCONNECTIONLOSS;
+        return deliver([h = std::move(h), rc]() mutable {
+            zk_result res;
+            res.rc = res.list_rc = rc;
+            std::move(h)(std::move(res));
+        });
+    }
+    const lease_ns sent = s_.now;
+    const auto v = zklock::detail::vouch_of(r.op);
+    const bool write = v == zklock::detail::vouch::commit && !r.heartbeat;
+    p_.lease->saw_state(sent, true);
+    p_.lease->note_send(sent, v == zklock::detail::vouch::commit);
+    if (write) ++writes_;
+    s_.note(static_cast<std::uint64_t>(r.op) * 31 + r.path.size());
+    const auto rid = ++next_request_;
+    inflight_.emplace(rid, std::make_shared<zklock::detail::zk_handler>(std::move(h)));
+    s_.at(to_server_at(), [w = weak_from_this(), r = std::move(r), rid, sent, v, write]() mutable {
+        auto self = w.lock();
+        if (!self || self->closed_) return; // (close() answered it)
+        auto res = std::make_shared<zk_result>(self->m_.apply(self->id_, r));
+        self->s_.at(self->to_client_at(), [w, res, rid, sent, v, write] {
+            auto self = w.lock();
+            if (!self || self->closed_) return;
+            auto it = self->inflight_.find(rid);
+            if (it == self->inflight_.end()) return;
+            auto hp = std::move(it->second);
+            self->inflight_.erase(it);
+            if (write) --self->writes_;
+            if (zklock::detail::is_server_reply(res->rc) &&
+                self->p_.lease->on_reply(sent, zklock::detail::proves_commit(v, res->rc), self->s_.now))
+                self->deliver([ev = self->p_.events] {
+                    if (auto e = ev.lock()) e->check_lease();
+                });
+            self->deliver([hp, res]() mutable { std::move (*hp)(std::move(*res)); });
+        });
+    });
+}
+
+void sim_link::watch_fired(std::uint64_t id, int type) {
+    s_.at(to_client_at(), [w = weak_from_this(), id, type] {
+        auto self = w.lock();
+        if (!self || self->closed_) return;
+        self->deliver([ev = self->p_.events, id, type] {
+            if (auto e = ev.lock()) e->on_watch(id, type);
+        });
+    });
+}
+
+void sim_link::close() {
+    if (closed_) return;
+    closed_ = true;
+    connected_ = false;
+    if (id_ != 0) m_.close_session(id_);
+    // Every request still in flight completes with ZCLOSING, as the C client's close does.
+    for (auto& [rid, hp] : std::exchange(inflight_, {}))
+        deliver([hp]() mutable {
+            zk_result res;
+            res.rc = res.list_rc = ZCLOSING;
+            std::move (*hp)(std::move(res));
+        });
+    writes_ = 0;
+}
+
+} // namespace zklock::sim

@@ -1,0 +1,282 @@
+// The whole library under simulation, a first step (issue 62): a platform (src/session/platform.hpp)
+// whose clocks are virtual, whose timers are events of a seeded scheduler, and whose links
+// (src/session/zk_link.hpp) talk to a model ZooKeeper server in the same process. A session made
+// with it (session(ex, opts, platform)) runs the library's own code, drivers included, unchanged:
+// the requests, the heartbeat, the lease, the deletes, the recipes. One thread, one io_context,
+// one seed: the run is replayed exactly.
+//
+// The model today: one server that applies each session's requests in order after a seeded
+// delay, and answers after another; znodes with czxid, versions, the parent's cversion for
+// sequential names, ephemeral owners, containers (not reaped), one-shot data, child and existence
+// watches and their removal, multi all or nothing, sessions whose close deletes their ephemeral
+// nodes. Not yet: followers, stale reads, connection loss, expiry, reconnects (issue 62 lists them).
+#pragma once
+
+#include "session/platform.hpp"
+#include "session/zk_link.hpp"
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace zklock::sim {
+
+namespace asio = boost::asio;
+using zklock::detail::lease_ns;
+
+/// Virtual time and the events at their times, with the io_context the library runs on: run()
+/// alternates running every ready handler (io.poll) and advancing to the next event.
+class scheduler {
+    // (first: destroyed after io, whose destructor destroys the handlers and coroutines still
+    // pending, and with them timers that cancel their events)
+    std::uint64_t seq_ = 0;
+    std::map<std::pair<std::int64_t, std::uint64_t>, std::function<void()>> events_;
+
+public:
+    explicit scheduler(std::uint64_t seed) : rng(seed) {}
+    asio::io_context io;
+    std::mt19937_64 rng;
+    std::int64_t now = 1'000'000'000; // ns (not 0: the lease reads 0 as "never")
+    std::uint64_t trace_hash = 1469598103934665603ULL;
+
+    /// `fn` at `at` (ns); events at one time run in the order they were scheduled. Returns an id.
+    std::uint64_t at(std::int64_t t, std::function<void()> fn) {
+        const auto id = ++seq_;
+        events_.emplace(std::make_pair(std::max(t, now), id), std::move(fn));
+        return id;
+    }
+    void cancel(std::uint64_t id) {
+        for (auto it = events_.begin(); it != events_.end(); ++it)
+            if (it->first.second == id) {
+                events_.erase(it);
+                return;
+            }
+    }
+    /// A delay drawn in [lo, hi] ns.
+    std::int64_t draw(std::int64_t lo, std::int64_t hi) {
+        return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+    }
+    void note(std::uint64_t v) { trace_hash = (trace_hash ^ v) * 1099511628211ULL; }
+    /// Runs until `done()` or nothing is left to run, or virtual time passes `limit` ns.
+    bool run(const std::function<bool()>& done, std::int64_t limit) {
+        for (;;) {
+            io.poll();
+            io.restart();
+            if (done()) return true;
+            if (events_.empty() || events_.begin()->first.first > limit) return false;
+            auto it = events_.begin();
+            now = it->first.first;
+            note(static_cast<std::uint64_t>(now));
+            auto fn = std::move(it->second);
+            events_.erase(it);
+            fn();
+        }
+    }
+};
+
+/// Completes `h` with `ec` on its associated executor (else `ex`), posted.
+inline void complete_later(const asio::any_io_executor& ex,
+                           asio::any_completion_handler<void(boost::system::error_code)> h,
+                           boost::system::error_code ec) {
+    asio::post(ex, [h = std::move(h), ex, ec]() mutable {
+        auto hex = asio::get_associated_executor(h, ex);
+        asio::dispatch(hex, [h = std::move(h), ec]() mutable { std::move(h)(ec); });
+    });
+}
+
+/// A timer of the scheduler.
+class sim_timer final : public zklock::detail::timer_backend {
+public:
+    sim_timer(scheduler& s, asio::any_io_executor ex) : s_(s), ex_(std::move(ex)) {}
+    ~sim_timer() override {
+        if (event_) s_.cancel(*event_);
+        // (a pending handler is dropped with the timer, as Asio's timers abort theirs: posted)
+        if (h_) complete_later(ex_, std::move(*h_), asio::error::operation_aborted);
+    }
+    void wait_until(std::int64_t at,
+                    asio::any_completion_handler<void(boost::system::error_code)> h) override {
+        cancel();
+        h_.emplace(std::move(h));
+        if (at == std::numeric_limits<std::int64_t>::max()) return;
+        event_ = s_.at(at, [this] {
+            event_.reset();
+            if (!h_) return;
+            asio::any_completion_handler<void(boost::system::error_code)> h(std::move(*h_));
+            h_.reset();
+            complete_later(ex_, std::move(h), {});
+        });
+    }
+    void cancel() override {
+        if (event_) s_.cancel(*event_);
+        event_.reset();
+        if (!h_) return;
+        asio::any_completion_handler<void(boost::system::error_code)> h(std::move(*h_));
+        h_.reset();
+        complete_later(ex_, std::move(h), asio::error::operation_aborted);
+    }
+
+private:
+    scheduler& s_;
+    asio::any_io_executor ex_;
+    std::optional<std::uint64_t> event_;
+    // (optional: Boost 1.81's any_completion_handler must not be assigned to)
+    std::optional<asio::any_completion_handler<void(boost::system::error_code)>> h_;
+};
+
+class sim_link;
+
+/// The model ZooKeeper server.
+class model_server {
+public:
+    struct node {
+        std::string data;
+        std::int64_t czxid = 0, mzxid = 0, owner = 0;
+        std::int32_t version = 0, cversion = 0;
+        bool container = false;
+        std::set<std::string> children;
+    };
+    model_server() { nodes_["/"] = node{}; }
+
+    std::int64_t open_session(sim_link* l) {
+        const auto id = ++next_session_;
+        links_[id] = l;
+        return id;
+    }
+    /// Ends session `id`: its ephemeral nodes go (their watches fire), its watches are dropped.
+    void close_session(std::int64_t id);
+    /// Applies `r` of session `id` now; watch events it triggers are handed to the links.
+    zklock::detail::zk_result apply(std::int64_t id, const zklock::detail::zk_request& r);
+    /// Every node under `path` (not itself), for the oracles.
+    std::vector<std::string> under(const std::string& path) const {
+        std::vector<std::string> out;
+        for (auto& [p, n] : nodes_)
+            if (p.size() > path.size() && p.compare(0, path.size(), path) == 0 && p[path.size()] == '/')
+                out.push_back(p);
+        return out;
+    }
+    std::size_t watch_count() const { return data_w_.size() + child_w_.size(); }
+    std::size_t ephemeral_count() const {
+        std::size_t n = 0;
+        for (auto& [p, x] : nodes_) n += x.owner != 0;
+        return n;
+    }
+    const node* find(const std::string& p) const {
+        auto it = nodes_.find(p);
+        return it == nodes_.end() ? nullptr : &it->second;
+    }
+
+private:
+    struct watch {
+        std::int64_t session;
+        std::uint64_t id;
+    };
+    static std::string parent_of(const std::string& p) {
+        auto i = p.rfind('/');
+        return i == 0 ? "/" : p.substr(0, i);
+    }
+    void fire(std::multimap<std::string, watch>& m, const std::string& path, int type);
+    int create(std::int64_t s, const std::string& path, const std::string& data, int flags,
+               std::string& made);
+    int remove(const std::string& path, int version);
+    int set(const std::string& path, const std::string& data, int version, std::int32_t& new_version);
+
+    std::int64_t zxid_ = 0, next_session_ = 0;
+    std::map<std::string, node> nodes_;
+    std::multimap<std::string, watch> data_w_, child_w_; // (data_w_: getData and exists watches)
+    std::map<std::int64_t, sim_link*> links_;
+};
+
+/// A session's connection to the model server.
+class sim_link final : public zklock::detail::zk_link, public std::enable_shared_from_this<sim_link> {
+public:
+    sim_link(scheduler& s, model_server& m, zklock::detail::zk_link_params p)
+        : s_(s), m_(m), p_(std::move(p)) {}
+    ~sim_link() override { close(); }
+    bool init(const std::string&, int timeout_ms, const std::vector<credentials>&) override {
+        timeout_ms_ = std::clamp(timeout_ms, 4'000, 40'000); // (tickTime 2 s: 2 to 20 ticks)
+        return true;
+    }
+    void start() override;
+    void submit(zklock::detail::zk_request r, zklock::detail::zk_handler h) override;
+    void close() override;
+    bool write_in_flight() const override { return writes_ > 0; }
+    void set_servers(const std::string&) override {}
+    bool session_info(std::int64_t& id, int& timeout_ms) override {
+        if (closed_) return false;
+        id = id_;
+        timeout_ms = timeout_ms_;
+        return true;
+    }
+    std::optional<std::pair<asio::ip::tcp::endpoint, asio::ip::tcp::endpoint>>
+    client_socket_address() override {
+        return std::nullopt;
+    }
+    std::string attempts() const override { return {}; }
+
+    /// (the server) A watch of this session fired.
+    void watch_fired(std::uint64_t id, int type);
+
+private:
+    /// The time a message sent to the client now arrives: after a drawn delay, in order.
+    std::int64_t to_client_at();
+    std::int64_t to_server_at();
+    template <class F>
+    void deliver(F&& fn) { // (on the strand)
+        asio::post(p_.strand, std::forward<F>(fn));
+    }
+
+    scheduler& s_;
+    model_server& m_;
+    zklock::detail::zk_link_params p_;
+    int timeout_ms_ = 10'000;
+    std::int64_t id_ = 0;
+    bool connected_ = false, closed_ = false;
+    int writes_ = 0;
+    std::int64_t last_to_client_ = 0, last_to_server_ = 0;
+    std::uint64_t next_request_ = 0;
+    std::map<std::uint64_t, std::shared_ptr<zklock::detail::zk_handler>> inflight_;
+};
+
+/// The platform: virtual clocks, the scheduler's timers, seeded randomness, links to the model.
+class sim_platform final : public zklock::detail::platform {
+public:
+    sim_platform(scheduler& s, model_server& m) : s_(s), m_(m) {}
+    std::chrono::steady_clock::time_point steady_now() const noexcept override {
+        return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(s_.now));
+    }
+    std::chrono::system_clock::time_point wall_now() const noexcept override {
+        return std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                std::chrono::nanoseconds(s_.now)));
+    }
+    lease_ns boot_now() const noexcept override { return s_.now; }
+    std::unique_ptr<zklock::detail::timer_backend> make_timer(const asio::any_io_executor& ex,
+                                                              zklock::detail::timer_clock) override {
+        return std::make_unique<sim_timer>(s_, ex);
+    }
+    std::uint64_t random64() noexcept override { return s_.rng(); }
+    std::string host_name() const override { return "sim"; }
+    long process_id() const noexcept override { return 1; }
+    std::shared_ptr<zklock::detail::zk_link> make_link(zklock::detail::zk_link_params p) override {
+        return std::make_shared<sim_link>(s_, m_, std::move(p));
+    }
+
+private:
+    scheduler& s_;
+    model_server& m_;
+};
+
+} // namespace zklock::sim
