@@ -23,7 +23,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRATCH = os.path.join(ROOT, "build-mutants")
 
-# (name, file, old text, new text, what it breaks). Each old text must occur exactly once.
+# (name, file, old text, new text, what it breaks[, the simulator's arguments]). Each old text must
+# occur exactly once.
 MUTANTS = [
     ("timeout-keeps-node", "src/recipes/mutex.cpp",
      "auto r = co_await s_->async_remove(my_node_, use_awaitable);\n                done = r.rc == ZOK || r.rc == ZNONODE;",
@@ -49,6 +50,10 @@ MUTANTS = [
      "for (const auto& n : a.delete_nodes) s.delete_in_background(n);",
      "for (const auto& n : a.delete_nodes) (void)n;",
      "the acquire machine's deletes (a duplicate node, a node left by a lost create) are not sent"),
+    ("lease-timer-silent", "src/session/session_heartbeat.cpp",
+     "        notify(session_event::lease_check);\n    lease_checked_at_ = now;",
+     "        (void)0;\n    lease_checked_at_ = now;",
+     "the lease's timer finds the lapse and tells no holder", ["--faults"]),
     ("unwatch-never", "src/session/session_impl.cpp",
      "if (!armed || path.empty()) return;",
      "return;",
@@ -92,7 +97,9 @@ def main():
     if r.returncode != 0:
         sys.exit("sim_whole_mutants: the unmutated library fails:\n" + r.stdout[-2000:])
     survived = killed = 0
-    for name, path, old, new, what in MUTANTS:
+    for mutant in MUTANTS:
+        name, path, old, new, what = mutant[:5]
+        extra = mutant[5] if len(mutant) > 5 else []
         if args.only and name != args.only:
             continue
         target = os.path.join(SCRATCH, "tree", path)
@@ -102,7 +109,8 @@ def main():
         try:
             open(target, "w").write(text.replace(old, new))
             exe = build()
-            r = subprocess.run([exe, "--seeds", str(args.seeds)], capture_output=True, text=True, timeout=600)
+            r = subprocess.run([exe, "--seeds", str(args.seeds)] + extra, capture_output=True, text=True,
+                               timeout=600)
             lines = r.stdout.strip().splitlines()
             failed = [l for l in lines if l.startswith("seed ")]
             if r.returncode != 0 and failed:

@@ -259,6 +259,7 @@ void model_server::close_session(std::int64_t id) {
         for (auto it = m->begin(); it != m->end();)
             it = it->second.session == id ? m->erase(it) : std::next(it);
     links_.erase(id);
+    alive_.erase(id);
     std::vector<std::string> mine;
     for (auto& [p, n] : nodes_)
         if (n.owner == id) mine.push_back(p);
@@ -283,7 +284,8 @@ void sim_link::start() {
     s_.at(to_server_at(), [w = weak_from_this(), sent] {
         auto self = w.lock();
         if (!self || self->closed_) return;
-        self->id_ = self->m_.open_session(self.get());
+        self->id_ = self->m_.open_session(
+            self.get(), static_cast<std::int64_t>(self->timeout_ms_) * 1'000'000, self->s_.now);
         self->s_.at(self->to_client_at(), [w] {
             auto self = w.lock();
             if (!self || self->closed_) return;
@@ -293,8 +295,70 @@ void sim_link::start() {
             self->deliver([ev = self->p_.events, gen = self->p_.generation] {
                 if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTED_STATE);
             });
+            self->ping();
         });
         (void)sent;
+    });
+}
+
+void sim_link::ping() {
+    // (the C client pings a third of the timeout after its last send; here every third)
+    s_.at(s_.now + static_cast<std::int64_t>(timeout_ms_) * 1'000'000 / 3,
+          [w = weak_from_this(), conn = conn_] {
+              auto self = w.lock();
+              if (!self || self->closed_ || !self->connected_ || self->conn_ != conn) return;
+              self->s_.at(self->to_server_at(), [w, conn] {
+                  auto self = w.lock();
+                  if (!self || self->closed_ || self->conn_ != conn) return;
+                  self->m_.touch(self->id_, self->s_.now);
+              });
+              self->ping();
+          });
+}
+
+void sim_link::drop(std::int64_t down) {
+    if (closed_ || !connected_) return;
+    connected_ = false;
+    ++conn_;
+    p_.lease->saw_state(s_.now, false);
+    // what had not reached the server: applied anyway (its reply lost) or never, as drawn
+    for (auto& [rid, ev] : std::exchange(applies_, {}))
+        if (s_.rng() % 2 == 0) s_.cancel(ev);
+    for (auto& [rid, hp] : std::exchange(inflight_, {}))
+        deliver([hp]() mutable {
+            zk_result res;
+            res.rc = res.list_rc = ZCONNECTIONLOSS;
+            std::move (*hp)(std::move(res));
+        });
+    writes_ = 0;
+    deliver([ev = p_.events, gen = p_.generation] {
+        if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTING_STATE);
+    });
+    s_.at(s_.now + down, [w = weak_from_this(), conn = conn_] {
+        auto self = w.lock();
+        if (!self || self->closed_ || self->conn_ != conn) return;
+        auto& s = self->s_;
+        self->m_.expire_due(s.now);
+        if (!self->m_.alive(self->id_)) { // told only now, at the reconnect (SESSIONEXPIRED)
+            self->closed_ = true;
+            self->deliver([ev = self->p_.events, gen = self->p_.generation] {
+                if (auto e = ev.lock()) e->on_session_event(gen, ZOO_EXPIRED_SESSION_STATE);
+            });
+            return;
+        }
+        self->m_.touch(self->id_, s.now);
+        self->connected_ = true;
+        self->p_.lease->on_connected(static_cast<lease_ns>(self->timeout_ms_) * 1'000'000, s.now);
+        self->p_.lease->saw_state(s.now, true);
+        self->deliver([ev = self->p_.events, gen = self->p_.generation] {
+            if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTED_STATE);
+        });
+        // SetWatches: what changed while disconnected fires now, after the connected event
+        for (auto& [id, type] : std::exchange(self->held_events_, {}))
+            self->deliver([ev = self->p_.events, id = id, type = type] {
+                if (auto e = ev.lock()) e->on_watch(id, type);
+            });
+        self->ping();
     });
 }
 
@@ -316,13 +380,19 @@ void sim_link::submit(zk_request r, zklock::detail::zk_handler h) {
     s_.note(static_cast<std::uint64_t>(r.op) * 31 + r.path.size());
     const auto rid = ++next_request_;
     inflight_.emplace(rid, std::make_shared<zklock::detail::zk_handler>(std::move(h)));
-    s_.at(to_server_at(), [w = weak_from_this(), r = std::move(r), rid, sent, v, write]() mutable {
+    applies_[rid] = s_.at(to_server_at(), [w = weak_from_this(), r = std::move(r), rid, sent, v, write,
+                                           conn = conn_]() mutable {
         auto self = w.lock();
         if (!self || self->closed_) return; // (close() answered it)
+        self->applies_.erase(rid);
+        self->m_.expire_due(self->s_.now);
+        if (!self->m_.alive(self->id_)) return; // (the server refuses it: the session is gone)
+        self->m_.touch(self->id_, self->s_.now);
         auto res = std::make_shared<zk_result>(self->m_.apply(self->id_, r));
-        self->s_.at(self->to_client_at(), [w, res, rid, sent, v, write] {
+        if (self->conn_ != conn) return; // applied after the drop: its reply is lost
+        self->s_.at(self->to_client_at(), [w, res, rid, sent, v, write, conn] {
             auto self = w.lock();
-            if (!self || self->closed_) return;
+            if (!self || self->closed_ || self->conn_ != conn) return;
             auto it = self->inflight_.find(rid);
             if (it == self->inflight_.end()) return;
             auto hp = std::move(it->second);
@@ -339,9 +409,17 @@ void sim_link::submit(zk_request r, zklock::detail::zk_handler h) {
 }
 
 void sim_link::watch_fired(std::uint64_t id, int type) {
-    s_.at(to_client_at(), [w = weak_from_this(), id, type] {
+    if (!connected_) {
+        held_events_.emplace_back(id, type);
+        return;
+    }
+    s_.at(to_client_at(), [w = weak_from_this(), id, type, conn = conn_] {
         auto self = w.lock();
         if (!self || self->closed_) return;
+        if (!self->connected_) {
+            self->held_events_.emplace_back(id, type);
+            return;
+        }
         self->deliver([ev = self->p_.events, id, type] {
             if (auto e = ev.lock()) e->on_watch(id, type);
         });

@@ -150,10 +150,33 @@ public:
     };
     model_server() { nodes_["/"] = node{}; }
 
-    std::int64_t open_session(sim_link* l) {
+    std::int64_t open_session(sim_link* l, std::int64_t timeout_ns, std::int64_t now) {
         const auto id = ++next_session_;
         links_[id] = l;
+        alive_[id] = {now, timeout_ns};
         return id;
+    }
+    /// The session is touched (a request or a ping reached the server) at `now`.
+    void touch(std::int64_t id, std::int64_t now) {
+        if (auto it = alive_.find(id); it != alive_.end()) it->second.first = now;
+    }
+    /// (the leader's session tracker) Expires every session not touched for its timeout; true if
+    /// `id` is (or was) expired.
+    bool expire_due(std::int64_t now) {
+        std::vector<std::int64_t> due;
+        for (auto& [id, t] : alive_)
+            if (now - t.first > t.second) due.push_back(id);
+        for (auto id : due) {
+            ++expired_;
+            close_session(id);
+        }
+        return !due.empty();
+    }
+    bool alive(std::int64_t id) const { return alive_.count(id) != 0; }
+    int expired() const { return expired_; }
+    /// A link's connection went and came back: the same session, the same object.
+    void rebind(std::int64_t id, sim_link* l) {
+        if (alive_.count(id)) links_[id] = l;
     }
     /// Ends session `id`: its ephemeral nodes go (their watches fire), its watches are dropped.
     void close_session(std::int64_t id);
@@ -197,6 +220,8 @@ private:
     std::map<std::string, node> nodes_;
     std::multimap<std::string, watch> data_w_, child_w_; // (data_w_: getData and exists watches)
     std::map<std::int64_t, sim_link*> links_;
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last touch, timeout)
+    int expired_ = 0;
 };
 
 /// A session's connection to the model server.
@@ -228,6 +253,12 @@ public:
 
     /// (the server) A watch of this session fired.
     void watch_fired(std::uint64_t id, int type);
+    /// The connection drops now: requests in flight fail with ZCONNECTIONLOSS (each one applied
+    /// at the server or not, as drawn: a lost reply either way), the session hears
+    /// ZOO_CONNECTING_STATE, and the link reconnects after `down` ns to the same session, unless
+    /// the server expired it meanwhile (then ZOO_EXPIRED_SESSION_STATE, told at the reconnect).
+    void drop(std::int64_t down);
+    bool connected() const { return connected_; }
 
 private:
     /// The time a message sent to the client now arrives: after a drawn delay, in order.
@@ -248,6 +279,10 @@ private:
     std::int64_t last_to_client_ = 0, last_to_server_ = 0;
     std::uint64_t next_request_ = 0;
     std::map<std::uint64_t, std::shared_ptr<zklock::detail::zk_handler>> inflight_;
+    std::map<std::uint64_t, std::uint64_t> applies_;         // request -> its apply event, not run yet
+    std::uint64_t conn_ = 0;                                 // moves at each drop: older events are stale
+    std::vector<std::pair<std::uint64_t, int>> held_events_; // watch events while disconnected
+    void ping();
 };
 
 /// The platform: virtual clocks, the scheduler's timers, seeded randomness, links to the model.
@@ -271,8 +306,12 @@ public:
     std::string host_name() const override { return "sim"; }
     long process_id() const noexcept override { return 1; }
     std::shared_ptr<zklock::detail::zk_link> make_link(zklock::detail::zk_link_params p) override {
-        return std::make_shared<sim_link>(s_, m_, std::move(p));
+        auto l = std::make_shared<sim_link>(s_, m_, std::move(p));
+        links.push_back(l);
+        return l;
     }
+    /// Every link made, for the world's faults.
+    std::vector<std::weak_ptr<sim_link>> links;
 
 private:
     scheduler& s_;
