@@ -65,7 +65,7 @@ public:
     virtual void on_session_event(session_event e) = 0;
 };
 
-class session_impl : public std::enable_shared_from_this<session_impl>, public zk_link_events {
+class session_impl final : public std::enable_shared_from_this<session_impl>, public zk_link_events {
 public:
     using strand_type = asio::strand<asio::any_io_executor>;
 
