@@ -324,8 +324,8 @@ void sim_link::drop(std::int64_t down) {
     // what had not reached the server: applied anyway (its reply lost) or never, as drawn
     for (auto& [rid, ev] : std::exchange(applies_, {}))
         if (s_.rng() % 2 == 0) s_.cancel(ev);
-    for (auto& [rid, hp] : std::exchange(inflight_, {}))
-        deliver([hp]() mutable {
+    for (auto& entry : std::exchange(inflight_, {}))
+        deliver([hp = entry.second]() mutable {
             zk_result res;
             res.rc = res.list_rc = ZCONNECTIONLOSS;
             std::move (*hp)(std::move(res));
@@ -413,7 +413,7 @@ void sim_link::watch_fired(std::uint64_t id, int type) {
         held_events_.emplace_back(id, type);
         return;
     }
-    s_.at(to_client_at(), [w = weak_from_this(), id, type, conn = conn_] {
+    s_.at(to_client_at(), [w = weak_from_this(), id, type] {
         auto self = w.lock();
         if (!self || self->closed_) return;
         if (!self->connected_) {
@@ -432,8 +432,8 @@ void sim_link::close() {
     connected_ = false;
     if (id_ != 0) m_.close_session(id_);
     // Every request still in flight completes with ZCLOSING, as the C client's close does.
-    for (auto& [rid, hp] : std::exchange(inflight_, {}))
-        deliver([hp]() mutable {
+    for (auto& entry : std::exchange(inflight_, {}))
+        deliver([hp = entry.second]() mutable {
             zk_result res;
             res.rc = res.list_rc = ZCLOSING;
             std::move (*hp)(std::move(res));
