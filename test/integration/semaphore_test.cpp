@@ -140,16 +140,19 @@ TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostIsFoundByItsGuidOrCreatedAgain) {
     // barrier write, then a listing of the leases) and either adopts it (applied: zt::faults'
     // lose_create_replies, past the internal lock's flight) or creates it again (not applied: the
     // create refused before it was sent, as a connection loss). Granted either way, with one
-    // lease of ours at the server, and N = 1 still works after the release.
+    // lease of ours at the server, and the semaphore still grants after the release.
+    // N = 2, and the observer holds one lease throughout: "<path>/leases" is never empty, so the
+    // test server's container reaper (every second) cannot take it between the guid's listing and
+    // the create made again. Taken there, that create finds no parent, makes it and creates a
+    // third time (the machine's create_loop): the first version of this test, with N = 1 and no
+    // other lease, counted 3 creates so once, under ASan and load. A lease of ours left behind
+    // would fill the semaphore with the observer's, as it would have at N = 1.
     run_test([&]() -> awaitable<void> {
         auto path = semaphore_path();
         auto a = co_await connect();
         auto observer = co_await connect();
-        zklock::semaphore sem(*a, path, 1);
-        {
-            auto g = co_await sem.async_acquire(use_awaitable); // (the path exists from here on)
-            co_await g.async_release(use_awaitable);
-        }
+        zklock::semaphore sem(*a, path, 2), theirs(*observer, path, 2);
+        auto kept = co_await theirs.async_acquire(use_awaitable); // (the path exists from here on)
         for (bool applied : {true, false}) {
             SCOPED_TRACE(applied ? "the create applied" : "the create not applied");
             int refused = 0, lease_creates = 0;
@@ -175,22 +178,26 @@ TEST_F(Semaphore, ALeaseWhoseCreateReplyIsLostIsFoundByItsGuidOrCreatedAgain) {
             }
             EXPECT_FALSE(ec) << ec.message();
             CO_REQUIRE(lease.owns_lock());
-            // exactly one lease at the server, the one the guard holds
+            // exactly one lease of ours at the server, the one the guard holds, and the observer's
             const auto held = co_await children_of(*observer, path + "/leases");
-            EXPECT_EQ(held.size(), 1u);
-            if (held.size() == 1) EXPECT_EQ(path + "/leases/" + held[0], lease.node_path());
+            EXPECT_EQ(held.size(), 2u);
+            std::vector<std::string> ours;
+            for (const auto& c : held)
+                if (path + "/leases/" + c != kept.node_path()) ours.push_back(path + "/leases/" + c);
+            EXPECT_EQ(ours, std::vector<std::string>{lease.node_path()});
             auto [dec, d] =
                 co_await zklock::async_get_data(*a, lease.node_path(), boost::asio::as_tuple(use_awaitable));
             EXPECT_FALSE(dec) << dec.message();
             EXPECT_EQ(d.ephemeral_owner, a->session_id());
             EXPECT_EQ(lease.fencing_token() / 4096, d.czxid) << "the token is the lease's own czxid's";
             co_await lease.async_release(use_awaitable);
-            EXPECT_TRUE((co_await children_of(*a, path + "/leases")).empty()) << "a lease stayed";
-            // N = 1: a lease left behind would block this one
+            EXPECT_EQ((co_await children_of(*a, path + "/leases")).size(), 1u) << "a lease stayed";
+            // a lease of ours left behind would fill the semaphore with the observer's
             auto [ec2, again] = co_await sem.async_acquire_for(2s, boost::asio::as_tuple(use_awaitable));
             EXPECT_FALSE(ec2) << ec2.message();
             co_await again.async_release(use_awaitable);
         }
+        co_await kept.async_release(use_awaitable);
     });
 }
 
