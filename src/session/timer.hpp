@@ -67,7 +67,9 @@ public:
             at_ = now + std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
         }
     }
-    /// The deadline on the timer's clock, in nanoseconds (INT64_MAX: never).
+    /// The deadline of the wait set last, on the timer's clock, in nanoseconds; INT64_MAX (never)
+    /// once cancelled. A caller that skips re-arming a timer whose expiry_ns() is already the
+    /// deadline it wants (the lease timer does) relies on a cancelled timer reporting none.
     std::int64_t expiry_ns() const noexcept { return at_; }
 
     /// Completes with success at the deadline, operation_aborted if cancelled or re-armed first.
@@ -80,7 +82,11 @@ public:
             },
             token);
     }
-    void cancel() { backend_->cancel(); }
+    /// Ends a pending wait with operation_aborted; the timer has no deadline after it.
+    void cancel() {
+        backend_->cancel();
+        at_ = never;
+    }
 
 private:
     static constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();

@@ -138,7 +138,10 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
     case zk_op::set_data: {
         std::int32_t v = 0;
         out.rc = set(r.path, r.data, r.version, v);
-        if (out.rc == ZOK) out.stat = stat_of(nodes_[r.path]);
+        if (out.rc == ZOK) {
+            out.stat = stat_of(nodes_[r.path]);
+            if (on_set) on_set(s, r.path, r.data);
+        }
         break;
     }
     case zk_op::multi: {
@@ -150,6 +153,7 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
         auto saved_cw = child_w_;
         auto saved_links = links_;
         links_.clear(); // (no watch event leaves until the multi is known to succeed)
+        sets_.clear();
         std::vector<std::pair<std::string, int>> fired_later;
         out.multi.resize(r.ops.size());
         int failed = -1;
@@ -179,6 +183,7 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
                 break;
             case transaction::kind::set_data:
                 rc = set(o.path, o.data, o.version, out.multi[i].version);
+                if (rc == ZOK) sets_.emplace_back(s, std::make_pair(o.path, o.data));
                 break;
             }
             out.multi[i].rc = rc;
@@ -198,6 +203,8 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
             }
         } else {
             out.rc = ZOK;
+            if (on_set)
+                for (auto& [who, pd] : std::exchange(sets_, {})) on_set(who, pd.first, pd.second);
             // The watches the copy removed as fired: fire them now, from the saved ones that are gone.
             using wmap = std::multimap<std::string, watch>;
             const std::pair<wmap*, wmap*> kinds[] = {{&saved_dw, &data_w_}, {&saved_cw, &child_w_}};

@@ -168,9 +168,23 @@ public:
             if (now - t.first > t.second) due.push_back(id);
         for (auto id : due) {
             ++expired_;
+            // (the earliest moment the leader may expire it: its last news plus T, before any
+            // rounding to a tick; the oracles measure the lease's margin against this)
+            if (on_expire) on_expire(id, alive_[id].first + alive_[id].second, alive_[id].second);
             close_session(id);
         }
         return !due.empty();
+    }
+    /// (for the oracles) Session `id` is expired now; `earliest` is its last touch plus T (ns).
+    std::function<void(std::int64_t id, std::int64_t earliest, std::int64_t timeout)> on_expire;
+    /// (for the oracles) A node's data was set by session `id`, alone or in a multi that succeeded.
+    std::function<void(std::int64_t id, const std::string& path, const std::string& data)> on_set;
+    /// Makes a persistent node (and its parents) before the run, as an operator would.
+    void seed_node(const std::string& path) {
+        if (path.empty() || path == "/" || nodes_.count(path)) return;
+        seed_node(parent_of(path));
+        std::string made;
+        create(0, path, {}, 0, made);
     }
     bool alive(std::int64_t id) const { return alive_.count(id) != 0; }
     int expired() const { return expired_; }
@@ -222,6 +236,7 @@ private:
     std::map<std::int64_t, sim_link*> links_;
     std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last touch, timeout)
     int expired_ = 0;
+    std::vector<std::pair<std::int64_t, std::pair<std::string, std::string>>> sets_; // (in a multi)
 };
 
 /// A session's connection to the model server.
@@ -259,6 +274,8 @@ public:
     /// the server expired it meanwhile (then ZOO_EXPIRED_SESSION_STATE, told at the reconnect).
     void drop(std::int64_t down);
     bool connected() const { return connected_; }
+    std::int64_t session() const { return id_; }
+    int timeout_ms() const { return timeout_ms_; }
 
 private:
     /// The time a message sent to the client now arrives: after a drawn delay, in order.

@@ -1,20 +1,39 @@
 // zklock_sim_whole: the library itself, through its public API, on the simulated platform
-// (sim_platform.hpp): several sessions take and release one mutex (each client its own session,
-// or two clients sharing one; with or without the in-process hand-off), by plain, timed (that may
-// time out) and try acquires, released by async_release or by the guard's destructor, in virtual
-// time, each seed one run. Oracles, from the model's
-// history: at most one holder at a time (no faults are injected yet, so the grant alone decides);
-// fencing tokens increase; no lock is lost (there is no fault to lose it to); no session's state is
-// held once every session closed and the library's bounded waits ran out; every client finishes (no stuck waiter); nothing left once every
-// session has closed (no node under the lock path but its emptied container, no ephemeral node,
-// no watch); the same seed gives the same run (--replay: each seed twice, traces compared).
+// (sim_platform.hpp), in virtual time, each seed one run.
 //
-// --faults: half the seeds drop connections (lost replies, requests applied or not, reconnects to
-// the same session with the watches' events held for the reconnect) and let some stay down past
-// the session timeout (an expiry, decided by the model's session tracker and told at the
-// reconnect); then a holder may be granted over only once it has been told of its loss.
+// The world (swarm: each seed draws its own). One recipe on one path, taken and given back by 2
+// to 5 clients over 2 to 4 sessions (some sessions shared by two clients):
+//   - mutex: predecessor, watch_children or unique_node strategy; Curator's or kazoo's naming;
+//     with or without the in-process hand-off;
+//   - shared_mutex: reads and writes, a write sometimes downgraded to a read while held;
+//   - semaphore: N of 1 to 3;
+//   - election: campaigns in Curator's selector, latch or kazoo's naming, the leader proclaiming;
+// by plain, timed (that may time out) and try acquires, released by async_release or by the
+// guard's destructor; the exclusive holders commit a guarded write (guard::async_commit) to
+// "/data" now and then; one hold in eight is longer than the session timeout.
 //
-// Usage: zklock_sim_whole [--seeds N] [--seed S] [--replay] [--faults] [--verbose]
+// --faults: half the seeds drop connections, at a rate and with a share of long outages drawn
+// per seed (lost replies, requests applied or not, reconnects to the same session with the
+// watches' events held for the reconnect, outages past the session timeout: an expiry, decided
+// by the model's session tracker and told at the reconnect).
+//
+// Oracles. From the model server's history:
+//   - when the server expires a session, each of its holds still kept by its client was told
+//     (its loss signal fired) at least (0.5875 - f) T before the server's earliest expiry, the
+//     session's last news plus T, before any rounding (docs/lease.md's bound; f = 0.3);
+//   - a guarded write lands only while its lock node exists, is its session's, and no node of
+//     the lock is ahead of it;
+//   - nothing is left once every session has closed: no node under the lock path but its
+//     emptied containers, no ephemeral node, no watch.
+// From the grants, against the holds not yet given back: at most one exclusive holder and no
+// reader with it (shared), at most N (semaphore), unless the earlier holder was told of its
+// loss; fencing tokens increase (exclusive recipes). And: no lock is lost and no acquire fails
+// without a fault; every client finishes (no stuck waiter); no session's state is held once
+// every session closed and the library's bounded waits ran out; a seed replays to the same trace
+// (--replay).
+//
+// Usage: zklock_sim_whole [--seeds N] [--seed S] [--first S] [--replay] [--faults]
+//                         [--recipe mutex|shared|semaphore|election] [--verbose]
 #include "sim_platform.hpp"
 
 #include <zklock.hpp>
@@ -26,11 +45,14 @@
 
 #include "session/timer.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
+#include <type_traits>
 
 namespace {
 
@@ -39,22 +61,96 @@ using asio::awaitable;
 using asio::use_awaitable;
 using namespace zklock::sim;
 
+enum class recipe { mutex, shared, semaphore, election, count };
+constexpr const char* recipe_names[] = {"mutex", "shared", "semaphore", "election"};
+
 struct outcome {
     bool ok = true;
     std::string why;
     std::uint64_t trace = 0;
-    int grants = 0;
+    int grants = 0, commits = 0, expiries_with_holds = 0;
+    double min_margin = 1e9; // the smallest margin measured, in T
 };
 
-outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults) {
+/// A hold, from its grant until its client gives it back (or drops it).
+struct hold {
+    int client = 0;
+    std::int64_t session = 0;
+    enum kind_t { exclusive, shared, lease } kind = exclusive;
+    std::int64_t told = -1;      // when its loss signal fired (virtual ns), or -1 (or regained since)
+    bool kept = true;            // not given back yet
+    zklock::guard* gd = nullptr; // the client's guard (valid while kept)
+};
+
+bool is_loss(zklock::error_code e) { // (a loss reason; not lock_released, nor not_held or a cancel)
+    return e == zklock::errc::lease_expired || e == zklock::errc::lock_lost_suspended ||
+           e == zklock::errc::lock_node_deleted || e == zklock::errc::session_expired ||
+           e == zklock::errc::session_closed;
+}
+
+/// Notes when `h`'s loss signal fires; a suspended lock that is regained (the default policy
+/// regains one whose node survived) is held again, and listened to again.
+void listen(const std::shared_ptr<hold>& h, scheduler& s,
+            const std::function<void(const std::string&)>& log) {
+    h->gd->async_wait_lost([&s, &log, h](zklock::error_code e) {
+        log("client " + std::to_string(h->client) + "'s loss signal: " + e.message());
+        if (!is_loss(e) || !h->kept) return;
+        if (h->told < 0) h->told = s.now;
+        if (!h->gd->is_suspended()) return; // (lost for good)
+        h->gd->async_wait_verdict([&s, &log, h](zklock::error_code v) {
+            if (v || !h->kept) return;
+            log("client " + std::to_string(h->client) + " regained its lock");
+            h->told = -1;
+            listen(h, s, log);
+        });
+    });
+}
+
+/// The sequence number of a sequential node's name (its last 10 digits), or -1.
+long long sequence_of(const std::string& name) {
+    if (name.size() < 10) return -1;
+    long long v = 0;
+    for (auto c : name.substr(name.size() - 10)) {
+        if (c < '0' || c > '9') return -1;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_recipe) {
     outcome out;
     model_server m; // (first: it outlives the coroutines that io's destructor destroys, and their sessions)
     scheduler s(seed);
     auto plat = std::make_shared<sim_platform>(s, m);
+    // -- the world, drawn (swarm) --
+    const auto what = only_recipe >= 0 ? static_cast<recipe>(only_recipe)
+                                       : static_cast<recipe>(s.rng() % static_cast<int>(recipe::count));
     const int sessions = 2 + static_cast<int>(s.rng() % 3);       // 2..4
     const int clients = sessions + static_cast<int>(s.rng() % 2); // one session may have two
     const int cycles = 3;
     const std::string path = "/locks/whole";
+    const std::string data_path = "/data";
+    m.seed_node(data_path);
+    zklock::mutex_options mo;
+    const auto strategy = s.rng() % 4; // (the recipe's strategy twice as often)
+    mo.strategy = strategy == 0   ? zklock::lock_strategy::watch_children
+                  : strategy == 1 ? zklock::lock_strategy::unique_node
+                                  : zklock::lock_strategy::predecessor;
+    mo.dialect = s.rng() % 3 == 0 ? zklock::lock_dialect::kazoo : zklock::lock_dialect::curator;
+    if (s.rng() % 2 == 0) mo.local_handoff = 3; // (every client of a session alike)
+    const int max_leases = 1 + static_cast<int>(s.rng() % 3);
+    zklock::election_options eo;
+    const auto ed = s.rng() % 3;
+    eo.dialect = ed == 0   ? zklock::election_dialect::curator_selector
+                 : ed == 1 ? zklock::election_dialect::curator_latch
+                           : zklock::election_dialect::kazoo;
+    const bool commits = s.rng() % 2 == 0;
+    const bool faults = with_faults && s.rng() % 2 == 0;
+    const std::int64_t fault_gap_hi = s.draw(300'000'000, 6'000'000'000); // the drops' rate
+    const int long_drop_in = 2 + static_cast<int>(s.rng() % 8);           // one drop in this many is long
+    // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
+    const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
+
     std::vector<std::unique_ptr<zklock::session>> ss;
     for (int i = 0; i < sessions; ++i) {
         zklock::session_options o;
@@ -62,16 +158,54 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults) {
         o.session_timeout = std::chrono::milliseconds(4'000 + static_cast<int>(s.rng() % 6'000));
         ss.push_back(std::make_unique<zklock::session>(s.io.get_executor(), o, plat));
     }
-    const bool handoff = s.rng() % 2 == 0; // the in-process hand-off, for every client
-    const bool faults = with_faults && s.rng() % 2 == 0;
-    int holder = -1, finished = 0, closed = 0, drops = 0;
-    const zklock::guard* holder_g = nullptr;
-    std::shared_ptr<bool> holder_told; // the holder's loss signal (async_wait_lost) has fired
+    int finished = 0, closed = 0, drops = 0;
+    std::vector<std::shared_ptr<hold>> holds;
     std::int64_t last_token = 0;
     auto fail = [&](std::string why) {
-        if (out.ok) out.why = std::move(why);
+        if (out.ok) out.why = std::move(why) + " (at " + std::to_string(s.now / 1'000'000) + " ms)";
         out.ok = false;
     };
+    auto name = [](int c) { return "client " + std::to_string(c); };
+    std::function<void(const std::string&)> log = [&](const std::string& line) {
+        if (verbose)
+            std::printf("  %9.3f ms  %s\n", static_cast<double>(s.now - 1'000'000'000) / 1e6, line.c_str());
+    };
+
+    // -- oracles on the model server's history --
+    m.on_expire = [&](std::int64_t id, std::int64_t earliest, std::int64_t timeout) {
+        bool any = false;
+        log("the server expires session " + std::to_string(id));
+        for (auto& h : holds) {
+            if (!h->kept || h->session != id) continue;
+            any = true;
+            if (h->told < 0) {
+                fail("the server expired the session of " + name(h->client) +
+                     ", which holds and was not told");
+                continue;
+            }
+            const double margin = static_cast<double>(earliest - h->told) / static_cast<double>(timeout);
+            out.min_margin = std::min(out.min_margin, margin);
+            if (margin < margin_bound)
+                fail(name(h->client) + " was told of its loss " + std::to_string(margin) +
+                     " T before the server's earliest expiry (the bound is " + std::to_string(margin_bound) +
+                     " T)");
+        }
+        out.expiries_with_holds += any;
+    };
+    m.on_set = [&](std::int64_t id, const std::string& p, const std::string& data) {
+        if (p != data_path) return;
+        ++out.commits;
+        const auto* n = m.find(data);
+        if (!n) return fail("a guarded write landed after its lock node " + data + " was gone");
+        if (n->owner != id) return fail("a guarded write landed on a lock node not its session's: " + data);
+        const auto parent = data.substr(0, data.rfind('/'));
+        const auto mine = sequence_of(data);
+        if (const auto* par = m.find(parent); par && mine >= 0)
+            for (auto& c : par->children)
+                if (auto q = sequence_of(c); q >= 0 && q < mine)
+                    return fail("a guarded write landed while " + parent + "/" + c + " was ahead of " + data);
+    };
+
     for (int c = 0; c < clients; ++c) {
         auto& sess = *ss[static_cast<std::size_t>(c % sessions)];
         asio::co_spawn(
@@ -84,82 +218,173 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults) {
                         co_return;
                     }
                 }
-                // (every client of a session alike: the hand-off queues a session's acquires of a path)
-                zklock::mutex_options mo;
-                if (handoff) mo.local_handoff = 3;
                 zklock::mutex mx(sess, path, mo);
+                zklock::shared_mutex rw(sess, path);
+                zklock::semaphore sem(sess, path, max_leases);
+                zklock::election el(sess, path, eo);
                 zklock::detail::timer pause(plat, s.io.get_executor());
                 auto gone = [&] {
                     return sess.state() == zklock::session_state::expired ||
                            sess.state() == zklock::session_state::closed;
                 };
+                auto timeout = [&] { return std::chrono::microseconds(s.draw(1'000, 40'000'000) / 1000); };
+                auto value = [&](int i) { return name(c) + " cycle " + std::to_string(i); };
                 for (int i = 0; i < cycles && !gone(); ++i) {
                     zklock::error_code ec;
                     zklock::guard g;
-                    switch (s.rng() % 4) {
-                    case 0: { // a timed acquire, which may give up: its node goes, the queue closes up
-                        auto [e, gg] = co_await mx.async_acquire_for(
-                            std::chrono::microseconds(s.draw(1'000, 40'000'000) / 1000),
-                            asio::as_tuple(use_awaitable));
-                        if (e == zklock::errc::acquire_timeout) continue;
-                        ec = e;
-                        g = std::move(gg);
+                    zklock::leadership lead;
+                    auto kind = hold::exclusive;
+                    const auto form = s.rng() % 4; // 0 timed, 1 try, else plain
+                    // (no co_await inside a conditional expression: GCC 12 miscompiles it)
+                    auto take = [&](auto&& r) {
+                        ec = std::get<0>(r);
+                        if constexpr (std::is_same_v<std::decay_t<decltype(std::get<1>(r))>,
+                                                     zklock::leadership>)
+                            lead = std::move(std::get<1>(r));
+                        else
+                            g = std::move(std::get<1>(r));
+                    };
+                    const auto tuple = asio::as_tuple(use_awaitable);
+                    switch (what) {
+                    case recipe::mutex:
+                        if (form == 0)
+                            take(co_await mx.async_acquire_for(timeout(), tuple));
+                        else if (form == 1)
+                            take(co_await mx.async_try_acquire(tuple));
+                        else
+                            take(co_await mx.async_acquire(tuple));
+                        break;
+                    case recipe::shared:
+                        if (s.rng() % 2 == 0) {
+                            kind = hold::shared;
+                            if (form == 0)
+                                take(co_await rw.async_acquire_shared_for(timeout(), tuple));
+                            else if (form == 1)
+                                take(co_await rw.async_try_acquire_shared(tuple));
+                            else
+                                take(co_await rw.async_acquire_shared(tuple));
+                        } else {
+                            if (form == 0)
+                                take(co_await rw.async_acquire_for(timeout(), tuple));
+                            else if (form == 1)
+                                take(co_await rw.async_try_acquire(tuple));
+                            else
+                                take(co_await rw.async_acquire(tuple));
+                        }
+                        break;
+                    case recipe::semaphore:
+                        kind = hold::lease;
+                        if (form == 0)
+                            take(co_await sem.async_acquire_for(timeout(), tuple));
+                        else if (form == 1)
+                            take(co_await sem.async_try_acquire(tuple));
+                        else
+                            take(co_await sem.async_acquire(tuple));
+                        break;
+                    default:
+                        if (form == 0)
+                            take(co_await el.async_campaign_for(value(i), timeout(), tuple));
+                        else if (form == 1)
+                            take(co_await el.async_try_campaign(value(i), tuple));
+                        else
+                            take(co_await el.async_campaign(value(i), tuple));
                         break;
                     }
-                    case 1: { // a try, which fails while another holds
-                        auto [e, gg] = co_await mx.async_try_acquire(asio::as_tuple(use_awaitable));
-                        if (e == zklock::errc::lock_busy) continue;
-                        ec = e;
-                        g = std::move(gg);
-                        break;
-                    }
-                    default: {
-                        auto [e, gg] = co_await mx.async_acquire(asio::as_tuple(use_awaitable));
-                        ec = e;
-                        g = std::move(gg);
-                    }
-                    }
+                    if (ec == zklock::errc::acquire_timeout || ec == zklock::errc::lock_busy) continue;
                     if (ec) {
-                        if (!faults) throw boost::system::system_error(ec);
+                        if (!faults) fail(name(c) + "'s acquire failed with no fault: " + ec.message());
                         continue; // (a fault: the loop ends if the session is gone)
                     }
-                    // Mutual exclusion. With faults, a holder not released yet must have been told
-                    // of its loss (its loss signal fired) before anyone else is granted (the lease's
-                    // promise, here with equal clocks and no pause: the margin is the lease's own).
-                    if (holder != -1 && !(faults && holder_told && *holder_told))
-                        fail("client " + std::to_string(c) + " granted while client " +
-                             std::to_string(holder) + " holds");
-                    if (g.fencing_token() <= last_token)
-                        fail("fencing token did not increase: " + std::to_string(last_token) + " then " +
-                             std::to_string(g.fencing_token()) + " (client " + std::to_string(c) + ")");
-                    last_token = g.fencing_token();
-                    holder = c;
-                    holder_g = &g;
-                    holder_told = std::make_shared<bool>(false);
-                    g.async_wait_lost([told = holder_told](zklock::error_code e) {
-                        if (e != zklock::errc::lock_released) *told = true;
-                    });
+                    zklock::guard& held = what == recipe::election ? static_cast<zklock::guard&>(lead) : g;
+                    // The grant, against the holds not given back: a conflicting one must have
+                    // been told of its loss (the lease's promise; its margin is checked at the
+                    // server's expiry).
+                    int leases = 0;
+                    for (auto& h : holds) {
+                        if (!h->kept || h->told >= 0) continue;
+                        if (kind == hold::lease) {
+                            if (++leases >= max_leases)
+                                fail(name(c) + " granted a lease while " + std::to_string(leases) +
+                                     " are held (N = " + std::to_string(max_leases) + ")");
+                        } else if (kind == hold::exclusive || h->kind == hold::exclusive) {
+                            fail(name(c) + " granted while " + name(h->client) + " holds");
+                        }
+                    }
+                    if (kind == hold::exclusive) {
+                        if (held.fencing_token() <= last_token)
+                            fail("fencing token did not increase: " + std::to_string(last_token) + " then " +
+                                 std::to_string(held.fencing_token()) + " (" + name(c) + ")");
+                        last_token = held.fencing_token();
+                    }
+                    log(name(c) + " (session " + std::to_string(sess.session_id()) + ") granted " +
+                        (kind == hold::shared  ? "a read"
+                         : kind == hold::lease ? "a lease"
+                                               : "the lock") +
+                        ": " + held.node_path());
+                    auto h = std::make_shared<hold>();
+                    h->client = c;
+                    h->session = sess.session_id();
+                    h->kind = kind;
+                    holds.push_back(h);
+                    h->gd = &held;
+                    listen(h, s, log);
+                    if (!m.alive(h->session)) fail(name(c) + " granted on a session the server has expired");
                     ++out.grants;
                     s.note(static_cast<std::uint64_t>(c) * 1000 + static_cast<std::uint64_t>(i));
                     // mostly short holds; one in eight past the session timeout (the heartbeat must
                     // keep the lease, and the node, for the holder)
-                    const auto hold =
+                    const auto hold_for =
                         s.rng() % 8 == 0 ? s.draw(1'000'000'000, 12'000'000'000) : s.draw(0, 30'000'000);
-                    pause.expires_after(std::chrono::nanoseconds(hold));
+                    pause.expires_after(std::chrono::nanoseconds(hold_for / 2));
+                    co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                    if (commits && kind == hold::exclusive && s.rng() % 2 == 0) {
+                        const bool told_before = held.is_lost();
+                        auto [e, r] = co_await held.async_commit(
+                            zklock::transaction{}.set_data(data_path, held.node_path()),
+                            asio::as_tuple(use_awaitable));
+                        if (e && !faults)
+                            fail(name(c) + "'s guarded write failed with no fault: " + e.message());
+                        if (!e && told_before)
+                            fail(name(c) + "'s guarded write, sent while its lock was lost, succeeded");
+                    }
+                    if (what == recipe::election && s.rng() % 2 == 0) {
+                        const bool told_before = held.is_lost();
+                        auto [e] = co_await lead.async_proclaim(value(i) + " proclaimed",
+                                                                asio::as_tuple(use_awaitable));
+                        if (e && !faults) fail(name(c) + "'s proclaim failed with no fault: " + e.message());
+                        if (!e && told_before)
+                            fail(name(c) + "'s proclaim, sent while its lock was lost, succeeded");
+                    }
+                    if (what == recipe::shared && kind == hold::exclusive && s.rng() % 3 == 0) {
+                        // a downgrade: from here on this client only reads (a reader may be granted
+                        // once the server has the read node, before the reply reaches us)
+                        h->kind = hold::shared;
+                        log(name(c) + " downgrades " + g.node_path());
+                        auto [e, gg] =
+                            co_await rw.async_downgrade(std::move(g), asio::as_tuple(use_awaitable));
+                        if (e == zklock::errc::lock_busy)
+                            h->kind = hold::exclusive; // (handed back, a write)
+                        else if (e && !faults)
+                            fail(name(c) + "'s downgrade failed with no fault: " + e.message());
+                        g = std::move(gg);
+                        log(name(c) + " downgraded: " + (e ? e.message() : g.node_path()));
+                        if (g.owns_lock())
+                            listen(h, s, log);
+                        else
+                            h->kept = false; // (failed: the write lock goes too, in the background)
+                    }
+                    pause.expires_after(std::chrono::nanoseconds(hold_for - hold_for / 2));
                     co_await pause.async_wait(asio::as_tuple(use_awaitable));
                     // with no fault injected, a lock is never lost
-                    if (!faults && g.is_lost())
-                        fail("client " + std::to_string(c) +
-                             " lost its lock with no fault: " + g.loss_reason().message());
-                    if (holder == c) {
-                        holder = -1;
-                        holder_g = nullptr;
-                        holder_told.reset();
-                    }
+                    if (!faults && held.is_lost())
+                        fail(name(c) + " lost its lock with no fault: " + held.loss_reason().message());
+                    h->kept = false;
+                    log(name(c) + " gives back " + held.node_path());
                     if (s.rng() % 4 == 0)
-                        g = zklock::guard(); // released by its destructor: the node goes in the background
+                        held = zklock::guard(); // released by its destructor: the node goes in the background
                     else
-                        co_await g.async_release(asio::as_tuple(use_awaitable)); // (after a loss: an error)
+                        co_await held.async_release(
+                            asio::as_tuple(use_awaitable)); // (after a loss: an error)
                 }
                 ++finished;
             },
@@ -187,16 +412,21 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults) {
             if (auto l = w.lock(); l && l->connected()) up.push_back(l);
         if (!up.empty()) {
             ++drops;
-            up[s.rng() % up.size()]->drop(s.rng() % 5 == 0 ? s.draw(5'000'000'000, 15'000'000'000)
-                                                           : s.draw(10'000'000, 3'000'000'000));
+            auto& l = up[s.rng() % up.size()];
+            const auto down = s.rng() % static_cast<std::uint64_t>(long_drop_in) == 0
+                                  ? s.draw(5'000'000'000, 15'000'000'000)
+                                  : s.draw(10'000'000, 3'000'000'000);
+            log("session " + std::to_string(l->session()) + " (T = " + std::to_string(l->timeout_ms()) +
+                " ms) drops its connection for " + std::to_string(down / 1'000'000) + " ms");
+            l->drop(down);
         }
-        s.at(s.now + s.draw(100'000'000, 3'000'000'000), fault);
+        s.at(s.now + s.draw(100'000'000, fault_gap_hi), fault);
     };
     if (faults) s.at(s.now + s.draw(1'000'000, 500'000'000), fault);
     const std::int64_t limit = s.now + 600'000'000'000; // 10 virtual minutes
-    if (!s.run([&] { return finished == clients || !out.ok; }, limit))
-        fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) +
-             " clients finished by " + std::to_string((s.now) / 1'000'000) + " ms");
+    if (!s.run([&] { return finished == clients || !out.ok; }, limit) && out.ok)
+        fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) + " clients finished");
+    if (!out.ok) return out; // (the clients' coroutines may still use their sessions: no close)
     for (auto& sess : ss) sess->async_close([&](zklock::error_code) { ++closed; });
     s.run([&] { return closed == sessions; }, s.now + 60'000'000'000);
     if (closed != sessions) fail("a close did not complete");
@@ -213,14 +443,17 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults) {
         s.now + 120'000'000'000);
     for (auto& w : impls)
         if (!w.expired()) fail("a closed session's state is still held (a wait of the library never ended)");
-    for (auto& n : m.under(path)) fail("left at the end: " + n);
+    for (auto& n : m.under(path))
+        if (const auto* x = m.find(n); !(x && x->container && x->children.empty()))
+            fail("left at the end: " + n);
     if (m.ephemeral_count() != 0) fail("ephemeral nodes left: " + std::to_string(m.ephemeral_count()));
     if (m.watch_count() != 0) fail("watches left at the server: " + std::to_string(m.watch_count()));
     out.trace = s.trace_hash;
     if (verbose)
-        std::printf("seed %llu: %d sessions, %d clients, %d grants, %d drops, %d expiries, %.1f s virtual, "
-                    "trace %016llx\n",
-                    static_cast<unsigned long long>(seed), sessions, clients, out.grants, drops, m.expired(),
+        std::printf("seed %llu: %s, %d sessions, %d clients, %d grants, %d commits, %d drops, %d expiries "
+                    "(%d with holds), %.1f s virtual, trace %016llx\n",
+                    static_cast<unsigned long long>(seed), recipe_names[static_cast<int>(what)], sessions,
+                    clients, out.grants, out.commits, drops, m.expired(), out.expiries_with_holds,
                     static_cast<double>(s.now) / 1e9, static_cast<unsigned long long>(out.trace));
     return out;
 }
@@ -230,36 +463,51 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults) {
 int main(int argc, char** argv) {
     std::uint64_t seeds = 100, first = 1;
     bool replay = false, verbose = false, one = false, with_faults = false;
+    int only = -1;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc)
             seeds = std::strtoull(argv[++i], nullptr, 10);
         else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc)
             first = std::strtoull(argv[++i], nullptr, 10), one = true;
+        else if (!std::strcmp(argv[i], "--first") && i + 1 < argc)
+            first = std::strtoull(argv[++i], nullptr, 10);
         else if (!std::strcmp(argv[i], "--replay"))
             replay = true;
         else if (!std::strcmp(argv[i], "--verbose"))
             verbose = true;
         else if (!std::strcmp(argv[i], "--faults"))
             with_faults = true;
-        else {
-            std::fprintf(
-                stderr, "usage: zklock_sim_whole [--seeds N] [--seed S] [--replay] [--faults] [--verbose]\n");
+        else if (!std::strcmp(argv[i], "--recipe") && i + 1 < argc) {
+            const std::string r = argv[++i];
+            for (int k = 0; k < static_cast<int>(recipe::count); ++k)
+                if (r == recipe_names[k]) only = k;
+            if (only < 0) {
+                std::fprintf(stderr, "zklock_sim_whole: no recipe named %s\n", r.c_str());
+                return 2;
+            }
+        } else {
+            std::fprintf(stderr, "usage: zklock_sim_whole [--seeds N] [--seed S] [--first S] [--replay] "
+                                 "[--faults] [--recipe mutex|shared|semaphore|election] [--verbose]\n");
             return 2;
         }
     }
     if (one) seeds = 1;
-    long grants = 0;
+    long grants = 0, commits = 0, expiries = 0;
+    double min_margin = 1e9;
     for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
-        auto r = run_seed(seed, verbose, with_faults);
+        auto r = run_seed(seed, verbose, with_faults, only);
         grants += r.grants;
+        commits += r.commits;
+        expiries += r.expiries_with_holds;
+        min_margin = std::min(min_margin, r.min_margin);
         if (!r.ok) {
-            std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu --verbose)\n",
+            std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu%s --verbose)\n",
                         static_cast<unsigned long long>(seed), r.why.c_str(),
-                        static_cast<unsigned long long>(seed));
+                        static_cast<unsigned long long>(seed), with_faults ? " --faults" : "");
             return 1;
         }
         if (replay) {
-            auto again = run_seed(seed, false, with_faults);
+            auto again = run_seed(seed, false, with_faults, only);
             if (again.trace != r.trace) {
                 std::printf("seed %llu ran differently the second time (trace %016llx, then %016llx)\n",
                             static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.trace),
@@ -268,8 +516,10 @@ int main(int argc, char** argv) {
             }
         }
     }
-    std::printf("whole-library simulation: %llu seeds passed, %ld grants%s\n",
-                static_cast<unsigned long long>(seeds), grants,
-                replay ? ", each seed replayed identically" : "");
+    std::printf("whole-library simulation: %llu seeds passed, %ld grants, %ld guarded writes, %ld expiries "
+                "of a holder's session",
+                static_cast<unsigned long long>(seeds), grants, commits, expiries);
+    if (expiries) std::printf(" (smallest margin %.3f T)", min_margin);
+    std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     return 0;
 }
