@@ -171,6 +171,97 @@ TEST_F(Lease, PartitionReportsTheLossBeforeTheServerCanHandTheLockOn) {
         120s);
 }
 
+TEST_F(Lease, ALockGrantedByAWatchRightAfterAReconnectIsStillToldOfALapse) {
+    // The phase the whole-library simulation found (seed 14,440 with --faults). Session a takes
+    // and gives back a lock: its lease timer stays armed for the deadline its handshake vouches
+    // for. It queues for a second lock, then its connection drops and comes back while it holds
+    // nothing (the reconnect re-arms the lease timer for no lock: a cancel). The holder releases
+    // and a is granted by the watch, with no write of its own since the reconnect: the lease's
+    // vouched time has not moved, and the grant wants the very deadline the cancelled wait had.
+    // arm_lease_timer skips a re-arm whose deadline is already the timer's; the platform seam's
+    // first timer kept its deadline through cancel(), so no wait was left at all, and a,
+    // partitioned, was told nothing until its session had expired. All this within the first
+    // second of a's session (before a request answered G = 5T/16 earlier could move the vouched
+    // time, docs/lease.md's rule (b)).
+    using clk = std::chrono::steady_clock;
+    const auto T = 4000ms;
+    // told at the lease's deadline, v + (0.4125 + f) T, v before the cut; 0.3 s for scheduling
+    const auto told_by = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             (0.4125 + loss_policy::default_lease_fraction) * T) +
+                         300ms;
+    run_test(
+        [&]() -> awaitable<void> {
+            tcp_proxy proxy(first_port(zk_connect()));
+            auto path = lock_path(), first = lock_path("first");
+            auto b = co_await connect();
+            zklock::mutex mb(*b, path);
+            auto gb = co_await mb.async_acquire(use_awaitable);
+            auto o = through(proxy);
+            o.session_timeout = T;
+            auto a = co_await connect(o);
+            CO_REQUIRE(a->negotiated_timeout() == T);
+            const auto connected_at = clk::now();
+            {
+                zklock::mutex m(*a, first);
+                auto g = co_await m.async_acquire(use_awaitable);
+                co_await g.async_release(use_awaitable);
+            }
+            struct shared_state {
+                zklock::guard g;
+                zklock::error_code ec, why;
+                bool granted = false;
+                clk::time_point lost_at{};
+            };
+            auto st = std::make_shared<shared_state>();
+            zklock::mutex ma(*a, path);
+            ma.async_acquire_for(20s, [st](zklock::error_code ec, zklock::guard g) {
+                st->ec = ec;
+                st->g = std::move(g);
+                st->granted = true;
+            });
+            co_await wait_for_children(*b, path, 2); // (a's node is made before the drop)
+            const auto reconnects = a->metrics().reconnects;
+            proxy.drop(); // (the client reconnects at once)
+            co_await eventually(
+                [&] {
+                    return a->metrics().reconnects > reconnects && a->state() == session_state::connected;
+                },
+                3000ms);
+            CO_REQUIRE(a->state() == session_state::connected);
+            co_await gb.async_release(use_awaitable);
+            co_await eventually([&] { return st->granted; }, 3000ms);
+            CO_REQUIRE(st->granted);
+            EXPECT_FALSE(st->ec) << st->ec.message();
+            const auto setup = clk::now() - connected_at;
+            EXPECT_LT(setup, 1000ms) << "the set-up took too long for the phase it aims at";
+            proxy.blackhole(true);
+            const auto cut = clk::now();
+            st->g.async_wait_lost([st](zklock::error_code why) {
+                st->why = why;
+                st->lost_at = clk::now();
+            });
+            co_await eventually([&] { return st->lost_at != clk::time_point{}; }, T + 2000ms);
+            EXPECT_NE(st->lost_at, clk::time_point{})
+                << "the holder, partitioned, was never told of the lapse";
+            if (st->lost_at != clk::time_point{}) {
+                EXPECT_EQ(st->why, errc::lease_expired) << st->why.message();
+                EXPECT_LE(st->lost_at - cut, told_by)
+                    << "told " << std::chrono::duration<double>(st->lost_at - cut).count()
+                    << " s after the cut";
+                std::printf("  set-up %.3f s; told %.3f s after the cut (by %.3f s)\n",
+                            std::chrono::duration<double>(setup).count(),
+                            std::chrono::duration<double>(st->lost_at - cut).count(),
+                            std::chrono::duration<double>(told_by).count());
+            }
+            co_await st->g.async_release(boost::asio::as_tuple(use_awaitable));
+            proxy.blackhole(false);
+            co_await a->async_close(use_awaitable);
+            co_await expect_no_leftovers(*b, path);
+            co_await expect_no_leftovers(*b, first);
+        },
+        60s);
+}
+
 TEST_F(Lease, ReleaseDuringAPartitionIsBoundedByTheLease) {
     run_test([&]() -> awaitable<void> {
         tcp_proxy proxy(first_port(zk_connect()));

@@ -21,8 +21,13 @@ void model_server::fire(std::multimap<std::string, watch>& m, const std::string&
     std::vector<watch> fired;
     for (auto it = b; it != e; ++it) fired.push_back(it->second);
     m.erase(b, e);
-    for (auto& w : fired)
+    for (auto& w : fired) {
+        if (in_multi_) { // (delivered once the multi is known to succeed, in the order they fired)
+            multi_events_.push_back({w.session, w.id, type});
+            continue;
+        }
         if (auto l = links_.find(w.session); l != links_.end()) l->second->watch_fired(w.id, type);
+    }
 }
 
 int model_server::create(std::int64_t s, const std::string& path, const std::string& data, int flags,
@@ -145,16 +150,18 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
         break;
     }
     case zk_op::multi: {
-        // All or nothing: applied on a copy, kept only if every operation succeeds (the watches
-        // fire from the copy's changes only then: a failed multi changes nothing).
+        // All or nothing (ZooKeeper 3.8's PrepRequestProcessor checks every operation against the
+        // tree as the earlier ones left it; FinalRequestProcessor then applies them in order, each
+        // triggering its watches as a single write would: a node created and deleted in one multi
+        // fires NodeCreated to its exists watchers, whose watch is then gone). Applied here on the
+        // tree itself, restored if one fails; the watch events leave only if all succeed.
         auto saved_nodes = nodes_;
         auto saved_zxid = zxid_;
         auto saved_dw = data_w_;
         auto saved_cw = child_w_;
-        auto saved_links = links_;
-        links_.clear(); // (no watch event leaves until the multi is known to succeed)
+        in_multi_ = true;
+        multi_events_.clear();
         sets_.clear();
-        std::vector<std::pair<std::string, int>> fired_later;
         out.multi.resize(r.ops.size());
         int failed = -1;
         for (std::size_t i = 0; i < r.ops.size() && failed < 0; ++i) {
@@ -189,12 +196,14 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
             out.multi[i].rc = rc;
             if (rc != ZOK) failed = static_cast<int>(i);
         }
-        links_ = std::move(saved_links);
+        in_multi_ = false;
         if (failed >= 0) {
             nodes_ = std::move(saved_nodes);
             zxid_ = saved_zxid;
             data_w_ = std::move(saved_dw);
             child_w_ = std::move(saved_cw);
+            multi_events_.clear();
+            sets_.clear();
             out.rc = out.multi[failed].rc;
             for (std::size_t i = 0; i < out.multi.size(); ++i) {
                 if (static_cast<int>(i) < failed) out.multi[i].rc = ZOK;
@@ -205,31 +214,8 @@ zk_result model_server::apply(std::int64_t s, const zk_request& r) {
             out.rc = ZOK;
             if (on_set)
                 for (auto& [who, pd] : std::exchange(sets_, {})) on_set(who, pd.first, pd.second);
-            // The watches the copy removed as fired: fire them now, from the saved ones that are gone.
-            using wmap = std::multimap<std::string, watch>;
-            const std::pair<wmap*, wmap*> kinds[] = {{&saved_dw, &data_w_}, {&saved_cw, &child_w_}};
-            for (const auto& pair : kinds) {
-                for (auto& [path, w] : *pair.first) {
-                    bool still = false;
-                    auto [b, e] = pair.second->equal_range(path);
-                    for (auto it = b; it != e; ++it)
-                        still = still || (it->second.id == w.id && it->second.session == w.session);
-                    if (still) continue;
-                    // which event: the node now gone, made, changed, or its children changed
-                    int type = ZOO_CHILD_EVENT;
-                    if (pair.first == &saved_dw) {
-                        const bool before = saved_nodes.count(path) != 0;
-                        const bool after = nodes_.count(path) != 0;
-                        type = before && !after   ? ZOO_DELETED_EVENT
-                               : !before && after ? ZOO_CREATED_EVENT
-                                                  : ZOO_CHANGED_EVENT;
-                    } else if (!nodes_.count(path)) {
-                        type = ZOO_DELETED_EVENT;
-                    }
-                    if (auto l = links_.find(w.session); l != links_.end())
-                        l->second->watch_fired(w.id, type);
-                }
-            }
+            for (auto& e : std::exchange(multi_events_, {}))
+                if (auto l = links_.find(e.session); l != links_.end()) l->second->watch_fired(e.id, e.type);
         }
         break;
     }
@@ -331,6 +317,11 @@ void sim_link::drop(std::int64_t down) {
     // what had not reached the server: applied anyway (its reply lost) or never, as drawn
     for (auto& [rid, ev] : std::exchange(applies_, {}))
         if (s_.rng() % 2 == 0) s_.cancel(ev);
+    // (the C client's handle_error tells the watcher ZOO_CONNECTING_STATE first, then fails
+    // what was sent with ZCONNECTIONLOSS: cleanup_bufs)
+    deliver([ev = p_.events, gen = p_.generation] {
+        if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTING_STATE);
+    });
     for (auto& entry : std::exchange(inflight_, {}))
         deliver([hp = entry.second]() mutable {
             zk_result res;
@@ -338,9 +329,6 @@ void sim_link::drop(std::int64_t down) {
             std::move (*hp)(std::move(res));
         });
     writes_ = 0;
-    deliver([ev = p_.events, gen = p_.generation] {
-        if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTING_STATE);
-    });
     s_.at(s_.now + down, [w = weak_from_this(), conn = conn_] {
         auto self = w.lock();
         if (!self || self->closed_ || self->conn_ != conn) return;

@@ -237,6 +237,13 @@ private:
     std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last touch, timeout)
     int expired_ = 0;
     std::vector<std::pair<std::int64_t, std::pair<std::string, std::string>>> sets_; // (in a multi)
+    struct event {
+        std::int64_t session;
+        std::uint64_t id;
+        int type;
+    };
+    bool in_multi_ = false;
+    std::vector<event> multi_events_; // (fired in a multi, in order)
 };
 
 /// A session's connection to the model server.

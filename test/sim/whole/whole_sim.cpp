@@ -427,6 +427,16 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     if (!s.run([&] { return finished == clients || !out.ok; }, limit) && out.ok)
         fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) + " clients finished");
     if (!out.ok) return out; // (the clients' coroutines may still use their sessions: no close)
+    // Quiet: every client has given its holds back and stopped; what the library deletes in the
+    // background and the watches it gives up must be gone at the server within 30 virtual
+    // seconds, while the sessions still live (their close would delete and drop them anyway).
+    s.run([] { return false; }, s.now + 30'000'000'000);
+    for (auto& n : m.under(path))
+        if (const auto* x = m.find(n); x && x->owner != 0)
+            fail("a lock node is left once every client stopped: " + n);
+    if (m.watch_count() != 0)
+        fail("watches left at the server once every client stopped: " + std::to_string(m.watch_count()));
+    if (!out.ok) return out;
     for (auto& sess : ss) sess->async_close([&](zklock::error_code) { ++closed; });
     s.run([&] { return closed == sessions; }, s.now + 60'000'000'000);
     if (closed != sessions) fail("a close did not complete");
