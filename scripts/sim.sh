@@ -18,6 +18,12 @@
 # own expiry:
 #   scripts/sim.sh --lease [--seeds N] [--seed S] [--first S] [--trace]
 #                  [--bug read-renewed|sync-renewed|quarter-gap]
+# With --whole first, the whole library on the simulated platform instead (test/sim/whole/: the
+# library's own code, drivers, session, heartbeat and lease, through its public API, against a
+# model server; each seed draws its recipe and its world):
+#   scripts/sim.sh --whole [--seeds N | --minutes M] [--seed S] [--first S] [--faults] [--replay]
+#                  [--recipe mutex|shared|semaphore|election] [--verbose]
+# e.g. scripts/sim.sh --whole --faults --minutes 30 --first 1000000 (a long run by hand).
 # --bug re-introduces a past defect in the simulator's copy (its decisions or its driver): the run passes when a seed finds it.
 # The suite runs 10,000 seeds (of each world; 20,000 with --lease; a tenth of that under the
 # sanitizers), and each --bug (sim.* in ctest). See docs/internals.md, "The
@@ -29,6 +35,10 @@ build=$("$root/scripts/build.sh")
 if [ "${1:-}" = --semaphore ]; then
     shift
     exec "$build/test/zklock_sim_sem" "$@"
+fi
+if [ "${1:-}" = --whole ]; then
+    shift
+    exec "$build/test/zklock_sim_whole" "$@"
 fi
 if [ "${1:-}" = --lease ]; then
     shift

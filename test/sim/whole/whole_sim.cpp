@@ -32,7 +32,7 @@
 // every session closed and the library's bounded waits ran out; a seed replays to the same trace
 // (--replay).
 //
-// Usage: zklock_sim_whole [--seeds N] [--seed S] [--first S] [--replay] [--faults]
+// Usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] [--faults]
 //                         [--recipe mutex|shared|semaphore|election] [--verbose]
 #include "sim_platform.hpp"
 
@@ -46,6 +46,7 @@
 #include "session/timer.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -115,6 +116,22 @@ long long sequence_of(const std::string& name) {
         v = v * 10 + (c - '0');
     }
     return v;
+}
+
+void report_failure(std::uint64_t seed, const std::string& why, bool with_faults) {
+    std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu%s --verbose)\n",
+                static_cast<unsigned long long>(seed), why.c_str(), static_cast<unsigned long long>(seed),
+                with_faults ? " --faults" : "");
+    std::fflush(stdout);
+}
+
+/// A seed that failed while its clients still run: the world is abandoned, not torn down (its
+/// coroutines hold references into sessions in whatever state the failure left them; a
+/// destruction in that state can crash and hide the report). The failure is reported and the
+/// process ends, as it would after the first failing seed anyway.
+[[noreturn]] outcome abandon(std::uint64_t seed, const outcome& out, bool with_faults) {
+    report_failure(seed, out.why, with_faults);
+    std::_Exit(1);
 }
 
 outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_recipe) {
@@ -426,7 +443,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     const std::int64_t limit = s.now + 600'000'000'000; // 10 virtual minutes
     if (!s.run([&] { return finished == clients || !out.ok; }, limit) && out.ok)
         fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) + " clients finished");
-    if (!out.ok) return out; // (the clients' coroutines may still use their sessions: no close)
+    if (!out.ok) return abandon(seed, out, with_faults);
     // Quiet: every client has given its holds back and stopped; what the library deletes in the
     // background and the watches it gives up must be gone at the server within 30 virtual
     // seconds, while the sessions still live (their close would delete and drop them anyway).
@@ -436,7 +453,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             fail("a lock node is left once every client stopped: " + n);
     if (m.watch_count() != 0)
         fail("watches left at the server once every client stopped: " + std::to_string(m.watch_count()));
-    if (!out.ok) return out;
+    if (!out.ok) return abandon(seed, out, with_faults);
     for (auto& sess : ss) sess->async_close([&](zklock::error_code) { ++closed; });
     s.run([&] { return closed == sessions; }, s.now + 60'000'000'000);
     if (closed != sessions) fail("a close did not complete");
@@ -474,6 +491,7 @@ int main(int argc, char** argv) {
     std::uint64_t seeds = 100, first = 1;
     bool replay = false, verbose = false, one = false, with_faults = false;
     int only = -1;
+    double minutes = 0; // (--minutes: as many seeds as fit, for long runs by hand)
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc)
             seeds = std::strtoull(argv[++i], nullptr, 10);
@@ -481,6 +499,8 @@ int main(int argc, char** argv) {
             first = std::strtoull(argv[++i], nullptr, 10), one = true;
         else if (!std::strcmp(argv[i], "--first") && i + 1 < argc)
             first = std::strtoull(argv[++i], nullptr, 10);
+        else if (!std::strcmp(argv[i], "--minutes") && i + 1 < argc)
+            minutes = std::strtod(argv[++i], nullptr), seeds = ~0ULL / 2;
         else if (!std::strcmp(argv[i], "--replay"))
             replay = true;
         else if (!std::strcmp(argv[i], "--verbose"))
@@ -496,24 +516,30 @@ int main(int argc, char** argv) {
                 return 2;
             }
         } else {
-            std::fprintf(stderr, "usage: zklock_sim_whole [--seeds N] [--seed S] [--first S] [--replay] "
-                                 "[--faults] [--recipe mutex|shared|semaphore|election] [--verbose]\n");
+            std::fprintf(
+                stderr, "usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] "
+                        "[--faults] [--recipe mutex|shared|semaphore|election] [--verbose]\n");
             return 2;
         }
     }
     if (one) seeds = 1;
     long grants = 0, commits = 0, expiries = 0;
     double min_margin = 1e9;
-    for (std::uint64_t seed = first; seed < first + seeds; ++seed) {
+    const auto started = std::chrono::steady_clock::now();
+    std::uint64_t seed = first;
+    for (; seed < first + seeds; ++seed) {
+        if (minutes > 0 && std::chrono::steady_clock::now() - started >
+                               std::chrono::duration<double, std::ratio<60>>(minutes)) {
+            seeds = seed - first;
+            break;
+        }
         auto r = run_seed(seed, verbose, with_faults, only);
         grants += r.grants;
         commits += r.commits;
         expiries += r.expiries_with_holds;
         min_margin = std::min(min_margin, r.min_margin);
         if (!r.ok) {
-            std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu%s --verbose)\n",
-                        static_cast<unsigned long long>(seed), r.why.c_str(),
-                        static_cast<unsigned long long>(seed), with_faults ? " --faults" : "");
+            report_failure(seed, r.why, with_faults);
             return 1;
         }
         if (replay) {
