@@ -67,6 +67,11 @@ MUTANTS = [
      "        backend_->cancel();\n    }",
      "a cancelled timer still reports its deadline: the lease timer's re-arm for that deadline is skipped (the defect of 37bd5ea)",
      ["--faults", "--first", "91260"]),  # (where a run by hand found it: docs/internals.md)
+    ("unique-maybe-owned-kept", "src/recipes/mutex.cpp",
+     "if (fsm.maybe_owns_node() && !op.session_gone())",
+     "if (false && fsm.maybe_owns_node() && !op.session_gone())",
+     "a unique_node acquire that gives up disconnected after a lost create leaves a node that may be its own (the defect the simulation found)",
+     ["--faults", "--first", "355619"]),  # (where a run by hand found it: docs/internals.md)
     ('data-change-as-deletion', 'src/recipes/mutex.cpp',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT;',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT;',
@@ -296,7 +301,7 @@ MUTANTS = [
 # The survivors explained in docs/internals.md ("The whole library under simulation"): any other
 # survivor fails the run (CI's rotation included).
 EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "commit-check-on-lock-path", "sem-deaf-to-reconnect",
-                      "timer-cancel-keeps-deadline"}
+                      "timer-cancel-keeps-deadline", "unique-maybe-owned-kept"}
 
 
 def sync_tree():

@@ -17,6 +17,7 @@
 //   wait            -> create (the node went, the watch fired, or the connection came back)
 //   check_lease     ok -> grant (unless a stop came); lost -> wait_connected, then again
 //   any, stopped    -> read_own first if a lost create may have made our node, then fail
+//                      (not connected: fail, maybe_owns_node(); the driver deletes it later if ours)
 #pragma once
 
 #include "protocol/acquire_fsm.hpp"
@@ -146,6 +147,9 @@ public:
             return go(state::checking_lease, unique_action::check_lease);
         case state::reading_own:
             if (in.result == outcome::ok && is_ours(in.data)) ours_ = true;
+            // (not asked, or no answer: the node may be ours; the driver hands it to the
+            // guaranteed deletes, which read it once connected and delete it if it is)
+            unresolved_ = in.result == outcome::connection;
             return failed(pending_why_);
         case state::done:
             break;
@@ -155,6 +159,9 @@ public:
 
     /// The node is ours: held at a grant; to delete at a failure.
     bool owns_node() const noexcept { return ours_; }
+    /// At a failure: a create lost with the connection may have made our node, and it could not
+    /// be read back (not connected): to delete if its data carries our guid, once connected.
+    bool maybe_owns_node() const noexcept { return unresolved_; }
     const std::string& node() const noexcept { return node_; }
     std::int64_t czxid() const noexcept { return czxid_; }
     /// After a `read`: the watch it set is at the server, to remove when it ends unfired.
@@ -208,6 +215,7 @@ private:
     bool ours_ = false;
     std::int64_t czxid_ = 0;
     bool maybe_created_ = false; // a create failed with connection loss: it may have been applied
+    bool unresolved_ = false;    // gave up with maybe_created_ and could not read the node back
     bool watch_at_server_ = false;
     int parent_attempts_ = 0, lost_parent_creates_ = 0;
     acquire_action::failure pending_why_ = acquire_action::stop;

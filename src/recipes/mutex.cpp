@@ -307,6 +307,11 @@ private:
                 co_return op.grant();
             }
             if (a.what == unique_action::fail) {
+                // A create lost with the connection may have made our node, and the connection is
+                // still down: the guaranteed deletes read it once connected and delete it if its
+                // data carries our guid (else it would hold the lock until the session ends).
+                if (fsm.maybe_owns_node() && !op.session_gone())
+                    s.delete_if_data_guid_in_background(fsm.node(), guid);
                 acquire_action f;
                 f.why = a.why;
                 f.rc = a.rc;

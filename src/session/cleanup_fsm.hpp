@@ -7,6 +7,8 @@
 //
 //   state (what the job knows)         request           reply -> next
 //   node, owner czxid recorded         check (exists)    ours -> delete_version; gone/not ours -> done
+//   fixed node, guid in its data       check (get_data)  the data starts with the guid -> delete_version;
+//                                                          gone/not ours -> done
 //   node, version read by the check    delete_version    ok/gone -> done; bad version -> check again
 //   node, marked (a write lock's       marked_release    ok/gone -> done; refused -> remove
 //     release that was the lowest)       (transaction)     (the marker dropped); lost -> retry
@@ -52,6 +54,7 @@ struct cleanup_reply {
     std::int64_t czxid = 0;                 ///< check
     std::int32_t version = -1;              ///< check
     std::vector<std::string> children = {}; ///< list
+    std::string data = {};                  ///< check of a job of_data_guid (a read of the node's data)
 };
 
 class cleanup_fsm {
@@ -75,6 +78,15 @@ public:
         m.path_only_ = true;
         return m;
     }
+    /// Deletes the fixed-name `node` if its data starts with `guid` (the unique_node strategy's
+    /// create whose reply was lost: the acquire gave up before it could read the node back). The
+    /// check reads the node's data, and the delete names the version it read.
+    static cleanup_fsm of_data_guid(std::string node, std::string guid) {
+        cleanup_fsm m;
+        m.node_ = std::move(node);
+        m.data_guid_ = std::move(guid);
+        return m;
+    }
     /// Deletes the child of `parent` whose name carries `guid`, if there is one (a create whose
     /// reply was lost).
     static cleanup_fsm of_guid(std::string parent, std::string guid) {
@@ -90,7 +102,7 @@ public:
         if (node_.empty()) {
             a.what = cleanup_action::list;
             a.path = parent_;
-        } else if (owner_czxid_ != 0) {
+        } else if (owner_czxid_ != 0 || !data_guid_.empty()) {
             a.what = cleanup_action::check;
             a.path = node_;
         } else {
@@ -108,7 +120,11 @@ public:
         namespace cr = cleanup_rules;
         switch (sent_) {
         case cleanup_action::check:
-            switch (cr::after_check(r.rc, r.czxid, owner_czxid_)) {
+            // (of_data_guid: ours if the data it read starts with the guid)
+            switch (data_guid_.empty()
+                        ? cr::after_check(r.rc, r.czxid, owner_czxid_)
+                        : cr::after_check(r.rc, r.data.compare(0, data_guid_.size(), data_guid_) == 0 ? 1 : 0,
+                                          1)) {
             case cr::verdict::delete_version: {
                 cleanup_action a{cleanup_action::delete_version, node_, r.version};
                 sent_ = a.what;
@@ -170,6 +186,8 @@ public:
     const std::string& node() const noexcept { return node_; }
     const std::string& parent() const noexcept { return parent_; }
     const std::string& guid() const noexcept { return guid_; }
+    /// of_data_guid's guid: its check reads the node's data ("" for the other jobs).
+    const std::string& data_guid() const noexcept { return data_guid_; }
     bool marked() const noexcept { return marked_; }
     /// A lock path, not a lock node (of_unused_path).
     bool path_only() const noexcept { return path_only_; }
@@ -191,7 +209,7 @@ private:
         return {};
     }
 
-    std::string node_, parent_, guid_;
+    std::string node_, parent_, guid_, data_guid_;
     std::int64_t owner_czxid_ = 0;
     bool marked_ = false;
     bool path_only_ = false;

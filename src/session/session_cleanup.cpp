@@ -31,6 +31,13 @@ void session_impl::delete_by_guid_in_background(std::string parent, std::string 
     if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
 }
 
+void session_impl::delete_if_data_guid_in_background(std::string node, std::string guid) {
+    if (state() == session_state::closed || state() == session_state::expired || refused_) return;
+    cleanups_.emplace_back(cleanup_fsm::of_data_guid(std::move(node), std::move(guid)), plat_->steady_now());
+    cleanup_gauges();
+    if (state() == session_state::connected) run_cleanup(std::prev(cleanups_.end()));
+}
+
 void session_impl::delete_unused_path_in_background(std::string path) {
     if (state() == session_state::closed || state() == session_state::expired || refused_) return;
     cleanups_.emplace_back(cleanup_fsm::of_unused_path(std::move(path)), plat_->steady_now());
@@ -91,7 +98,7 @@ void session_impl::perform_cleanup(std::list<cleanup_job>::iterator it, cleanup_
     zk_handler on_reply([w = weak_from_this(), gen = generation(), ep = cleanup_epoch_, it](zk_result r) {
         auto s = w.lock();
         if (!s || !s->cleanup_alive(gen, ep)) return;
-        cleanup_reply in{r.rc, r.stat.czxid, r.stat.version, std::move(r.children)};
+        cleanup_reply in{r.rc, r.stat.czxid, r.stat.version, std::move(r.children), std::move(r.data)};
         s->perform_cleanup(it, it->fsm.resume(in, s->state() == session_state::connected));
     });
     // The test's tap may refuse it: it then fails unsent (session_tap::before).
@@ -99,6 +106,7 @@ void session_impl::perform_cleanup(std::list<cleanup_job>::iterator it, cleanup_
         return refused_by_tap(rc, std::move(on_reply));
     switch (a.what) {
     case cleanup_action::check:
+        if (!it->fsm.data_guid().empty()) return get_data(a.path, 0, std::move(on_reply));
         return exists(a.path, std::move(on_reply));
     case cleanup_action::delete_version:
         return remove(a.path, a.version, std::move(on_reply));

@@ -279,6 +279,8 @@ public:
                               std::int64_t owner_czxid = 0, bool marked = false);
     /// Same, for a node known only by the guid in its name (a create whose reply was lost).
     void delete_by_guid_in_background(std::string parent, std::string guid);
+    /// Same, for a fixed-name node whose data starts with `guid` (cleanup_fsm::of_data_guid).
+    void delete_if_data_guid_in_background(std::string node, std::string guid);
     /// Same, for a lock path an acquire made (or may have made) and never created a node in; the
     /// job ends if someone's node is in it by then (cleanup_fsm::of_unused_path).
     void delete_unused_path_in_background(std::string path);

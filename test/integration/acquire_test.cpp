@@ -388,15 +388,20 @@ TEST_F(Acquire, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRe
     constexpr auto bound = 300ms + 40ms + 200ms;
     using clk = std::chrono::steady_clock;
     run_test([&]() -> awaitable<void> {
-        for (int variant = 0; variant < 4; ++variant) {
-            const bool cancel = variant % 2 == 1, sem = variant >= 2;
+        // (variants 4 and 5: the unique_node strategy, whose node has a fixed name and is known
+        // as ours only by the guid in its data)
+        for (int variant = 0; variant < 6; ++variant) {
+            const bool cancel = variant % 2 == 1, sem = variant == 2 || variant == 3, unique = variant >= 4;
             tcp_proxy proxy(first_port(zk_connect()));
-            auto path = sem ? semaphore_path(cancel ? "sem-cancel" : "sem-deadline")
-                            : lock_path(cancel ? "cancel" : "deadline");
+            auto path =
+                sem ? semaphore_path(cancel ? "sem-cancel" : "sem-deadline")
+                    : lock_path(std::string(unique ? "unique-" : "") + (cancel ? "cancel" : "deadline"));
             auto o = through(proxy);
             o.session_timeout = 6000ms; // the C client's request timeout: 4 s
             auto a = co_await connect(o);
-            zklock::mutex m(*a, path);
+            zklock::mutex_options mo;
+            if (unique) mo.strategy = zklock::lock_strategy::unique_node;
+            zklock::mutex m(*a, path, mo);
             zklock::semaphore sm(*a, path, 2);
             proxy.mute_replies(true);
             const auto t0 = clk::now();
@@ -414,7 +419,10 @@ TEST_F(Acquire, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRe
                 ec = e;
             }
             const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(clk::now() - t0);
-            std::printf("  %s %s: completed after %lld ms with %s\n", sem ? "semaphore" : "mutex",
+            std::printf("  %s %s: completed after %lld ms with %s\n",
+                        sem      ? "semaphore"
+                        : unique ? "mutex (unique_node)"
+                                 : "mutex",
                         cancel ? "cancel at 300 ms" : "acquire_for(300ms)",
                         static_cast<long long>(took.count()), ec.message().c_str());
             EXPECT_EQ(ec, cancel ? zklock::error_code(asio::error::operation_aborted)
@@ -431,6 +439,50 @@ TEST_F(Acquire, ATimedOrCancelledAcquireCompletesOnTimeWhileTheServerSitsOnItsRe
             }
             co_await a->async_close(use_awaitable);
         }
+    });
+}
+
+TEST_F(Acquire, AUniqueNodeAcquireThatGivesUpDisconnectedAfterALostCreateDeletesItsNodeOnTheReconnect) {
+    // The unique_node strategy's "<path>/lock" has a fixed name: a create lost with the
+    // connection is known as ours only by the guid in its data. Its acquire gives up (its
+    // deadline) while the connection is down, so it cannot read the node back: the node, ours,
+    // stayed until the session ended, and nobody else could take the lock (found by the
+    // whole-library simulation, with --faults). Now the guaranteed deletes read it once
+    // connected and delete it if its data carries the acquire's guid (cleanup_fsm::of_data_guid).
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = lock_path("unique-lost-create");
+        auto o = through(proxy);
+        o.session_timeout = 6000ms;
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex_options mo;
+        mo.strategy = zklock::lock_strategy::unique_node;
+        zklock::mutex ma(*a, path, mo), mb(*b, path, mo);
+        {
+            auto g = co_await ma.async_acquire(use_awaitable); // (the path exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        proxy.mute_replies(true); // the create reaches the server; its reply is lost
+        auto w = in_background([&](auto h) { ma.async_acquire_for(800ms, h); });
+        co_await wait_for_children(*b, path, 1); // (the server made a's node)
+        // the connection drops and stays down past the deadline: a gives up disconnected
+        proxy.blackhole(true);
+        proxy.drop();
+        co_await eventually([&] { return w->done; }, 3000ms);
+        CO_REQUIRE(w->done);
+        EXPECT_EQ(w->ec, errc::acquire_timeout) << w->ec.message();
+        EXPECT_NE(a->state(), session_state::connected) << "the test meant to give up disconnected";
+        EXPECT_EQ((co_await children_of(*b, path)).size(), 1u) << "a's node is there while a is cut off";
+        proxy.blackhole(false); // (closes what it held: a reconnects at once, to the same session)
+        proxy.mute_replies(false);
+        // a's node goes once a is back: b takes the lock
+        auto [ec, g] = co_await mb.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << "a's node stayed: " << ec.message();
+        if (!ec) co_await g.async_release(use_awaitable);
+        EXPECT_EQ(a->state(), session_state::connected);
+        co_await a->async_close(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
     });
 }
 

@@ -176,3 +176,45 @@ TEST(CleanupFsm, AReplyWithNothingInFlightEndsNothingTwice) {
     EXPECT_EQ(m.resume(rc(ZCONNECTIONLOSS), connected).what, cleanup_action::done);
     EXPECT_EQ(m.failures(), 0);
 }
+
+TEST(CleanupFsm, AFixedNodeWhoseDataCarriesOurGuidIsDeletedAtTheVersionItWasRead) {
+    // The unique_node strategy's create lost with the connection, given up while disconnected:
+    // "<path>/lock" may be ours. The job reads it once connected and deletes it only if its data
+    // starts with our guid, naming the version it read.
+    const std::string guid = "0123456789abcdef0123456789abcdef";
+    auto read = [](int code, std::string data, std::int32_t version) {
+        cleanup_reply r{code};
+        r.data = std::move(data);
+        r.version = version;
+        return r;
+    };
+    {
+        auto m = cleanup_fsm::of_data_guid("/l/lock", guid);
+        EXPECT_EQ(m.data_guid(), guid);
+        auto a = m.next();
+        EXPECT_EQ(a.what, cleanup_action::check);
+        EXPECT_EQ(a.path, "/l/lock");
+        auto d = m.resume(read(ZOK, guid + " host:1", 3), connected);
+        EXPECT_EQ(d.what, cleanup_action::delete_version);
+        EXPECT_EQ(d.version, 3);
+        // its data changed meanwhile: read again; still ours, so deleted at the new version
+        EXPECT_EQ(m.resume(rc(ZBADVERSION), connected).what, cleanup_action::check);
+        EXPECT_EQ(m.resume(read(ZOK, guid + " host:1", 4), connected).version, 4);
+        EXPECT_EQ(m.resume(rc(ZOK), connected).what, cleanup_action::done);
+    }
+    // someone else's (their guid), or gone: the end, nothing deleted
+    for (auto r : {read(ZOK, "fedcba9876543210fedcba9876543210 host:2", 0), read(ZNONODE, "", -1)}) {
+        auto m = cleanup_fsm::of_data_guid("/l/lock", guid);
+        m.next();
+        EXPECT_EQ(m.resume(r, connected).what, cleanup_action::done);
+    }
+    // the read lost with the connection: the same read after the reconnect
+    auto m = cleanup_fsm::of_data_guid("/l/lock", guid);
+    m.next();
+    auto r = m.resume(rc(ZCONNECTIONLOSS), disconnected);
+    EXPECT_EQ(r.what, cleanup_action::retry);
+    EXPECT_TRUE(r.plan.on_reconnect);
+    EXPECT_EQ(m.next().what, cleanup_action::check);
+    // a plain job of a node never reads data
+    EXPECT_TRUE(cleanup_fsm::of_node("/l/n-0000000001").data_guid().empty());
+}

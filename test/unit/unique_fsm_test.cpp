@@ -139,6 +139,21 @@ TEST(UniqueFsm, AStopAfterALostCreateReadsWhetherTheNodeIsOursToDelete) {
         EXPECT_EQ(a.what, ua::fail);
         EXPECT_EQ(a.why, acquire_action::stop);
         EXPECT_EQ(m.owns_node(), ours);
+        // not read back (not connected): maybe ours, for the guaranteed deletes to read and
+        // delete once connected (else the node would hold the lock until the session ends:
+        // found by the whole-library simulation, docs/internals.md)
+        EXPECT_EQ(m.maybe_owns_node(), !ours);
+    }
+    // A stop after a lost create whose node is read back as someone else's: not ours, nothing to delete.
+    {
+        unique_fsm m("/l/lock", guid, false);
+        m.start(false);
+        m.resume(lost());
+        m.resume(lost());
+        m.resume(connected(false));
+        EXPECT_EQ(m.resume(read("someone-else x")).what, ua::fail);
+        EXPECT_FALSE(m.owns_node());
+        EXPECT_FALSE(m.maybe_owns_node());
     }
     // A stop with nothing lost: no read.
     unique_fsm n("/l/lock", guid, false);

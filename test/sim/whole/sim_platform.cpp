@@ -309,9 +309,11 @@ void sim_link::ping() {
           });
 }
 
-void sim_link::drop(std::int64_t down) {
+void sim_link::drop(std::int64_t down, int rc) {
     if (closed_ || !connected_) return;
     connected_ = false;
+    refusing_ = s_.rng() % 2 == 0;
+    if (rc == ZOPERATIONTIMEOUT) ++counts().timeouts;
     ++conn_;
     p_.lease->saw_state(s_.now, false);
     // what had not reached the server: applied anyway (its reply lost) or never, as drawn
@@ -323,9 +325,9 @@ void sim_link::drop(std::int64_t down) {
         if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTING_STATE);
     });
     for (auto& entry : std::exchange(inflight_, {}))
-        deliver([hp = entry.second]() mutable {
+        deliver([hp = entry.second, rc]() mutable {
             zk_result res;
-            res.rc = res.list_rc = ZCONNECTIONLOSS;
+            res.rc = res.list_rc = rc;
             std::move (*hp)(std::move(res));
         });
     writes_ = 0;
@@ -339,6 +341,8 @@ void sim_link::drop(std::int64_t down) {
             self->deliver([ev = self->p_.events, gen = self->p_.generation] {
                 if (auto e = ev.lock()) e->on_session_event(gen, ZOO_EXPIRED_SESSION_STATE);
             });
+            counts().expired_replies += static_cast<long>(self->queued_.size());
+            self->fail_queued(ZSESSIONEXPIRED); // (what waited in the client's queue)
             return;
         }
         self->m_.touch(self->id_, s.now);
@@ -353,24 +357,56 @@ void sim_link::drop(std::int64_t down) {
             self->deliver([ev = self->p_.events, id = id, type = type] {
                 if (auto e = ev.lock()) e->on_watch(id, type);
             });
+        // what waited in the client's queue goes now, in order
+        for (auto& q : std::exchange(self->queued_, {})) self->send(std::move(q.r), std::move(q.h), q.sent);
         self->ping();
     });
 }
 
-void sim_link::submit(zk_request r, zklock::detail::zk_handler h) {
-    if (closed_ || !connected_) {
-        const int rc = closed_ ? ZCLOSING : ZCONNECTIONLOSS;
-        return deliver([h = std::move(h), rc]() mutable {
+void sim_link::fail_queued(int rc) {
+    for (auto& q : std::exchange(queued_, {}))
+        deliver([hp = std::make_shared<zklock::detail::zk_handler>(std::move(q.h)), rc]() mutable {
             zk_result res;
             res.rc = res.list_rc = rc;
+            std::move (*hp)(std::move(res));
+        });
+}
+
+void sim_link::submit(zk_request r, zklock::detail::zk_handler h) {
+    const lease_ns sent = s_.now; // (handed to the client now, as zk_handle notes it)
+    if (closed_)
+        return deliver([h = std::move(h)]() mutable {
+            zk_result res;
+            res.rc = res.list_rc = ZCLOSING;
             std::move(h)(std::move(res));
         });
+    if (!connected_) {
+        p_.lease->saw_state(sent, false);
+        p_.lease->note_send(sent, zklock::detail::vouch_of(r.op) == zklock::detail::vouch::commit);
+        // While the server refuses connections, the C client's every failed attempt fails what it
+        // holds (handle_error, cleanup_bufs): ZCONNECTIONLOSS soon. While an attempt hangs (a
+        // partition), the request waits in the client's queue for the reconnect, which sends it,
+        // or for the news of the expiry, which fails it with ZSESSIONEXPIRED.
+        if (refusing_)
+            return deliver([h = std::move(h)]() mutable {
+                zk_result res;
+                res.rc = res.list_rc = ZCONNECTIONLOSS;
+                std::move(h)(std::move(res));
+            });
+        queued_.push_back({std::move(r), std::move(h), sent});
+        ++counts().queued;
+        return;
     }
-    const lease_ns sent = s_.now;
+    send(std::move(r), std::move(h), sent);
+}
+
+void sim_link::send(zk_request r, zklock::detail::zk_handler h, lease_ns sent) {
     const auto v = zklock::detail::vouch_of(r.op);
     const bool write = v == zklock::detail::vouch::commit && !r.heartbeat;
-    p_.lease->saw_state(sent, true);
-    p_.lease->note_send(sent, v == zklock::detail::vouch::commit);
+    if (sent == s_.now) { // (a queued request was noted when it was handed over)
+        p_.lease->saw_state(sent, true);
+        p_.lease->note_send(sent, v == zklock::detail::vouch::commit);
+    }
     if (write) ++writes_;
     s_.note(static_cast<std::uint64_t>(r.op) * 31 + r.path.size());
     const auto rid = ++next_request_;
@@ -426,6 +462,7 @@ void sim_link::close() {
     closed_ = true;
     connected_ = false;
     if (id_ != 0) m_.close_session(id_);
+    fail_queued(ZCLOSING);
     // Every request still in flight completes with ZCLOSING, as the C client's close does.
     for (auto& entry : std::exchange(inflight_, {}))
         deliver([hp = entry.second]() mutable {

@@ -97,6 +97,15 @@ inline void complete_later(const asio::any_io_executor& ex,
     });
 }
 
+/// What the links did, counted over a process's seeds (for the summary: do the faults happen?).
+struct link_counts {
+    long queued = 0, expired_replies = 0, timeouts = 0;
+};
+inline link_counts& counts() {
+    static link_counts c;
+    return c;
+}
+
 /// A timer of the scheduler.
 class sim_timer final : public zklock::detail::timer_backend {
 public:
@@ -179,6 +188,18 @@ public:
     std::function<void(std::int64_t id, std::int64_t earliest, std::int64_t timeout)> on_expire;
     /// (for the oracles) A node's data was set by session `id`, alone or in a multi that succeeded.
     std::function<void(std::int64_t id, const std::string& path, const std::string& data)> on_set;
+    /// The container reaper (ZooKeeper 3.8's ContainerManager, every checkIntervalMs): deletes
+    /// each container that has had children and has none now (cversion > 0), as the server's
+    /// own delete, whose watch events fire as any delete's. Returns how many it deleted.
+    int reap_containers() {
+        std::vector<std::string> due;
+        for (auto& [p, n] : nodes_)
+            if (n.container && n.children.empty() && n.cversion > 0) due.push_back(p);
+        for (auto& p : due) remove(p, -1);
+        reaped_ += static_cast<int>(due.size());
+        return static_cast<int>(due.size());
+    }
+    int reaped() const { return reaped_; }
     /// Makes a persistent node (and its parents) before the run, as an operator would.
     void seed_node(const std::string& path) {
         if (path.empty() || path == "/" || nodes_.count(path)) return;
@@ -235,7 +256,7 @@ private:
     std::multimap<std::string, watch> data_w_, child_w_; // (data_w_: getData and exists watches)
     std::map<std::int64_t, sim_link*> links_;
     std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last touch, timeout)
-    int expired_ = 0;
+    int expired_ = 0, reaped_ = 0;
     std::vector<std::pair<std::int64_t, std::pair<std::string, std::string>>> sets_; // (in a multi)
     struct event {
         std::int64_t session;
@@ -259,7 +280,12 @@ public:
     void start() override;
     void submit(zklock::detail::zk_request r, zklock::detail::zk_handler h) override;
     void close() override;
-    bool write_in_flight() const override { return writes_ > 0; }
+    bool write_in_flight() const override {
+        for (auto& q : queued_)
+            if (zklock::detail::vouch_of(q.r.op) == zklock::detail::vouch::commit && !q.r.heartbeat)
+                return true;
+        return writes_ > 0;
+    }
     void set_servers(const std::string&) override {}
     bool session_info(std::int64_t& id, int& timeout_ms) override {
         if (closed_) return false;
@@ -279,7 +305,9 @@ public:
     /// at the server or not, as drawn: a lost reply either way), the session hears
     /// ZOO_CONNECTING_STATE, and the link reconnects after `down` ns to the same session, unless
     /// the server expired it meanwhile (then ZOO_EXPIRED_SESSION_STATE, told at the reconnect).
-    void drop(std::int64_t down);
+    /// `rc`: what the requests in flight fail with: ZCONNECTIONLOSS (a reset), or
+    /// ZOPERATIONTIMEOUT (the C client's receive timeout, 2T/3 without a byte, ended it).
+    void drop(std::int64_t down, int rc = ZCONNECTIONLOSS);
     bool connected() const { return connected_; }
     std::int64_t session() const { return id_; }
     int timeout_ms() const { return timeout_ms_; }
@@ -307,6 +335,17 @@ private:
     std::uint64_t conn_ = 0;                                 // moves at each drop: older events are stale
     std::vector<std::pair<std::uint64_t, int>> held_events_; // watch events while disconnected
     void ping();
+    /// Sends `r` (handed over at `sent`) to the server now.
+    void send(zklock::detail::zk_request r, zklock::detail::zk_handler h, lease_ns sent);
+    /// Fails every request waiting in the client's queue with `rc`.
+    void fail_queued(int rc);
+    struct queued {
+        zklock::detail::zk_request r;
+        zklock::detail::zk_handler h;
+        lease_ns sent;
+    };
+    std::vector<queued> queued_; // handed over while disconnected, the connect attempt hanging
+    bool refusing_ = false;      // this outage refuses connections (else an attempt hangs)
 };
 
 /// The platform: virtual clocks, the scheduler's timers, seeded randomness, links to the model.

@@ -33,12 +33,14 @@
 // (--replay).
 //
 // Usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] [--faults]
-//                         [--recipe mutex|shared|semaphore|election] [--verbose]
+//                         [--recipe mutex|shared|semaphore|election|reentrant] [--verbose]
 #include "sim_platform.hpp"
 
 #include <zklock.hpp>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -62,14 +64,14 @@ using asio::awaitable;
 using asio::use_awaitable;
 using namespace zklock::sim;
 
-enum class recipe { mutex, shared, semaphore, election, count };
-constexpr const char* recipe_names[] = {"mutex", "shared", "semaphore", "election"};
+enum class recipe { mutex, shared, semaphore, election, reentrant, count };
+constexpr const char* recipe_names[] = {"mutex", "shared", "semaphore", "election", "reentrant"};
 
 struct outcome {
     bool ok = true;
     std::string why;
     std::uint64_t trace = 0;
-    int grants = 0, commits = 0, expiries_with_holds = 0;
+    int grants = 0, commits = 0, expiries_with_holds = 0, gave_up = 0, reaped = 0;
     double min_margin = 1e9; // the smallest margin measured, in T
 };
 
@@ -239,6 +241,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                 zklock::shared_mutex rw(sess, path);
                 zklock::semaphore sem(sess, path, max_leases);
                 zklock::election el(sess, path, eo);
+                zklock::reentrant_mutex rm(sess, path, mo);
+                const std::uint64_t owner = 100 + static_cast<std::uint64_t>(c); // (one owner per client)
                 zklock::detail::timer pause(plat, s.io.get_executor());
                 auto gone = [&] {
                     return sess.state() == zklock::session_state::expired ||
@@ -251,7 +255,13 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     zklock::guard g;
                     zklock::leadership lead;
                     auto kind = hold::exclusive;
-                    const auto form = s.rng() % 4; // 0 timed, 1 try, else plain
+                    // 0 timed, 1 try, 2 plain cancelled after a drawn time (per-operation
+                    // cancellation: terminal), else plain
+                    const auto form = s.rng() % 5;
+                    auto cancel = std::make_shared<asio::cancellation_signal>();
+                    if (form == 2)
+                        s.at(s.now + s.draw(0, 60'000'000),
+                             [cancel] { cancel->emit(asio::cancellation_type::terminal); });
                     // (no co_await inside a conditional expression: GCC 12 miscompiles it)
                     auto take = [&](auto&& r) {
                         ec = std::get<0>(r);
@@ -262,14 +272,27 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                             g = std::move(std::get<1>(r));
                     };
                     const auto tuple = asio::as_tuple(use_awaitable);
+                    auto cancellable = [&] { return asio::bind_cancellation_slot(cancel->slot(), tuple); };
                     switch (what) {
                     case recipe::mutex:
                         if (form == 0)
                             take(co_await mx.async_acquire_for(timeout(), tuple));
                         else if (form == 1)
                             take(co_await mx.async_try_acquire(tuple));
+                        else if (form == 2)
+                            take(co_await mx.async_acquire(cancellable()));
                         else
                             take(co_await mx.async_acquire(tuple));
+                        break;
+                    case recipe::reentrant:
+                        if (form == 0)
+                            take(co_await rm.async_acquire_for(owner, timeout(), tuple));
+                        else if (form == 1)
+                            take(co_await rm.async_try_acquire(owner, tuple));
+                        else if (form == 2)
+                            take(co_await rm.async_acquire(owner, cancellable()));
+                        else
+                            take(co_await rm.async_acquire(owner, tuple));
                         break;
                     case recipe::shared:
                         if (s.rng() % 2 == 0) {
@@ -278,6 +301,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                                 take(co_await rw.async_acquire_shared_for(timeout(), tuple));
                             else if (form == 1)
                                 take(co_await rw.async_try_acquire_shared(tuple));
+                            else if (form == 2)
+                                take(co_await rw.async_acquire_shared(cancellable()));
                             else
                                 take(co_await rw.async_acquire_shared(tuple));
                         } else {
@@ -285,6 +310,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                                 take(co_await rw.async_acquire_for(timeout(), tuple));
                             else if (form == 1)
                                 take(co_await rw.async_try_acquire(tuple));
+                            else if (form == 2)
+                                take(co_await rw.async_acquire(cancellable()));
                             else
                                 take(co_await rw.async_acquire(tuple));
                         }
@@ -295,6 +322,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                             take(co_await sem.async_acquire_for(timeout(), tuple));
                         else if (form == 1)
                             take(co_await sem.async_try_acquire(tuple));
+                        else if (form == 2)
+                            take(co_await sem.async_acquire(cancellable()));
                         else
                             take(co_await sem.async_acquire(tuple));
                         break;
@@ -303,11 +332,24 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                             take(co_await el.async_campaign_for(value(i), timeout(), tuple));
                         else if (form == 1)
                             take(co_await el.async_try_campaign(value(i), tuple));
+                        else if (form == 2)
+                            take(co_await el.async_campaign(value(i), cancellable()));
                         else
                             take(co_await el.async_campaign(value(i), tuple));
                         break;
                     }
-                    if (ec == zklock::errc::acquire_timeout || ec == zklock::errc::lock_busy) continue;
+                    if (ec)
+                        log(name(c) + "'s " +
+                            (form == 0   ? "timed"
+                             : form == 1 ? "try"
+                             : form == 2 ? "cancelled"
+                                         : "plain") +
+                            " acquire ended: " + ec.message());
+                    if (ec == zklock::errc::acquire_timeout || ec == zklock::errc::lock_busy ||
+                        (form == 2 && ec == asio::error::operation_aborted)) {
+                        ++out.gave_up;
+                        continue;
+                    }
                     if (ec) {
                         if (!faults) fail(name(c) + "'s acquire failed with no fault: " + ec.message());
                         continue; // (a fault: the loop ends if the session is gone)
@@ -346,6 +388,20 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     h->gd = &held;
                     listen(h, s, log);
                     if (!m.alive(h->session)) fail(name(c) + " granted on a session the server has expired");
+                    if (what == recipe::reentrant) {
+                        // a nested acquire of the same owner: granted at once, the same grant
+                        auto [e, inner] = co_await rm.async_acquire(owner, tuple);
+                        if (e && !faults)
+                            fail(name(c) + "'s nested acquire failed with no fault: " + e.message());
+                        if (!e && inner.fencing_token() != held.fencing_token())
+                            fail(name(c) + "'s nested acquire has another token: " +
+                                 std::to_string(inner.fencing_token()) + ", the outer's " +
+                                 std::to_string(held.fencing_token()));
+                        if (!e) co_await inner.async_release(asio::as_tuple(use_awaitable));
+                        if (!faults && held.is_lost())
+                            fail(name(c) + "'s outer hold was lost by the inner release: " +
+                                 held.loss_reason().message());
+                    }
                     ++out.grants;
                     s.note(static_cast<std::uint64_t>(c) * 1000 + static_cast<std::uint64_t>(i));
                     // mostly short holds; one in eight past the session timeout (the heartbeat must
@@ -417,8 +473,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // The faults: connection drops of a random session, each down for a drawn time (past the
     // session timeout sometimes: an expiry, told at the reconnect); and the leader's session
     // tracker, which expires an untouched session every 100 ms of virtual time.
+    int ticks = 0;
     std::function<void()> tracker = [&] {
         m.expire_due(s.now);
+        if (++ticks % 10 == 0 && m.reap_containers() > 0)
+            log("the container reaper deleted empty containers");
         if (finished < clients) s.at(s.now + 100'000'000, tracker);
     };
     s.at(s.now + 100'000'000, tracker);
@@ -433,9 +492,12 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             const auto down = s.rng() % static_cast<std::uint64_t>(long_drop_in) == 0
                                   ? s.draw(5'000'000'000, 15'000'000'000)
                                   : s.draw(10'000'000, 3'000'000'000);
+            // (one in three a receive timeout: what was in flight fails with ZOPERATIONTIMEOUT)
+            const int rc = s.rng() % 3 == 0 ? ZOPERATIONTIMEOUT : ZCONNECTIONLOSS;
             log("session " + std::to_string(l->session()) + " (T = " + std::to_string(l->timeout_ms()) +
-                " ms) drops its connection for " + std::to_string(down / 1'000'000) + " ms");
-            l->drop(down);
+                " ms) drops its connection for " + std::to_string(down / 1'000'000) + " ms" +
+                (rc == ZOPERATIONTIMEOUT ? " (a receive timeout)" : ""));
+            l->drop(down, rc);
         }
         s.at(s.now + s.draw(100'000'000, fault_gap_hi), fault);
     };
@@ -450,7 +512,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     s.run([] { return false; }, s.now + 30'000'000'000);
     for (auto& n : m.under(path))
         if (const auto* x = m.find(n); x && x->owner != 0)
-            fail("a lock node is left once every client stopped: " + n);
+            fail("a lock node is left once every client stopped: " + n + " (session " +
+                 std::to_string(x->owner) + ")");
     if (m.watch_count() != 0)
         fail("watches left at the server once every client stopped: " + std::to_string(m.watch_count()));
     if (!out.ok) return abandon(seed, out, with_faults);
@@ -476,6 +539,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     if (m.ephemeral_count() != 0) fail("ephemeral nodes left: " + std::to_string(m.ephemeral_count()));
     if (m.watch_count() != 0) fail("watches left at the server: " + std::to_string(m.watch_count()));
     out.trace = s.trace_hash;
+    out.reaped = m.reaped();
     if (verbose)
         std::printf("seed %llu: %s, %d sessions, %d clients, %d grants, %d commits, %d drops, %d expiries "
                     "(%d with holds), %.1f s virtual, trace %016llx\n",
@@ -518,12 +582,12 @@ int main(int argc, char** argv) {
         } else {
             std::fprintf(
                 stderr, "usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] "
-                        "[--faults] [--recipe mutex|shared|semaphore|election] [--verbose]\n");
+                        "[--faults] [--recipe mutex|shared|semaphore|election|reentrant] [--verbose]\n");
             return 2;
         }
     }
     if (one) seeds = 1;
-    long grants = 0, commits = 0, expiries = 0;
+    long grants = 0, commits = 0, expiries = 0, gave_up = 0, reaped = 0;
     double min_margin = 1e9;
     const auto started = std::chrono::steady_clock::now();
     std::uint64_t seed = first;
@@ -537,6 +601,8 @@ int main(int argc, char** argv) {
         grants += r.grants;
         commits += r.commits;
         expiries += r.expiries_with_holds;
+        gave_up += r.gave_up;
+        reaped += r.reaped;
         min_margin = std::min(min_margin, r.min_margin);
         if (!r.ok) {
             report_failure(seed, r.why, with_faults);
@@ -556,6 +622,12 @@ int main(int argc, char** argv) {
                 "of a holder's session",
                 static_cast<unsigned long long>(seeds), grants, commits, expiries);
     if (expiries) std::printf(" (smallest margin %.3f T)", min_margin);
+    std::printf(", %ld acquires given up (timed out, busy or cancelled), %ld containers reaped", gave_up,
+                reaped);
+    if (with_faults)
+        std::printf(", %ld drops by a receive timeout, %ld requests queued while disconnected (%ld of them "
+                    "failed with SESSIONEXPIRED)",
+                    counts().timeouts, counts().queued, counts().expired_replies);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     return 0;
 }
