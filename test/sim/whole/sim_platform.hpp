@@ -7,9 +7,13 @@
 //
 // The model today: one server that applies each session's requests in order after a seeded
 // delay, and answers after another; znodes with czxid, versions, the parent's cversion for
-// sequential names, ephemeral owners, containers (not reaped), one-shot data, child and existence
-// watches and their removal, multi all or nothing, sessions whose close deletes their ephemeral
-// nodes. Not yet: followers, stale reads, connection loss, expiry, reconnects (issue 62 lists them).
+// sequential names, ephemeral owners, containers and their reaper, one-shot data, child and
+// existence watches and their removal, multi all or nothing (its watch events in its operations'
+// order), a session tracker that expires untouched sessions; links that drop (requests applied or
+// not, replies lost, ZCONNECTIONLOSS or a receive timeout's ZOPERATIONTIMEOUT, requests queued in
+// the client while an outage hangs), reconnect to the same session with held watch events, or
+// learn of the expiry at the reconnect (ZSESSIONEXPIRED). Not yet: followers, stale reads, writes
+// applied late, failover (issue 62 lists them).
 #pragma once
 
 #include "session/platform.hpp"

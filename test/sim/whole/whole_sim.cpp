@@ -8,14 +8,18 @@
 //   - shared_mutex: reads and writes, a write sometimes downgraded to a read while held;
 //   - semaphore: N of 1 to 3;
 //   - election: campaigns in Curator's selector, latch or kazoo's naming, the leader proclaiming;
-// by plain, timed (that may time out) and try acquires, released by async_release or by the
-// guard's destructor; the exclusive holders commit a guarded write (guard::async_commit) to
-// "/data" now and then; one hold in eight is longer than the session timeout.
+//   - reentrant_mutex: each hold with a nested acquire of the same owner;
+// by plain, timed (that may time out), try and cancelled (at a drawn time) acquires, released by
+// async_release or by the guard's destructor; the exclusive holders commit a guarded write
+// (guard::async_commit) to "/data" now and then; one hold in eight is longer than the session
+// timeout. The model's container reaper runs every second.
 //
 // --faults: half the seeds drop connections, at a rate and with a share of long outages drawn
-// per seed (lost replies, requests applied or not, reconnects to the same session with the
+// per seed (lost replies, requests applied or not, a receive timeout's ZOPERATIONTIMEOUT,
+// requests queued in the client while an outage hangs, reconnects to the same session with the
 // watches' events held for the reconnect, outages past the session timeout: an expiry, decided
-// by the model's session tracker and told at the reconnect).
+// by the model's session tracker and told at the reconnect, with ZSESSIONEXPIRED for what waited
+// in the client's queue).
 //
 // Oracles. From the model server's history:
 //   - when the server expires a session, each of its holds still kept by its client was told
@@ -23,11 +27,13 @@
 //     session's last news plus T, before any rounding (docs/lease.md's bound; f = 0.3);
 //   - a guarded write lands only while its lock node exists, is its session's, and no node of
 //     the lock is ahead of it;
-//   - nothing is left once every session has closed: no node under the lock path but its
-//     emptied containers, no ephemeral node, no watch.
+//   - once every client stopped, with the sessions still alive, no lock node and no watch is
+//     left 30 virtual seconds later; once every session has closed, no node under the lock path
+//     but emptied containers, no ephemeral node, no watch.
 // From the grants, against the holds not yet given back: at most one exclusive holder and no
 // reader with it (shared), at most N (semaphore), unless the earlier holder was told of its
-// loss; fencing tokens increase (exclusive recipes). And: no lock is lost and no acquire fails
+// loss; fencing tokens increase (exclusive recipes); a nested reentrant grant has its outer's
+// token; a guarded write or a proclaim sent while is_lost() never succeeds. And: no lock is lost and no acquire fails
 // without a fault; every client finishes (no stuck waiter); no session's state is held once
 // every session closed and the library's bounded waits ran out; a seed replays to the same trace
 // (--replay).
