@@ -51,6 +51,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "protocol/protocol.hpp"
 #include "session/timer.hpp"
 
 #include <algorithm>
@@ -115,15 +116,11 @@ void listen(const std::shared_ptr<hold>& h, scheduler& s,
     });
 }
 
-/// The sequence number of a sequential node's name (its last 10 digits), or -1.
+/// The sequence number of a sequential node's name (its last 10 digits), or -1 (the protocol's
+/// own parse_sequence).
 long long sequence_of(const std::string& name) {
     if (name.size() < 10) return -1;
-    long long v = 0;
-    for (auto c : name.substr(name.size() - 10)) {
-        if (c < '0' || c > '9') return -1;
-        v = v * 10 + (c - '0');
-    }
-    return v;
+    return zklock::detail::parse_sequence(std::string_view(name).substr(name.size() - 10)).value_or(-1);
 }
 
 void report_failure(std::uint64_t seed, const std::string& why, bool with_faults) {
