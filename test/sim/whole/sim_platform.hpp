@@ -204,6 +204,9 @@ public:
         return static_cast<int>(due.size());
     }
     int reaped() const { return reaped_; }
+    /// An operator's delete (zkCli's `delete`): the node goes as any delete's, its watches fire.
+    /// True if it was there and had no children.
+    bool operator_delete(const std::string& path) { return remove(path, -1) == ZOK; }
     /// Makes a persistent node (and its parents) before the run, as an operator would.
     void seed_node(const std::string& path) {
         if (path.empty() || path == "/" || nodes_.count(path)) return;

@@ -19,7 +19,9 @@
 // requests queued in the client while an outage hangs, reconnects to the same session with the
 // watches' events held for the reconnect, outages past the session timeout: an expiry, decided
 // by the model's session tracker and told at the reconnect, with ZSESSIONEXPIRED for what waited
-// in the client's queue).
+// in the client's queue); and in a third of those seeds, an operator's delete of a lock node
+// now and then (out of the lock's premise: that hold leaves the conflict oracles; a guarded write
+// must still not land after it).
 //
 // Oracles. From the model server's history:
 //   - when the server expires a session, each of its holds still kept by its client was told
@@ -60,6 +62,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -78,7 +81,7 @@ struct outcome {
     bool ok = true;
     std::string why;
     std::uint64_t trace = 0;
-    int grants = 0, commits = 0, expiries_with_holds = 0, gave_up = 0, reaped = 0;
+    int grants = 0, commits = 0, expiries_with_holds = 0, gave_up = 0, reaped = 0, operator_deletes = 0;
     double min_margin = 1e9; // the smallest margin measured, in T
 };
 
@@ -86,6 +89,9 @@ struct outcome {
 struct hold {
     int client = 0;
     std::int64_t session = 0;
+    std::string node;          // its lock node
+    bool downgrading = false;  // a downgrade in flight: its read node is not known yet
+    bool operator_hit = false; // an operator deleted a node it may stand on (out of the premise)
     enum kind_t { exclusive, shared, lease } kind = exclusive;
     std::int64_t told = -1;      // when its loss signal fired (virtual ns), or -1 (or regained since)
     bool kept = true;            // not given back yet
@@ -170,6 +176,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     const bool faults = with_faults && s.rng() % 2 == 0;
     const std::int64_t fault_gap_hi = s.draw(300'000'000, 6'000'000'000); // the drops' rate
     const int long_drop_in = 2 + static_cast<int>(s.rng() % 8);           // one drop in this many is long
+    // a third of the faulty seeds: one fault in four is an operator's delete of a lock node
+    // (out of the lock's premise: a hold whose node an operator deleted is out of the
+    // conflict oracles from that moment; a guarded write must still never land after it)
+    const bool operator_deletes = faults && s.rng() % 3 == 0;
+    std::set<std::string> deleted_by_operator;
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
 
@@ -180,7 +191,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         o.session_timeout = std::chrono::milliseconds(4'000 + static_cast<int>(s.rng() % 6'000));
         ss.push_back(std::make_unique<zklock::session>(s.io.get_executor(), o, plat));
     }
-    int finished = 0, closed = 0, drops = 0;
+    int finished = 0, closed = 0, drops = 0, operator_deleted = 0;
     std::vector<std::shared_ptr<hold>> holds;
     std::int64_t last_token = 0;
     auto fail = [&](std::string why) {
@@ -219,7 +230,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         ++out.commits;
         const auto* n = m.find(data);
         if (!n) return fail("a guarded write landed after its lock node " + data + " was gone");
-        if (n->owner != id) return fail("a guarded write landed on a lock node not its session's: " + data);
+        // (unique_node reuses its node's name: after an operator's delete another session may
+        // make <path>/lock again, and a check, which compares only the data version, cannot tell
+        // the two apart; docs/recipes.md says so. Out of the premise, and only there.)
+        if (n->owner != id && !deleted_by_operator.count(data))
+            return fail("a guarded write landed on a lock node not its session's: " + data);
         const auto parent = data.substr(0, data.rfind('/'));
         const auto mine = sequence_of(data);
         if (const auto* par = m.find(parent); par && mine >= 0)
@@ -362,8 +377,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     // been told of its loss (the lease's promise; its margin is checked at the
                     // server's expiry).
                     int leases = 0;
+                    const bool mine_deleted = deleted_by_operator.count(held.node_path()) != 0;
                     for (auto& h : holds) {
-                        if (!h->kept || h->told >= 0) continue;
+                        if (!h->kept || h->told >= 0 || mine_deleted || h->operator_hit ||
+                            deleted_by_operator.count(h->node))
+                            continue;
                         if (kind == hold::lease) {
                             if (++leases >= max_leases)
                                 fail(name(c) + " granted a lease while " + std::to_string(leases) +
@@ -372,7 +390,10 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                             fail(name(c) + " granted while " + name(h->client) + " holds");
                         }
                     }
-                    if (kind == hold::exclusive) {
+                    // (a grant of a node an operator deleted while it waited is out of the premise:
+                    // the alone waiter is granted without a new listing, and told at once by its
+                    // node's watch; its token is the old node's)
+                    if (kind == hold::exclusive && !mine_deleted) {
                         if (held.fencing_token() <= last_token)
                             fail("fencing token did not increase: " + std::to_string(last_token) + " then " +
                                  std::to_string(held.fencing_token()) + " (" + name(c) + ")");
@@ -386,6 +407,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     auto h = std::make_shared<hold>();
                     h->client = c;
                     h->session = sess.session_id();
+                    h->node = held.node_path();
                     h->kind = kind;
                     holds.push_back(h);
                     h->gd = &held;
@@ -435,6 +457,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         // a downgrade: from here on this client only reads (a reader may be granted
                         // once the server has the read node, before the reply reaches us)
                         h->kind = hold::shared;
+                        h->downgrading = true;
                         log(name(c) + " downgrades " + g.node_path());
                         auto [e, gg] =
                             co_await rw.async_downgrade(std::move(g), asio::as_tuple(use_awaitable));
@@ -443,10 +466,12 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         else if (e && !faults)
                             fail(name(c) + "'s downgrade failed with no fault: " + e.message());
                         g = std::move(gg);
+                        h->downgrading = false;
                         log(name(c) + " downgraded: " + (e ? e.message() : g.node_path()));
-                        if (g.owns_lock())
+                        if (g.owns_lock()) {
+                            h->node = g.node_path();
                             listen(h, s, log);
-                        else
+                        } else
                             h->kept = false; // (failed: the write lock goes too, in the background)
                     }
                     pause.expires_after(std::chrono::nanoseconds(hold_for - hold_for / 2));
@@ -489,7 +514,21 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         std::vector<std::shared_ptr<sim_link>> up;
         for (auto& w : plat->links)
             if (auto l = w.lock(); l && l->connected()) up.push_back(l);
-        if (!up.empty()) {
+        if (operator_deletes && s.rng() % 4 == 0) {
+            // an operator deletes a lock node (any ephemeral node under the lock path)
+            std::vector<std::string> lock_nodes;
+            for (auto& n : m.under(path))
+                if (const auto* x = m.find(n); x && x->owner != 0) lock_nodes.push_back(n);
+            if (!lock_nodes.empty()) {
+                const auto& n = lock_nodes[s.rng() % lock_nodes.size()];
+                log("an operator deletes " + n);
+                // (a downgrade in flight of that session may stand on it)
+                if (const auto* x = m.find(n))
+                    for (auto& h : holds)
+                        if (h->kept && h->downgrading && h->session == x->owner) h->operator_hit = true;
+                if (m.operator_delete(n)) deleted_by_operator.insert(n), ++operator_deleted;
+            }
+        } else if (!up.empty()) {
             ++drops;
             auto& l = up[s.rng() % up.size()];
             const auto down = s.rng() % static_cast<std::uint64_t>(long_drop_in) == 0
@@ -543,6 +582,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     if (m.watch_count() != 0) fail("watches left at the server: " + std::to_string(m.watch_count()));
     out.trace = s.trace_hash;
     out.reaped = m.reaped();
+    out.operator_deletes = operator_deleted;
     if (verbose)
         std::printf("seed %llu: %s, %d sessions, %d clients, %d grants, %d commits, %d drops, %d expiries "
                     "(%d with holds), %.1f s virtual, trace %016llx\n",
@@ -590,7 +630,7 @@ int main(int argc, char** argv) {
         }
     }
     if (one) seeds = 1;
-    long grants = 0, commits = 0, expiries = 0, gave_up = 0, reaped = 0;
+    long grants = 0, commits = 0, expiries = 0, gave_up = 0, reaped = 0, operator_deletes = 0;
     double min_margin = 1e9;
     const auto started = std::chrono::steady_clock::now();
     std::uint64_t seed = first;
@@ -606,6 +646,7 @@ int main(int argc, char** argv) {
         expiries += r.expiries_with_holds;
         gave_up += r.gave_up;
         reaped += r.reaped;
+        operator_deletes += r.operator_deletes;
         min_margin = std::min(min_margin, r.min_margin);
         if (!r.ok) {
             report_failure(seed, r.why, with_faults);
@@ -629,8 +670,8 @@ int main(int argc, char** argv) {
                 reaped);
     if (with_faults)
         std::printf(", %ld drops by a receive timeout, %ld requests queued while disconnected (%ld of them "
-                    "failed with SESSIONEXPIRED)",
-                    counts().timeouts, counts().queued, counts().expired_replies);
+                    "failed with SESSIONEXPIRED), %ld lock nodes deleted by an operator",
+                    counts().timeouts, counts().queued, counts().expired_replies, operator_deletes);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     return 0;
 }
