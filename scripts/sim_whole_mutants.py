@@ -72,6 +72,11 @@ MUTANTS = [
      "if (false && fsm.maybe_owns_node() && !op.session_gone())",
      "a unique_node acquire that gives up disconnected after a lost create leaves a node that may be its own (the defect the simulation found)",
      ["--faults", "--first", "355619"]),  # (where a run by hand found it: docs/internals.md)
+    ("unique-abandon-retries-by-name", "src/recipes/mutex.cpp",
+     "req_.strategy == lock_strategy::unique_node ? czxid_ : 0);\n        }",
+     "0);\n        }",
+     "unique_node: an acquire that gives up retries the delete of <path>/lock by name after a lost reply: it deletes the next holder's node (the defect the ensemble model found)",
+     ["--faults", "--first", "15540"]),  # (where the ensemble model found it: docs/internals.md)
     ('data-change-as-deletion', 'src/recipes/mutex.cpp',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT;',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT;',

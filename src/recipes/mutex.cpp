@@ -239,7 +239,12 @@ private:
                 auto r = co_await s_->async_remove(my_node_, use_awaitable);
                 done = r.rc == ZOK || r.rc == ZNONODE;
             }
-            if (!done && !session_gone()) s_->delete_in_background(my_node_);
+            // (a fixed name, unique_node's <path>/lock, is deleted in the background only while
+            // it is the incarnation we made: a first delete applied with its reply lost, then
+            // someone else's create, and a retry by name would delete theirs)
+            if (!done && !session_gone())
+                s_->delete_in_background(my_node_, std::nullopt,
+                                         req_.strategy == lock_strategy::unique_node ? czxid_ : 0);
         }
         finish(ec);
     }
@@ -301,7 +306,10 @@ private:
         for (auto a = fsm.start(op.should_stop());;) {
             if (wid != 0 && a.what != unique_action::wait)
                 s.drop_watch(std::exchange(wid, 0), fsm.end_watch_at_server());
-            if (fsm.owns_node()) op.my_node_ = fsm.node();
+            if (fsm.owns_node()) {
+                op.my_node_ = fsm.node();
+                op.czxid_ = fsm.czxid();
+            }
             if (a.what == unique_action::grant) {
                 op.czxid_ = fsm.czxid();
                 co_return op.grant();

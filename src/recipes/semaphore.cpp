@@ -190,11 +190,12 @@ private:
     }
 
     /// Performs one action of the lease's machine (src/protocol/semaphore_fsm.hpp) and returns
-    /// its result. The leases' watch (wid_) lasts through `wait` and ends at any other action.
+    /// its result. The leases' watch (wid_) lasts through `wait` and `check_lease` and ends at any
+    /// other action.
     asio::awaitable<semaphore_input> perform(semaphore_fsm& m, const semaphore_action& a,
                                              lease_ns& headroom_until) {
         auto& s = *s_;
-        if (a.what != semaphore_action::wait) end_watch(a);
+        if (a.what != semaphore_action::wait && a.what != semaphore_action::check_lease) end_watch(a);
         const std::string leases = path_ + "/leases";
         semaphore_input in;
         switch (a.what) {

@@ -395,6 +395,7 @@ private:
     void run_cleanups();
     void unwatch_everywhere(std::string path);
     void resend_unwatches();
+    void unwatch_one_watcher(std::string path, std::uint64_t id, bool child);
     /// Starts (or starts again, after a retry's wait) the job's machine: its next request.
     void run_cleanup(std::list<cleanup_job>::iterator it);
     /// Carries out one action of the job's machine (cleanup_fsm.hpp).
@@ -502,6 +503,14 @@ private:
     /// Release markers' watch removals lost with the connection (unwatch_everywhere): sent again
     /// on the reconnect.
     std::vector<std::string> unwatch_again_;
+    /// Removals of one watcher lost with the connection: the C client keeps the watcher and sets
+    /// it again on the reconnect (SetWatches), so they are sent again then.
+    struct unwatch_one {
+        std::string path;
+        std::uint64_t id;
+        bool child;
+    };
+    std::vector<unwatch_one> unwatch_one_again_;
     std::map<std::uint64_t, std::shared_ptr<void>> extensions_;
 };
 

@@ -94,9 +94,9 @@ TEST(SemaphoreFsm, OneFlightThenTheLeaseCheckGrantsWhenAtMostNLeasesExist) {
     EXPECT_EQ(a.node, prefix);
     a = m.resume(flight(n_is("2"), made(7), listing({other('a', 3), mine(7)})));
     ASSERT_EQ(a.what, A::check_lease) << "the flight's listing is the count: no second listing";
-    EXPECT_FALSE(a.unwatch_at_server) << "its watch was counted on: no removal on the grant's path";
     a = m.resume(with_rc(semaphore_codes::ok));
     ASSERT_EQ(a.what, A::grant);
+    EXPECT_FALSE(a.unwatch_at_server) << "its watch was counted on: no removal on the grant's path";
     EXPECT_EQ(m.node(), leases + "/" + mine(7));
     EXPECT_EQ(m.sequence(), 7);
     EXPECT_EQ(m.czxid(), 107);
@@ -557,11 +557,15 @@ TEST(SemaphoreFsm, TheLeaseCheckListsAgainWhenNotYetAndFailsWhenRefused) {
     ASSERT_EQ(a.what, A::check_lease);
     a = m.resume(with_rc(semaphore_codes::operation_timeout));
     ASSERT_EQ(a.what, A::list_leases) << "not yet: count again";
+    EXPECT_TRUE(a.unwatch_at_server) << "the counted listing's watch, kept through the check, goes";
     a = m.resume(with_listing(listing({mine(7)})));
     ASSERT_EQ(a.what, A::check_lease);
     a = m.resume(with_rc(semaphore_codes::check_denied));
     ASSERT_EQ(a.what, A::fail);
     EXPECT_EQ(a.why, A::lease_check_denied);
+    EXPECT_TRUE(a.unwatch_at_server)
+        << "a round that ends without the grant removes the counted listing's watch: nothing of ours "
+           "would fire it";
     // a stop that comes with a successful check is honoured
     auto m2 = machine();
     m2.start();

@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -104,6 +105,11 @@ inline void complete_later(const asio::any_io_executor& ex,
 /// What the links did, counted over a process's seeds (for the summary: do the faults happen?).
 struct link_counts {
     long queued = 0, expired_replies = 0, timeouts = 0;
+    long stale_reads = 0;    // reads a follower answered from a tree behind the leader's
+    long late_writes = 0;    // writes the leader applied after their connection had dropped
+    long moved = 0;          // writes the leader refused: the session had moved (SESSIONMOVED)
+    long setwatch_fired = 0; // watch events a reconnect's SetWatches fired
+    long cuts = 0, gave_up = 0, relays = 0;
 };
 inline link_counts& counts() {
     static link_counts c;
@@ -150,131 +156,244 @@ private:
 };
 
 class sim_link;
+class model_server;
 
-/// The model ZooKeeper server.
-class model_server {
-public:
+/// One server of the ensemble: its copy of the tree (ZooKeeper 3.8's DataTree), the watches set
+/// on it by the sessions connected to it (WatchManager), the log position it has applied, and
+/// each connected session's requests in order (CommitProcessor: a session's read waits behind
+/// its own pending writes; other sessions' writes do not hold it back, so a follower behind the
+/// leader answers reads from an older tree).
+struct replica {
     struct node {
         std::string data;
-        std::int64_t czxid = 0, mzxid = 0, owner = 0;
+        std::int64_t czxid = 0, mzxid = 0, pzxid = 0, owner = 0;
         std::int32_t version = 0, cversion = 0;
         bool container = false;
         std::set<std::string> children;
     };
-    model_server() { nodes_["/"] = node{}; }
-
-    std::int64_t open_session(sim_link* l, std::int64_t timeout_ns, std::int64_t now) {
-        const auto id = ++next_session_;
-        links_[id] = l;
-        alive_[id] = {now, timeout_ns};
-        return id;
-    }
-    /// The session is touched (a request or a ping reached the server) at `now`.
-    void touch(std::int64_t id, std::int64_t now) {
-        if (auto it = alive_.find(id); it != alive_.end()) it->second.first = now;
-    }
-    /// (the leader's session tracker) Expires every session not touched for its timeout; true if
-    /// `id` is (or was) expired.
-    bool expire_due(std::int64_t now) {
-        std::vector<std::int64_t> due;
-        for (auto& [id, t] : alive_)
-            if (now - t.first > t.second) due.push_back(id);
-        for (auto id : due) {
-            ++expired_;
-            // (the earliest moment the leader may expire it: its last news plus T, before any
-            // rounding to a tick; the oracles measure the lease's margin against this)
-            if (on_expire) on_expire(id, alive_[id].first + alive_[id].second, alive_[id].second);
-            close_session(id);
-        }
-        return !due.empty();
-    }
-    /// (for the oracles) Session `id` is expired now; `earliest` is its last touch plus T (ns).
-    std::function<void(std::int64_t id, std::int64_t earliest, std::int64_t timeout)> on_expire;
-    /// (for the oracles) A node's data was set by session `id`, alone or in a multi that succeeded.
-    std::function<void(std::int64_t id, const std::string& path, const std::string& data)> on_set;
-    /// The container reaper (ZooKeeper 3.8's ContainerManager, every checkIntervalMs): deletes
-    /// each container that has had children and has none now (cversion > 0), as the server's
-    /// own delete, whose watch events fire as any delete's. Returns how many it deleted.
-    int reap_containers() {
-        std::vector<std::string> due;
-        for (auto& [p, n] : nodes_)
-            if (n.container && n.children.empty() && n.cversion > 0) due.push_back(p);
-        for (auto& p : due) remove(p, -1);
-        reaped_ += static_cast<int>(due.size());
-        return static_cast<int>(due.size());
-    }
-    int reaped() const { return reaped_; }
-    /// An operator's delete (zkCli's `delete`): the node goes as any delete's, its watches fire.
-    /// True if it was there and had no children.
-    bool operator_delete(const std::string& path) { return remove(path, -1) == ZOK; }
-    /// Makes a persistent node (and its parents) before the run, as an operator would.
-    void seed_node(const std::string& path) {
-        if (path.empty() || path == "/" || nodes_.count(path)) return;
-        seed_node(parent_of(path));
-        std::string made;
-        create(0, path, {}, 0, made);
-    }
-    bool alive(std::int64_t id) const { return alive_.count(id) != 0; }
-    int expired() const { return expired_; }
-    /// A link's connection went and came back: the same session, the same object.
-    void rebind(std::int64_t id, sim_link* l) {
-        if (alive_.count(id)) links_[id] = l;
-    }
-    /// Ends session `id`: its ephemeral nodes go (their watches fire), its watches are dropped.
-    void close_session(std::int64_t id);
-    /// Applies `r` of session `id` now; watch events it triggers are handed to the links.
-    zklock::detail::zk_result apply(std::int64_t id, const zklock::detail::zk_request& r);
-    /// Every node under `path` (not itself), for the oracles.
-    std::vector<std::string> under(const std::string& path) const {
-        std::vector<std::string> out;
-        for (auto& [p, n] : nodes_)
-            if (p.size() > path.size() && p.compare(0, path.size(), path) == 0 && p[path.size()] == '/')
-                out.push_back(p);
-        return out;
-    }
-    std::size_t watch_count() const { return data_w_.size() + child_w_.size(); }
-    std::size_t ephemeral_count() const {
-        std::size_t n = 0;
-        for (auto& [p, x] : nodes_) n += x.owner != 0;
-        return n;
-    }
-    const node* find(const std::string& p) const {
-        auto it = nodes_.find(p);
-        return it == nodes_.end() ? nullptr : &it->second;
-    }
-
-private:
     struct watch {
         std::int64_t session;
         std::uint64_t id;
     };
+    /// A request of a connected session, in arrival order.
+    struct pending {
+        std::uint64_t key;
+        std::uint64_t conn; // the client's connection it came on
+        zklock::detail::zk_request r;
+        bool write = false, answered = false;
+        zklock::detail::zk_result res;
+        std::function<void(zklock::detail::zk_result, std::int64_t zxid)> reply;
+    };
+
+    int index = 0;
+    std::map<std::string, node> nodes;
+    std::multimap<std::string, watch> data_w, child_w;     // (data_w: getData and exists watches)
+    std::int64_t zxid = 0;                                 // the last txn applied
+    std::size_t applied = 0;                               // log entries applied
+    std::int64_t last_commit_at = 0;                       // (commits reach it in order)
+    std::int64_t to_leader_last = 0, from_leader_last = 0; // (the learner link: FIFO both ways)
+    std::int64_t cut_until = 0;                            // cut off from the leader until then (0: not cut)
+    std::uint64_t epoch = 0;                 // moves when it gives up its leader: older messages are lost
+    bool gave_up = false;                    // cut off past syncLimit: serves no client until it syncs again
+    std::set<std::int64_t> touched;          // sessions heard from since its last ping answer (a follower)
+    std::map<std::int64_t, sim_link*> links; // sessions connected to it
+    std::map<std::int64_t, std::uint64_t> conn_of; // and on which of their connections
+    std::map<std::int64_t, std::deque<pending>> queues;
+    std::set<std::int64_t> ended; // sessions whose closeSession it has applied
+
+    replica() { nodes["/"] = node{}; }
+    bool has_watch(std::int64_t session) const;
+    void drop_watches(std::int64_t session);
     static std::string parent_of(const std::string& p) {
         auto i = p.rfind('/');
         return i == 0 ? "/" : p.substr(0, i);
     }
-    void fire(std::multimap<std::string, watch>& m, const std::string& path, int type);
-    int create(std::int64_t s, const std::string& path, const std::string& data, int flags,
-               std::string& made);
-    int remove(const std::string& path, int version);
-    int set(const std::string& path, const std::string& data, int version, std::int32_t& new_version);
+};
 
-    std::int64_t zxid_ = 0, next_session_ = 0;
-    std::map<std::string, node> nodes_;
-    std::multimap<std::string, watch> data_w_, child_w_; // (data_w_: getData and exists watches)
-    std::map<std::int64_t, sim_link*> links_;
-    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last touch, timeout)
+/// The model ZooKeeper ensemble: one leader (server 0) and 0 or 2 followers, each a replica.
+///
+/// Writes (create, delete, setData, multi) go from the client's server to the leader over its
+/// learner link (FIFO, a drawn delay), which checks the session (alive: else SESSIONEXPIRED; its
+/// owner the forwarding server: else SESSIONMOVED; PrepRequestProcessor.checkSession), applies
+/// them to its tree, logs them and commits them to every follower, in order, after a drawn lag;
+/// each server applies the log in order and answers its own client when it applies that client's
+/// write (FinalRequestProcessor). Reads and watch removals are answered by the client's server
+/// from its own tree. Watches live on the server that set them and fire when it applies the change.
+///
+/// Sessions: the leader's tracker expires a session its news has not reached for T
+/// (SessionTrackerImpl); its news is a handshake (a follower revalidates the session at the
+/// leader: Learner.validateSession) or a touch a follower relays in its answer to the leader's
+/// ping (every tickTime/2 plus a drawn jitter, LearnerSessionTracker). An expiry, or a client's
+/// close, is a closeSession in the log: each server deletes the session's ephemeral nodes when it
+/// applies it, and closes the session's connection if it has one.
+///
+/// A follower may be cut off from the leader (both ways): it goes on answering its clients' reads
+/// and pings from its tree, while what it forwards, its relays and the leader's commits wait for
+/// the cut to heal (TCP: late, in order); past syncLimit (10 s) it gives up its leader, closes its
+/// clients' connections, loses what was in flight on the learner link and serves no client until
+/// the cut heals and it syncs.
+class model_server {
+public:
+    using node = replica::node;
+    struct txn {
+        std::int64_t session = 0;
+        zklock::detail::zk_request r;
+        int error = 0;      // SESSIONEXPIRED or SESSIONMOVED: an error txn, nothing applied
+        bool close = false; // a closeSession
+        int origin = -1;    // the server that forwarded it (answers it)
+        std::uint64_t key = 0;
+        std::int64_t zxid = 0; // the leader's zxid after it
+    };
+    struct config {
+        int servers = 1;
+        std::int64_t forward_hi = 2'000'000;       // the learner link's delay, [50 us, this]
+        std::int64_t lag_hi = 2'000'000;           // a follower's commit lag, [50 us, this]
+        std::int64_t ping_jitter_hi = 200'000'000; // the leader's ping loop: tickTime/2 + [0, this]
+    };
+
+    model_server() = default;
+    /// Starts the ensemble on `s` (its ping loop); before any link.
+    void start(scheduler& s, config c);
+    int servers() const { return static_cast<int>(reps_.size()); }
+    replica& server(int i) { return reps_[static_cast<std::size_t>(i)]; }
+
+    // -- sessions (the leader's tracker) --
+    /// A new session (createSession at the leader, from server `via`).
+    std::int64_t open_session(sim_link* l, std::int64_t timeout_ns, int via);
+    /// The leader heard from session `id` now (a handshake, a relay, a request to the leader).
+    void touch(std::int64_t id) {
+        if (auto it = alive_.find(id); it != alive_.end()) it->second.first = s_->now;
+    }
+    /// A connection's handshake reached the leader through server `via`: the session is touched
+    /// and owned by `via` (Leader.revalidateSession). False if it is expired.
+    bool revalidate(std::int64_t id, int via);
+    /// (the leader's session tracker) Expires every session not heard from for its timeout.
+    bool expire_due(std::int64_t now);
+    bool alive(std::int64_t id) const { return alive_.count(id) != 0; }
+    int expired() const { return expired_; }
+    /// The client closes session `id` (closeSession through the leader).
+    void close_session(std::int64_t id);
+
+    // -- requests, from a link --
+    /// Request `r` of session `id` reaches server `at`; `reply` gets its result (and the
+    /// server's zxid) when that server answers it. Returns false if that server serves no client.
+    void receive(int at, std::int64_t id, std::uint64_t conn, std::uint64_t key, zklock::detail::zk_request r,
+                 std::function<void(zklock::detail::zk_result, std::int64_t)> reply);
+    /// A ping of session `id` reaches server `at`.
+    void ping(int at, std::int64_t id);
+    /// Session `id`'s connection to server `at` closed: the server drops its watches and its
+    /// pending requests' answers (what it forwarded goes on).
+    void disconnect(int at, std::int64_t id);
+    /// Session `id` connects to server `at` (after its handshake): its watches are set again with
+    /// the client's last zxid (SetWatches: what changed since fires now, DataTree.setWatches).
+    struct client_watch {
+        std::uint64_t id;
+        std::string path;
+        enum kind_t { data, exist, child } kind;
+    };
+    void connect(int at, std::int64_t id, sim_link* l, const std::vector<client_watch>& ws,
+                 std::int64_t rel_zxid);
+    /// The servers a client that has seen `zxid` may connect to (a server behind it refuses).
+    std::vector<int> eligible(std::int64_t zxid) const;
+    /// When a message server `at` sends the leader now arrives, and the reverse (FIFO each way,
+    /// held by a cut until it heals). A message that finds the server's epoch moved is lost.
+    std::int64_t to_leader_at(int at);
+    std::int64_t from_leader_at(int at, std::int64_t hi);
+    /// Runs `fn` at server `at` (or at the leader, `to_leader`) when a message sent now on the
+    /// learner link arrives, unless the link broke meanwhile.
+    void over_link(int at, bool to_leader, std::function<void()> fn);
+
+    // -- faults --
+    /// Follower `at` is cut off from the leader for `d` ns.
+    void cut(int at, std::int64_t d);
+    /// An operator's delete (zkCli's `delete`) through the leader.
+    bool operator_delete(const std::string& path);
+    /// The container reaper (ZooKeeper 3.8's ContainerManager, every checkIntervalMs, on the
+    /// leader): deletes, as the server's own delete, each container that has had children and has
+    /// none now (cversion > 0). Returns how many it deleted.
+    int reap_containers();
+    int reaped() const { return reaped_; }
+    /// Makes a persistent node (and its parents) on every server before the run, as an operator would.
+    void seed_node(const std::string& path);
+    /// Every server has applied the whole log and serves clients (nothing is on its way).
+    bool settled() const {
+        for (auto& r : reps_)
+            if (r.applied != log_.size() || r.gave_up) return false;
+        return true;
+    }
+
+    // -- the oracles' view: the leader's tree --
+    std::vector<std::string> under(const std::string& path) const;
+    std::size_t watch_count() const {
+        std::size_t n = 0;
+        for (auto& r : reps_) n += r.data_w.size() + r.child_w.size();
+        return n;
+    }
+    /// The watches left, "server N: session S path (kind)" each, for a failure's report.
+    std::string describe_watches() const {
+        std::string out;
+        for (auto& r : reps_)
+            for (auto* m : {&r.data_w, &r.child_w})
+                for (auto& [p, w] : *m)
+                    out += "; server " + std::to_string(r.index) + ": session " + std::to_string(w.session) +
+                           " " + p + (m == &r.child_w ? " (children)" : " (data)");
+        return out;
+    }
+    std::size_t ephemeral_count() const {
+        std::size_t n = 0;
+        for (auto& [p, x] : reps_[0].nodes) n += x.owner != 0;
+        return n;
+    }
+    const node* find(const std::string& p) const {
+        auto it = reps_[0].nodes.find(p);
+        return it == reps_[0].nodes.end() ? nullptr : &it->second;
+    }
+    /// (for the oracles) Session `id` is expired now; `earliest` is the leader's last news plus T.
+    std::function<void(std::int64_t id, std::int64_t earliest, std::int64_t timeout)> on_expire;
+    /// (for the oracles) A node's data was set by session `id`, alone or in a multi, at the leader.
+    std::function<void(std::int64_t id, const std::string& path, const std::string& data)> on_set;
+
+private:
+    /// The leader takes a write forwarded by server `origin`.
+    void lead(int origin, std::int64_t id, std::uint64_t key, zklock::detail::zk_request r);
+    void log_txn(txn t);
+    /// Server `at` applies log entries up to `upto` (in order).
+    void apply_log(int at, std::size_t upto);
+    /// Answers what server `at` can answer for session `id`, in order.
+    void pump(int at, std::int64_t id);
+    void relay_loop();
+    void give_up(int at);
+    /// Applies `r` of session `id` to server `at`'s tree now (its watch events go to its links).
+    zklock::detail::zk_result apply(replica& rp, std::int64_t id, const zklock::detail::zk_request& r);
+    void end_session(replica& rp, std::int64_t id);
+    void fire(replica& rp, std::multimap<std::string, replica::watch>& m, const std::string& path, int type);
+    int create(replica& rp, std::int64_t s, const std::string& path, const std::string& data, int flags,
+               std::string& made);
+    int remove(replica& rp, const std::string& path, int version);
+    int set(replica& rp, const std::string& path, const std::string& data, int version,
+            std::int32_t& new_version);
+
+    scheduler* s_ = nullptr;
+    config c_;
+    std::vector<replica> reps_ = std::vector<replica>(1);
+    std::vector<txn> log_;
+    std::int64_t next_session_ = 0, leader_zxid_ = 0;
+    std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last news, T)
+    std::map<std::int64_t, int> owner_;                                   // id -> its server
     int expired_ = 0, reaped_ = 0;
-    std::vector<std::pair<std::int64_t, std::pair<std::string, std::string>>> sets_; // (in a multi)
+    bool in_multi_ = false, leader_applying_ = false;
     struct event {
         std::int64_t session;
         std::uint64_t id;
         int type;
     };
-    bool in_multi_ = false;
     std::vector<event> multi_events_; // (fired in a multi, in order)
+    std::vector<std::pair<std::int64_t, std::pair<std::string, std::string>>> sets_; // (in a multi)
 };
 
-/// A session's connection to the model server.
+/// A session's connection to the model ensemble, as the C client makes it: to one server at a
+/// time; a reconnect goes to any server not behind the client's last zxid, with the client's
+/// watches (SetWatches).
 class sim_link final : public zklock::detail::zk_link, public std::enable_shared_from_this<sim_link> {
 public:
     sim_link(scheduler& s, model_server& m, zklock::detail::zk_link_params p)
@@ -306,45 +425,49 @@ public:
     }
     std::string attempts() const override { return {}; }
 
-    /// (the server) A watch of this session fired.
-    void watch_fired(std::uint64_t id, int type);
-    /// The connection drops now: requests in flight fail with ZCONNECTIONLOSS (each one applied
-    /// at the server or not, as drawn: a lost reply either way), the session hears
-    /// ZOO_CONNECTING_STATE, and the link reconnects after `down` ns to the same session, unless
-    /// the server expired it meanwhile (then ZOO_EXPIRED_SESSION_STATE, told at the reconnect).
-    /// `rc`: what the requests in flight fail with: ZCONNECTIONLOSS (a reset), or
-    /// ZOPERATIONTIMEOUT (the C client's receive timeout, 2T/3 without a byte, ended it).
+    /// (its server) A watch of this session fired there at `zxid`.
+    void watch_fired(std::uint64_t id, int type, std::int64_t zxid);
+    /// The connection drops now: requests in flight fail with `rc` (each one applied or not, as
+    /// drawn: a lost reply either way), the session hears ZOO_CONNECTING_STATE, and the link
+    /// reconnects after `down` ns, to a server not behind what it has seen, unless the leader
+    /// expired the session meanwhile (then ZOO_EXPIRED_SESSION_STATE, told at the reconnect).
+    /// `rc`: ZCONNECTIONLOSS (a reset), or ZOPERATIONTIMEOUT (the C client's receive timeout).
     void drop(std::int64_t down, int rc = ZCONNECTIONLOSS);
     bool connected() const { return connected_; }
     std::int64_t session() const { return id_; }
     int timeout_ms() const { return timeout_ms_; }
+    int server() const { return server_; }
+    std::uint64_t conn() const { return conn_; }
 
 private:
-    /// The time a message sent to the client now arrives: after a drawn delay, in order.
     std::int64_t to_client_at();
     std::int64_t to_server_at();
     template <class F>
     void deliver(F&& fn) { // (on the strand)
         asio::post(p_.strand, std::forward<F>(fn));
     }
+    /// Connects to a server: the handshake reaches it, the leader revalidates (or creates) the
+    /// session, the answer comes back; then the watches are set again there.
+    void handshake(bool first);
+    void connected_to(int server);
 
     scheduler& s_;
     model_server& m_;
     zklock::detail::zk_link_params p_;
     int timeout_ms_ = 10'000;
     std::int64_t id_ = 0;
+    int server_ = -1;
     bool connected_ = false, closed_ = false;
     int writes_ = 0;
     std::int64_t last_to_client_ = 0, last_to_server_ = 0;
+    std::int64_t last_zxid_ = 0; // the largest zxid this client has seen (replies, events)
     std::uint64_t next_request_ = 0;
     std::map<std::uint64_t, std::shared_ptr<zklock::detail::zk_handler>> inflight_;
-    std::map<std::uint64_t, std::uint64_t> applies_;         // request -> its apply event, not run yet
-    std::uint64_t conn_ = 0;                                 // moves at each drop: older events are stale
-    std::vector<std::pair<std::uint64_t, int>> held_events_; // watch events while disconnected
+    std::map<std::uint64_t, std::uint64_t> arrivals_; // request -> its arrival event, not run yet
+    std::uint64_t conn_ = 0;                          // moves at each drop: older events are stale
+    std::map<std::uint64_t, model_server::client_watch> watches_; // the client's watch table
     void ping();
-    /// Sends `r` (handed over at `sent`) to the server now.
     void send(zklock::detail::zk_request r, zklock::detail::zk_handler h, lease_ns sent);
-    /// Fails every request waiting in the client's queue with `rc`.
     void fail_queued(int rc);
     struct queued {
         zklock::detail::zk_request r;

@@ -158,6 +158,15 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     const int cycles = 3;
     const std::string path = "/locks/whole";
     const std::string data_path = "/data";
+    // the ensemble: one server, or a leader and two followers (then a follower's lag, the learner
+    // links' delay and the leader's ping jitter are drawn too; the jitter stays within premise 1
+    // of docs/lease.md: answers at most 5T/16 apart, 1.25 s at the smallest T, 4 s)
+    model_server::config ens;
+    ens.servers = s.rng() % 3 == 0 ? 1 : 3;
+    ens.forward_hi = s.draw(100'000, 5'000'000);
+    ens.lag_hi = s.rng() % 4 == 0 ? s.draw(10'000'000, 300'000'000) : s.draw(100'000, 5'000'000);
+    ens.ping_jitter_hi = s.draw(0, 200'000'000);
+    m.start(s, ens);
     m.seed_node(data_path);
     zklock::mutex_options mo;
     const auto strategy = s.rng() % 4; // (the recipe's strategy twice as often)
@@ -180,6 +189,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // (out of the lock's premise: a hold whose node an operator deleted is out of the
     // conflict oracles from that moment; a guarded write must still never land after it)
     const bool operator_deletes = faults && s.rng() % 3 == 0;
+    // with followers, half the faulty seeds cut one off from the leader now and then (one fault
+    // in four), sometimes past syncLimit (it then gives up its leader and its clients)
+    const bool cuts = faults && ens.servers > 1 && s.rng() % 2 == 0;
     std::set<std::string> deleted_by_operator;
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
@@ -514,7 +526,14 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         std::vector<std::shared_ptr<sim_link>> up;
         for (auto& w : plat->links)
             if (auto l = w.lock(); l && l->connected()) up.push_back(l);
-        if (operator_deletes && s.rng() % 4 == 0) {
+        if (cuts && s.rng() % 4 == 0) {
+            const int f = 1 + static_cast<int>(s.rng() % 2);
+            const auto d =
+                s.rng() % 4 == 0 ? s.draw(10'000'000'000, 14'000'000'000) : s.draw(50'000'000, 6'000'000'000);
+            log("follower " + std::to_string(f) + " is cut off from the leader for " +
+                std::to_string(d / 1'000'000) + " ms");
+            m.cut(f, d);
+        } else if (operator_deletes && s.rng() % 4 == 0) {
             // an operator deletes a lock node (any ephemeral node under the lock path)
             std::vector<std::string> lock_nodes;
             for (auto& n : m.under(path))
@@ -557,7 +576,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             fail("a lock node is left once every client stopped: " + n + " (session " +
                  std::to_string(x->owner) + ")");
     if (m.watch_count() != 0)
-        fail("watches left at the server once every client stopped: " + std::to_string(m.watch_count()));
+        fail("watches left at the server once every client stopped: " + std::to_string(m.watch_count()) +
+             m.describe_watches());
     if (!out.ok) return abandon(seed, out, with_faults);
     for (auto& sess : ss) sess->async_close([&](zklock::error_code) { ++closed; });
     s.run([&] { return closed == sessions; }, s.now + 60'000'000'000);
@@ -570,7 +590,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         [&] {
             for (auto& w : impls)
                 if (!w.expired()) return false;
-            return true;
+            return m.settled();
         },
         s.now + 120'000'000'000);
     for (auto& w : impls)
@@ -579,7 +599,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         if (const auto* x = m.find(n); !(x && x->container && x->children.empty()))
             fail("left at the end: " + n);
     if (m.ephemeral_count() != 0) fail("ephemeral nodes left: " + std::to_string(m.ephemeral_count()));
-    if (m.watch_count() != 0) fail("watches left at the server: " + std::to_string(m.watch_count()));
+    if (m.watch_count() != 0)
+        fail("watches left at the server: " + std::to_string(m.watch_count()) + m.describe_watches());
     out.trace = s.trace_hash;
     out.reaped = m.reaped();
     out.operator_deletes = operator_deleted;
@@ -653,7 +674,9 @@ int main(int argc, char** argv) {
             return 1;
         }
         if (replay) {
+            const auto counted = counts(); // (the summary counts each seed once)
             auto again = run_seed(seed, false, with_faults, only);
+            counts() = counted;
             if (again.trace != r.trace) {
                 std::printf("seed %llu ran differently the second time (trace %016llx, then %016llx)\n",
                             static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.trace),
@@ -672,6 +695,12 @@ int main(int argc, char** argv) {
         std::printf(", %ld drops by a receive timeout, %ld requests queued while disconnected (%ld of them "
                     "failed with SESSIONEXPIRED), %ld lock nodes deleted by an operator",
                     counts().timeouts, counts().queued, counts().expired_replies, operator_deletes);
+    std::printf(
+        ", %ld reads answered from a follower behind the leader, %ld writes that reached a server after "
+        "their connection dropped, %ld refused as SESSIONMOVED, %ld watch events fired by SetWatches, %ld "
+        "followers cut off (%ld past syncLimit)",
+        counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
+        counts().gave_up);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     return 0;
 }
