@@ -486,6 +486,65 @@ TEST_F(Acquire, AUniqueNodeAcquireThatGivesUpDisconnectedAfterALostCreateDeletes
     });
 }
 
+TEST_F(Acquire, AUniqueNodeAcquireThatGivesUpAfterALostDeleteReplyNeverDeletesTheNextHoldersNode) {
+    // unique_node's "<path>/lock" has a fixed name. An acquire that made it and then gives up (its
+    // deadline, passed after the create) deletes it; that delete reaches the server, and its reply
+    // is lost. Meanwhile the waiter behind takes the lock and makes "<path>/lock" again. The
+    // library used to send the delete again in the background by name: once reconnected, it
+    // deleted the new holder's node (found by the whole-library simulation, seed 15,540 with
+    // --faults, once its model had followers and late writes). Now the background delete
+    // carries the czxid of the node it made and leaves any other incarnation alone.
+    run_test([&]() -> awaitable<void> {
+        tcp_proxy proxy(first_port(zk_connect()));
+        auto path = lock_path("unique-lost-delete");
+        auto o = through(proxy);
+        o.session_timeout = 6000ms;
+        auto a = co_await connect(o);
+        auto b = co_await connect();
+        zklock::mutex_options mo;
+        mo.strategy = zklock::lock_strategy::unique_node;
+        zklock::mutex ma(*a, path, mo), mb(*b, path, mo);
+        {
+            auto g = co_await ma.async_acquire(use_awaitable); // (the path exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        // a's acquire: its create is answered; its listing's reply is held past the deadline and,
+        // from then on, every reply of a's connection is lost (its requests still reach the server)
+        const auto timeout = 500ms;
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        int injected = 0;
+        zt::faults(*a).on_reply = [&](zt::session_faults::kind k, const std::string& p, auto& r) {
+            if (k != zt::session_faults::kind::list || p != path || r.rc != ZOK || injected++) return;
+            proxy.mute_replies(true);
+            std::this_thread::sleep_until(deadline + 10ms);
+        };
+        auto w = in_background([&](auto h) { ma.async_acquire_for(timeout, h); });
+        co_await eventually([&] { return injected > 0; }, 3000ms); // (a made <path>/lock)
+        EXPECT_EQ(injected, 1) << "the fault was not injected";
+        // b waits behind a's node; a's delete (its reply lost) lets b take the lock
+        auto [ec, gb] = co_await mb.async_acquire_for(5s, boost::asio::as_tuple(use_awaitable));
+        EXPECT_FALSE(ec) << ec.message();
+        CO_REQUIRE(!ec);
+        co_await eventually([&] { return w->done; }, 3000ms);
+        EXPECT_EQ(w->ec, errc::acquire_timeout) << w->ec.message();
+        // a's connection times out (no reply comes); then the replies pass again and a reconnects,
+        // to the same session: its background delete runs now
+        co_await eventually([&] { return a->state() != session_state::connected; }, 8000ms);
+        zt::faults(*a).on_reply = nullptr;
+        proxy.mute_replies(false);
+        co_await eventually([&] { return a->state() == session_state::connected; }, 8000ms);
+        CO_REQUIRE(a->state() == session_state::connected);
+        co_await sleep_for(1500ms); // (the background delete's first attempt, and a retry after it)
+        EXPECT_FALSE(gb.is_lost()) << "b's node was deleted by a's retried delete: "
+                                   << gb.loss_reason().message();
+        auto kids = co_await children_of(*b, path);
+        EXPECT_EQ(kids.size(), 1u) << "b's <path>/lock is gone";
+        co_await gb.async_release(use_awaitable);
+        co_await a->async_close(use_awaitable);
+        co_await expect_no_leftovers(*b, path);
+    });
+}
+
 TEST_F(Acquire, AnAcquireThatStopsAfterMakingTheLockPathDeletesIt) {
     // The server never reaps a container that never had a child: an acquire that made the lock
     // path and stopped before its node's create deletes the path again; also when the reply of
