@@ -77,6 +77,15 @@ MUTANTS = [
      "0);\n        }",
      "unique_node: an acquire that gives up retries the delete of <path>/lock by name after a lost reply: it deletes the next holder's node (the defect the ensemble model found)",
      ["--faults", "--first", "15540"]),  # (where the ensemble model found it: docs/internals.md)
+    ("sem-counted-watch-kept", "src/protocol/semaphore_fsm.hpp",
+     "(watch_ == watch_state::counted && k != semaphore_action::grant)",
+     "false",
+     "a semaphore round that ends after its count without the grant leaves the leases' child watch at the server (the defect the ensemble model found)",
+     ["--faults", "--first", "33897"]),  # (where a run by hand found it: docs/internals.md)
+    ("unwatch-one-not-resent", "src/session/session_impl.cpp",
+     "s->unwatch_one_again_.push_back({std::move(path), id, child});",
+     "(void)s;",
+     "a single watcher's removal lost with the connection is not sent again: SetWatches sets the watch again at the reconnect, and it stays"),
     ('data-change-as-deletion', 'src/recipes/mutex.cpp',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT;',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT;',

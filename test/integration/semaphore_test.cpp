@@ -47,6 +47,47 @@ TEST_F(Semaphore, RecreatesItsReapedLeasesNode) {
     });
 }
 
+TEST_F(Semaphore, ARoundStoppedAtItsFlightRemovesItsLeasesWatchAtTheServer) {
+    // The lease's flight lists "<path>/leases" with a watch. A round that ends without the grant
+    // must not leave that watch at the server, where it would stay until some lease changed, for
+    // ever on a quiet semaphore. Here the round is stopped at its flight (its deadline passes
+    // while the lease's create reply is on its way in), before the listing is counted. The phase
+    // after the count (the lease's check, then a stop or the internal lock's loss), where the
+    // watch used to be left (found by the whole-library simulation's quiet oracle, seed 33,897
+    // with --faults), is held by semaphore_fsm_test's TheLeaseCheckListsAgainWhenNotYetAndFails...
+    // and by the mutant sem-counted-watch-kept (scripts/sim_whole_mutants.py). (The server's 4lw
+    // wchp lists data watches only, not this child watch: the removal is seen in the session's
+    // statistics.)
+    run_test([&]() -> awaitable<void> {
+        auto path = semaphore_path();
+        auto a = co_await connect();
+        zklock::semaphore sem(*a, path, 1);
+        {
+            auto g = co_await sem.async_acquire(use_awaitable); // ("<path>/leases" exists from here on)
+            co_await g.async_release(use_awaitable);
+        }
+        const auto before = a->statistics();
+        const auto timeout = 500ms;
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        int injected = 0;
+        zt::faults(*a).on_reply = [&](zt::session_faults::kind k, const std::string& p, auto& r) {
+            if (k != zt::session_faults::kind::create_and_list || p.rfind(path + "/leases/", 0) != 0 ||
+                r.rc != ZOK || injected++)
+                return;
+            std::this_thread::sleep_until(deadline + 10ms);
+        };
+        auto [ec, lease] = co_await sem.async_acquire_for(timeout, boost::asio::as_tuple(use_awaitable));
+        zt::faults(*a).on_reply = nullptr;
+        EXPECT_EQ(injected, 1) << "the fault was not injected";
+        EXPECT_EQ(ec, zklock::errc::acquire_timeout) << ec.message();
+        EXPECT_FALSE(lease.owns_lock());
+        co_await eventually([&] { return a->statistics().watch_removals > before.watch_removals; }, 3000ms);
+        EXPECT_EQ(a->statistics().watch_removals - before.watch_removals, 1u)
+            << "the counted listing's watch was not removed at the server";
+        co_await expect_no_leftovers(*a, path);
+    });
+}
+
 TEST_F(Semaphore, AWaiterStartsOverWhenItsInternalLockIsLost) {
     // Guards against a waiter that keeps waiting with its lease after its internal lock was
     // lost: the next waiter would take the internal lock and add its own lease, and with N = 1
