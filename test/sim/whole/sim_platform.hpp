@@ -1,19 +1,21 @@
-// The whole library under simulation, a first step (issue 62): a platform (src/session/platform.hpp)
+// The whole library under simulation (issue 62): a platform (src/session/platform.hpp)
 // whose clocks are virtual, whose timers are events of a seeded scheduler, and whose links
 // (src/session/zk_link.hpp) talk to a model ZooKeeper server in the same process. A session made
 // with it (session(ex, opts, platform)) runs the library's own code, drivers included, unchanged:
 // the requests, the heartbeat, the lease, the deletes, the recipes. One thread, one io_context,
 // one seed: the run is replayed exactly.
 //
-// The model today: one server that applies each session's requests in order after a seeded
-// delay, and answers after another; znodes with czxid, versions, the parent's cversion for
-// sequential names, ephemeral owners, containers and their reaper, one-shot data, child and
-// existence watches and their removal, multi all or nothing (its watch events in its operations'
-// order), a session tracker that expires untouched sessions; links that drop (requests applied or
-// not, replies lost, ZCONNECTIONLOSS or a receive timeout's ZOPERATIONTIMEOUT, requests queued in
-// the client while an outage hangs), reconnect to the same session with held watch events, or
-// learn of the expiry at the reconnect (ZSESSIONEXPIRED). Not yet: followers, stale reads, writes
-// applied late, failover (issue 62 lists them).
+// The model today (model_server below; docs/internals.md maps each rule to the ZooKeeper 3.8
+// class it mirrors): an ensemble of one server or a leader and two followers, each with its own
+// tree and watches; writes forwarded to the leader, checked there (SESSIONEXPIRED, SESSIONMOVED),
+// logged and applied by every server in order after a drawn lag; reads answered from the client's
+// server (stale on a follower behind); the leader's session tracker fed by handshakes and by the
+// followers' relays on its ping loop; closeSession through the log; the container reaper; links
+// that drop (requests reaching their server anyway or never, replies lost, ZCONNECTIONLOSS or the
+// receive timeout's ZOPERATIONTIMEOUT, requests queued in the client while an outage hangs),
+// reconnect to a server not behind the client's last zxid with SetWatches, or learn of the expiry
+// at the reconnect (ZSESSIONEXPIRED); followers cut off from the leader, giving it up past
+// syncLimit. Not yet: leader failover, NOAUTH, a client's pause, clock drift (issue 62).
 #pragma once
 
 #include "session/platform.hpp"

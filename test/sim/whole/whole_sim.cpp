@@ -14,16 +14,20 @@
 // (guard::async_commit) to "/data" now and then; one hold in eight is longer than the session
 // timeout. The model's container reaper runs every second.
 //
+// The ensemble (sim_platform.hpp), drawn too: one server, or a leader and two followers with a
+// drawn commit lag, learner-link delay and ping jitter.
+//
 // --faults: half the seeds drop connections, at a rate and with a share of long outages drawn
-// per seed (lost replies, requests applied or not, a receive timeout's ZOPERATIONTIMEOUT,
-// requests queued in the client while an outage hangs, reconnects to the same session with the
-// watches' events held for the reconnect, outages past the session timeout: an expiry, decided
-// by the model's session tracker and told at the reconnect, with ZSESSIONEXPIRED for what waited
-// in the client's queue); and in a third of those seeds, an operator's delete of a lock node
+// per seed (lost replies, requests reaching their server or not, a receive timeout's
+// ZOPERATIONTIMEOUT, requests queued in the client while an outage hangs, reconnects to the same
+// session on any server not behind the client, with SetWatches, outages past the session
+// timeout: an expiry, decided by the leader's session tracker and told at the reconnect, with
+// ZSESSIONEXPIRED for what waited in the client's queue); with followers, half of those seeds
+// also cut a follower off from the leader now and then (sometimes past syncLimit); and in a third of those seeds, an operator's delete of a lock node
 // now and then (out of the lock's premise: that hold leaves the conflict oracles; a guarded write
 // must still not land after it).
 //
-// Oracles. From the model server's history:
+// Oracles. From the model ensemble's history (the leader's: its expiries, its commits):
 //   - when the server expires a session, each of its holds still kept by its client was told
 //     (its loss signal fired) at least (0.5875 - f) T before the server's earliest expiry, the
 //     session's last news plus T, before any rounding (docs/lease.md's bound; f = 0.3);
