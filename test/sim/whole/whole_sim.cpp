@@ -39,7 +39,9 @@
 // From the grants, against the holds not yet given back: at most one exclusive holder and no
 // reader with it (shared), at most N (semaphore), unless the earlier holder was told of its
 // loss; fencing tokens increase (exclusive recipes); a nested reentrant grant has its outer's
-// token; a guarded write or a proclaim sent while is_lost() never succeeds. And: no lock is lost and no acquire fails
+// token; a guarded write or a proclaim sent while is_lost() never succeeds; every operation's
+// handler runs exactly once (each handler the world gives the library is counted: acquires,
+// releases, commits, proclaims, downgrades, loss signals, verdicts). And: no lock is lost and no acquire fails
 // without a fault; every client finishes (no stuck waiter); no session's state is held once
 // every session closed and the library's bounded waits ran out; a seed replays to the same trace
 // (--replay).
@@ -102,6 +104,40 @@ struct hold {
     zklock::guard* gd = nullptr; // the client's guard (valid while kept)
 };
 
+/// Every operation's handler runs exactly once (issue 62's oracle): each handler the world gives
+/// the library is wrapped, its calls counted; a second call of one is a failure, and once every
+/// session has closed and the library's bounded waits ran out, every handler has run.
+struct ledger {
+    long started = 0, completed = 0;
+    std::string twice; // the first operation whose handler ran a second time
+    template <class Fn>
+    auto wrap(std::string what, Fn fn) {
+        ++started;
+        return [this, what = std::move(what), fn = std::move(fn),
+                called = std::make_shared<bool>(false)](auto&&... a) mutable {
+            if (*called) {
+                if (twice.empty()) twice = what;
+                return;
+            }
+            *called = true;
+            ++completed;
+            fn(std::forward<decltype(a)>(a)...);
+        };
+    }
+};
+
+/// Starts an operation through `init(handler)` with a counted handler and awaits its result.
+template <class... Args, class Init>
+asio::awaitable<std::tuple<Args...>> once(ledger& L, std::string what, Init init) {
+    co_return co_await asio::async_initiate<const asio::use_awaitable_t<>&, void(std::tuple<Args...>)>(
+        [&L, &what, &init](auto handler) {
+            auto h = std::make_shared<decltype(handler)>(std::move(handler));
+            init(L.wrap(std::move(what),
+                        [h](Args... a) { std::move (*h)(std::tuple<Args...>(std::move(a)...)); }));
+        },
+        use_awaitable);
+}
+
 bool is_loss(zklock::error_code e) { // (a loss reason; not lock_released, nor not_held or a cancel)
     return e == zklock::errc::lease_expired || e == zklock::errc::lock_lost_suspended ||
            e == zklock::errc::lock_node_deleted || e == zklock::errc::session_expired ||
@@ -110,20 +146,20 @@ bool is_loss(zklock::error_code e) { // (a loss reason; not lock_released, nor n
 
 /// Notes when `h`'s loss signal fires; a suspended lock that is regained (the default policy
 /// regains one whose node survived) is held again, and listened to again.
-void listen(const std::shared_ptr<hold>& h, scheduler& s,
-            const std::function<void(const std::string&)>& log) {
-    h->gd->async_wait_lost([&s, &log, h](zklock::error_code e) {
+void listen(const std::shared_ptr<hold>& h, scheduler& s, const std::function<void(const std::string&)>& log,
+            ledger& L) {
+    h->gd->async_wait_lost(L.wrap("async_wait_lost", [&s, &log, &L, h](zklock::error_code e) {
         log("client " + std::to_string(h->client) + "'s loss signal: " + e.message());
         if (!is_loss(e) || !h->kept) return;
         if (h->told < 0) h->told = s.now;
         if (!h->gd->is_suspended()) return; // (lost for good)
-        h->gd->async_wait_verdict([&s, &log, h](zklock::error_code v) {
+        h->gd->async_wait_verdict(L.wrap("async_wait_verdict", [&s, &log, &L, h](zklock::error_code v) {
             if (v || !h->kept) return;
             log("client " + std::to_string(h->client) + " regained its lock");
             h->told = -1;
-            listen(h, s, log);
-        });
-    });
+            listen(h, s, log, L);
+        }));
+    }));
 }
 
 /// The sequence number of a sequential node's name (its last 10 digits), or -1 (the protocol's
@@ -152,6 +188,7 @@ void report_failure(std::uint64_t seed, const std::string& why, bool with_faults
 outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_recipe) {
     outcome out;
     model_server m; // (first: it outlives the coroutines that io's destructor destroys, and their sessions)
+    ledger ledger;  // (and the handlers it counts)
     scheduler s(seed);
     auto plat = std::make_shared<sim_platform>(s, m);
     // -- the world, drawn (swarm) --
@@ -310,66 +347,124 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     switch (what) {
                     case recipe::mutex:
                         if (form == 0)
-                            take(co_await mx.async_acquire_for(timeout(), tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire_for",
+                                [&](auto h) { mx.async_acquire_for(timeout(), std::move(h)); }));
                         else if (form == 1)
-                            take(co_await mx.async_try_acquire(tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_try_acquire",
+                                [&](auto h) { mx.async_try_acquire(std::move(h)); }));
                         else if (form == 2)
-                            take(co_await mx.async_acquire(cancellable()));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire", [&](auto h) {
+                                    mx.async_acquire(
+                                        asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                }));
                         else
-                            take(co_await mx.async_acquire(tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire", [&](auto h) { mx.async_acquire(std::move(h)); }));
                         break;
                     case recipe::reentrant:
                         if (form == 0)
-                            take(co_await rm.async_acquire_for(owner, timeout(), tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire_for",
+                                [&](auto h) { rm.async_acquire_for(owner, timeout(), std::move(h)); }));
                         else if (form == 1)
-                            take(co_await rm.async_try_acquire(owner, tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_try_acquire",
+                                [&](auto h) { rm.async_try_acquire(owner, std::move(h)); }));
                         else if (form == 2)
-                            take(co_await rm.async_acquire(owner, cancellable()));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire", [&](auto h) {
+                                    rm.async_acquire(
+                                        owner, asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                }));
                         else
-                            take(co_await rm.async_acquire(owner, tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire",
+                                [&](auto h) { rm.async_acquire(owner, std::move(h)); }));
                         break;
                     case recipe::shared:
                         if (s.rng() % 2 == 0) {
                             kind = hold::shared;
                             if (form == 0)
-                                take(co_await rw.async_acquire_shared_for(timeout(), tuple));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_acquire_shared_for",
+                                    [&](auto h) { rw.async_acquire_shared_for(timeout(), std::move(h)); }));
                             else if (form == 1)
-                                take(co_await rw.async_try_acquire_shared(tuple));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_try_acquire_shared",
+                                    [&](auto h) { rw.async_try_acquire_shared(std::move(h)); }));
                             else if (form == 2)
-                                take(co_await rw.async_acquire_shared(cancellable()));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_acquire_shared", [&](auto h) {
+                                        rw.async_acquire_shared(
+                                            asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                    }));
                             else
-                                take(co_await rw.async_acquire_shared(tuple));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_acquire_shared",
+                                    [&](auto h) { rw.async_acquire_shared(std::move(h)); }));
                         } else {
                             if (form == 0)
-                                take(co_await rw.async_acquire_for(timeout(), tuple));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_acquire_for",
+                                    [&](auto h) { rw.async_acquire_for(timeout(), std::move(h)); }));
                             else if (form == 1)
-                                take(co_await rw.async_try_acquire(tuple));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_try_acquire",
+                                    [&](auto h) { rw.async_try_acquire(std::move(h)); }));
                             else if (form == 2)
-                                take(co_await rw.async_acquire(cancellable()));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_acquire", [&](auto h) {
+                                        rw.async_acquire(
+                                            asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                    }));
                             else
-                                take(co_await rw.async_acquire(tuple));
+                                take(co_await once<zklock::error_code, zklock::guard>(
+                                    ledger, "async_acquire",
+                                    [&](auto h) { rw.async_acquire(std::move(h)); }));
                         }
                         break;
                     case recipe::semaphore:
                         kind = hold::lease;
                         if (form == 0)
-                            take(co_await sem.async_acquire_for(timeout(), tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire_for",
+                                [&](auto h) { sem.async_acquire_for(timeout(), std::move(h)); }));
                         else if (form == 1)
-                            take(co_await sem.async_try_acquire(tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_try_acquire",
+                                [&](auto h) { sem.async_try_acquire(std::move(h)); }));
                         else if (form == 2)
-                            take(co_await sem.async_acquire(cancellable()));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire", [&](auto h) {
+                                    sem.async_acquire(
+                                        asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                }));
                         else
-                            take(co_await sem.async_acquire(tuple));
+                            take(co_await once<zklock::error_code, zklock::guard>(
+                                ledger, "async_acquire", [&](auto h) { sem.async_acquire(std::move(h)); }));
                         break;
                     default:
                         if (form == 0)
-                            take(co_await el.async_campaign_for(value(i), timeout(), tuple));
+                            take(co_await once<zklock::error_code, zklock::leadership>(
+                                ledger, "async_campaign_for",
+                                [&](auto h) { el.async_campaign_for(value(i), timeout(), std::move(h)); }));
                         else if (form == 1)
-                            take(co_await el.async_try_campaign(value(i), tuple));
+                            take(co_await once<zklock::error_code, zklock::leadership>(
+                                ledger, "async_try_campaign",
+                                [&](auto h) { el.async_try_campaign(value(i), std::move(h)); }));
                         else if (form == 2)
-                            take(co_await el.async_campaign(value(i), cancellable()));
+                            take(co_await once<zklock::error_code, zklock::leadership>(
+                                ledger, "async_campaign", [&](auto h) {
+                                    el.async_campaign(
+                                        value(i), asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                }));
                         else
-                            take(co_await el.async_campaign(value(i), tuple));
+                            take(co_await once<zklock::error_code, zklock::leadership>(
+                                ledger, "async_campaign",
+                                [&](auto h) { el.async_campaign(value(i), std::move(h)); }));
                         break;
                     }
                     if (ec)
@@ -427,18 +522,23 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     h->kind = kind;
                     holds.push_back(h);
                     h->gd = &held;
-                    listen(h, s, log);
+                    listen(h, s, log, ledger);
                     if (!m.alive(h->session)) fail(name(c) + " granted on a session the server has expired");
                     if (what == recipe::reentrant) {
                         // a nested acquire of the same owner: granted at once, the same grant
-                        auto [e, inner] = co_await rm.async_acquire(owner, tuple);
+                        auto [e, inner] = co_await once<zklock::error_code, zklock::guard>(
+                            ledger, "nested async_acquire",
+                            [&](auto h) { rm.async_acquire(owner, std::move(h)); });
                         if (e && !faults)
                             fail(name(c) + "'s nested acquire failed with no fault: " + e.message());
                         if (!e && inner.fencing_token() != held.fencing_token())
                             fail(name(c) + "'s nested acquire has another token: " +
                                  std::to_string(inner.fencing_token()) + ", the outer's " +
                                  std::to_string(held.fencing_token()));
-                        if (!e) co_await inner.async_release(asio::as_tuple(use_awaitable));
+                        if (!e)
+                            co_await once<zklock::error_code>(ledger, "nested async_release", [&](auto h) {
+                                inner.async_release(std::move(h));
+                            });
                         if (!faults && held.is_lost())
                             fail(name(c) + "'s outer hold was lost by the inner release: " +
                                  held.loss_reason().message());
@@ -453,9 +553,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     co_await pause.async_wait(asio::as_tuple(use_awaitable));
                     if (commits && kind == hold::exclusive && s.rng() % 2 == 0) {
                         const bool told_before = held.is_lost();
-                        auto [e, r] = co_await held.async_commit(
-                            zklock::transaction{}.set_data(data_path, held.node_path()),
-                            asio::as_tuple(use_awaitable));
+                        auto [e, r] = co_await once<zklock::error_code, zklock::commit_result>(
+                            ledger, "async_commit", [&](auto h) {
+                                held.async_commit(zklock::transaction{}.set_data(data_path, held.node_path()),
+                                                  std::move(h));
+                            });
                         if (e && !faults)
                             fail(name(c) + "'s guarded write failed with no fault: " + e.message());
                         if (!e && told_before)
@@ -463,8 +565,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     }
                     if (what == recipe::election && s.rng() % 2 == 0) {
                         const bool told_before = held.is_lost();
-                        auto [e] = co_await lead.async_proclaim(value(i) + " proclaimed",
-                                                                asio::as_tuple(use_awaitable));
+                        auto [e] = co_await once<zklock::error_code>(ledger, "async_proclaim", [&](auto h) {
+                            lead.async_proclaim(value(i) + " proclaimed", std::move(h));
+                        });
                         if (e && !faults) fail(name(c) + "'s proclaim failed with no fault: " + e.message());
                         if (!e && told_before)
                             fail(name(c) + "'s proclaim, sent while its lock was lost, succeeded");
@@ -475,8 +578,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         h->kind = hold::shared;
                         h->downgrading = true;
                         log(name(c) + " downgrades " + g.node_path());
-                        auto [e, gg] =
-                            co_await rw.async_downgrade(std::move(g), asio::as_tuple(use_awaitable));
+                        auto [e, gg] = co_await once<zklock::error_code, zklock::guard>(
+                            ledger, "async_downgrade",
+                            [&](auto h) { rw.async_downgrade(std::move(g), std::move(h)); });
                         if (e == zklock::errc::lock_busy)
                             h->kind = hold::exclusive; // (handed back, a write)
                         else if (e && !faults)
@@ -486,7 +590,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         log(name(c) + " downgraded: " + (e ? e.message() : g.node_path()));
                         if (g.owns_lock()) {
                             h->node = g.node_path();
-                            listen(h, s, log);
+                            listen(h, s, log, ledger);
                         } else
                             h->kept = false; // (failed: the write lock goes too, in the background)
                     }
@@ -500,8 +604,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     if (s.rng() % 4 == 0)
                         held = zklock::guard(); // released by its destructor: the node goes in the background
                     else
-                        co_await held.async_release(
-                            asio::as_tuple(use_awaitable)); // (after a loss: an error)
+                        co_await once<zklock::error_code>(ledger, "async_release", [&](auto h) {
+                            held.async_release(std::move(h)); // (after a loss: an error)
+                        });
                 }
                 ++finished;
             },
@@ -599,6 +704,10 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         s.now + 120'000'000'000);
     for (auto& w : impls)
         if (!w.expired()) fail("a closed session's state is still held (a wait of the library never ended)");
+    if (!ledger.twice.empty()) fail("the handler of an operation ran twice: " + ledger.twice);
+    if (ledger.completed != ledger.started)
+        fail(std::to_string(ledger.started - ledger.completed) + " of " + std::to_string(ledger.started) +
+             " operations never ran their handler");
     for (auto& n : m.under(path))
         if (const auto* x = m.find(n); !(x && x->container && x->children.empty()))
             fail("left at the end: " + n);
