@@ -76,7 +76,7 @@ MUTANTS = [
      "req_.strategy == lock_strategy::unique_node ? czxid_ : 0);\n        }",
      "0);\n        }",
      "unique_node: an acquire that gives up retries the delete of <path>/lock by name after a lost reply: it deletes the next holder's node (the defect the ensemble model found)",
-     ["--faults", "--first", "15540"]),  # (where the ensemble model found it: docs/internals.md)
+     ["--faults", "--recipe", "mutex"]),
     ("sem-counted-watch-kept", "src/protocol/semaphore_fsm.hpp",
      "(watch_ == watch_state::counted && k != semaphore_action::grant)",
      "false",
@@ -85,7 +85,8 @@ MUTANTS = [
     ("unwatch-one-not-resent", "src/session/session_impl.cpp",
      "s->unwatch_one_again_.push_back({std::move(path), id, child});",
      "(void)s;",
-     "a single watcher's removal lost with the connection is not sent again: SetWatches sets the watch again at the reconnect, and it stays"),
+     "a single watcher's removal lost with the connection is not sent again: SetWatches sets the watch again at the reconnect, and it stays",
+     ["--faults", "--recipe", "semaphore"]),
     ('data-change-as-deletion', 'src/recipes/mutex.cpp',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT;',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT;',
@@ -315,7 +316,7 @@ MUTANTS = [
 # The survivors explained in docs/internals.md ("The whole library under simulation"): any other
 # survivor fails the run (CI's rotation included).
 EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "sem-deaf-to-reconnect", "timer-cancel-keeps-deadline",
-                      "unique-maybe-owned-kept"}
+                      "unique-maybe-owned-kept", "unwatch-one-not-resent"}
 
 
 def sync_tree():

@@ -804,6 +804,7 @@ void sim_link::send(zk_request r, zklock::detail::zk_handler h, lease_ns sent) {
         p_.lease->note_send(sent, v == zklock::detail::vouch::commit);
     }
     if (write) ++writes_;
+    if (write && on_write) on_write(*this);
     s_.note(static_cast<std::uint64_t>(r.op) * 31 + r.path.size());
     const auto rid = ++next_request_;
     inflight_.emplace(rid, std::make_shared<zklock::detail::zk_handler>(std::move(h)));

@@ -440,6 +440,9 @@ public:
     int timeout_ms() const { return timeout_ms_; }
     int server() const { return server_; }
     std::uint64_t conn() const { return conn_; }
+    /// Called as a write (not a heartbeat) leaves the client: a world's hook for faults at that
+    /// phase (a drop while a write is on its way or its reply is).
+    std::function<void(sim_link&)> on_write;
 
 private:
     std::int64_t to_client_at();
@@ -502,11 +505,16 @@ public:
     long process_id() const noexcept override { return 1; }
     std::shared_ptr<zklock::detail::zk_link> make_link(zklock::detail::zk_link_params p) override {
         auto l = std::make_shared<sim_link>(s_, m_, std::move(p));
+        l->on_write = [this](sim_link& x) { // (the world's hook as it is when the write goes)
+            if (on_write) on_write(x);
+        };
         links.push_back(l);
         return l;
     }
     /// Every link made, for the world's faults.
     std::vector<std::weak_ptr<sim_link>> links;
+    /// Given to every link made (sim_link::on_write).
+    std::function<void(sim_link&)> on_write;
 
 private:
     scheduler& s_;

@@ -233,6 +233,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // with followers, half the faulty seeds cut one off from the leader now and then (one fault
     // in four), sometimes past syncLimit (it then gives up its leader and its clients)
     const bool cuts = faults && ens.servers > 1 && s.rng() % 2 == 0;
+    // a third of the faulty seeds also drop a connection at a write's worst phase: one write in
+    // 3 to 30 is followed within 4 ms by its connection's drop (the write on its way, applied or
+    // not, or its reply on its way: lost; a retry after it must not take what it did for its own)
+    const bool write_drops = faults && s.rng() % 3 == 0;
+    const auto write_drop_in = 3 + s.rng() % 28;
     std::set<std::string> deleted_by_operator;
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
@@ -672,6 +677,21 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         s.at(s.now + s.draw(100'000'000, fault_gap_hi), fault);
     };
     if (faults) s.at(s.now + s.draw(1'000'000, 500'000'000), fault);
+    if (write_drops)
+        plat->on_write = [&](sim_link& l) {
+            if (s.rng() % write_drop_in != 0 || finished == clients) return;
+            s.at(s.now + s.draw(0, 4'000'000), [&, w = l.weak_from_this()] {
+                auto l = w.lock();
+                if (!l || !l->connected()) return;
+                ++drops;
+                const auto down = s.rng() % static_cast<std::uint64_t>(long_drop_in) == 0
+                                      ? s.draw(5'000'000'000, 15'000'000'000)
+                                      : s.draw(10'000'000, 3'000'000'000);
+                log("session " + std::to_string(l->session()) + " drops its connection for " +
+                    std::to_string(down / 1'000'000) + " ms, just after a write");
+                l->drop(down, s.rng() % 3 == 0 ? ZOPERATIONTIMEOUT : ZCONNECTIONLOSS);
+            });
+        };
     const std::int64_t limit = s.now + 600'000'000'000; // 10 virtual minutes
     if (!s.run([&] { return finished == clients || !out.ok; }, limit) && out.ok)
         fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) + " clients finished");
