@@ -22,7 +22,7 @@
 # library's own code, drivers, session, heartbeat and lease, through its public API, against a
 # model server; each seed draws its recipe and its world):
 #   scripts/sim.sh --whole [--seeds N | --minutes M] [--seed S] [--first S] [--faults] [--replay]
-#                  [--recipe mutex|shared|semaphore|election] [--verbose]
+#                  [--recipe mutex|shared|semaphore|election|reentrant|multi] [--verbose]
 # e.g. scripts/sim.sh --whole --faults --minutes 30 --first 1000000 (a long run by hand).
 # --bug re-introduces a past defect in the simulator's copy (its decisions or its driver): the run passes when a seed finds it.
 # The suite runs 10,000 seeds (of each world; 20,000 with --lease; a tenth of that under the

@@ -9,6 +9,8 @@
 //   - semaphore: N of 1 to 3;
 //   - election: campaigns in Curator's selector, latch or kazoo's naming, the leader proclaiming;
 //   - reentrant_mutex: each hold with a nested acquire of the same owner;
+//   - multi-lock: one or both of two paths, all or nothing (a lock of the set lost while later
+//     ones were acquired comes back with is_lost() true, as multi_lock.hpp says);
 // by plain, timed (that may time out), try and cancelled (at a drawn time) acquires, released by
 // async_release or by the guard's destructor; the exclusive holders commit a guarded write
 // (guard::async_commit) to "/data" now and then; one hold in eight is longer than the session
@@ -47,7 +49,7 @@
 // (--replay).
 //
 // Usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] [--faults]
-//                         [--recipe mutex|shared|semaphore|election|reentrant] [--verbose]
+//                         [--recipe mutex|shared|semaphore|election|reentrant|multi] [--verbose]
 #include "sim_platform.hpp"
 
 #include <zklock.hpp>
@@ -68,6 +70,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -80,8 +83,8 @@ using asio::awaitable;
 using asio::use_awaitable;
 using namespace zklock::sim;
 
-enum class recipe { mutex, shared, semaphore, election, reentrant, count };
-constexpr const char* recipe_names[] = {"mutex", "shared", "semaphore", "election", "reentrant"};
+enum class recipe { mutex, shared, semaphore, election, reentrant, multi, count };
+constexpr const char* recipe_names[] = {"mutex", "shared", "semaphore", "election", "reentrant", "multi"};
 
 struct outcome {
     bool ok = true;
@@ -96,6 +99,7 @@ struct hold {
     int client = 0;
     std::int64_t session = 0;
     std::string node;          // its lock node
+    std::string lock_path;     // the lock it holds
     bool downgrading = false;  // a downgrade in flight: its read node is not known yet
     bool operator_hit = false; // an operator deleted a node it may stand on (out of the premise)
     enum kind_t { exclusive, shared, lease } kind = exclusive;
@@ -169,10 +173,14 @@ long long sequence_of(const std::string& name) {
     return zklock::detail::parse_sequence(std::string_view(name).substr(name.size() - 10)).value_or(-1);
 }
 
+int pinned_recipe = -1; // (--recipe, for the replay command a failure prints)
+
 void report_failure(std::uint64_t seed, const std::string& why, bool with_faults) {
-    std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu%s --verbose)\n",
+    const std::string recipe_arg =
+        pinned_recipe >= 0 ? std::string(" --recipe ") + recipe_names[pinned_recipe] : std::string();
+    std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu%s%s --verbose)\n",
                 static_cast<unsigned long long>(seed), why.c_str(), static_cast<unsigned long long>(seed),
-                with_faults ? " --faults" : "");
+                with_faults ? " --faults" : "", recipe_arg.c_str());
     std::fflush(stdout);
 }
 
@@ -199,6 +207,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     const int cycles = 3;
     const std::string path = "/locks/whole";
     const std::string data_path = "/data";
+    const std::string path_b = "/locks/whole-b"; // (the multi-lock's second path)
     // the ensemble: one server, or a leader and two followers (then a follower's lag, the learner
     // links' delay and the leader's ping jitter are drawn too; the jitter stays within premise 1
     // of docs/lease.md: answers at most 5T/16 apart, 1.25 s at the smallest T, 4 s)
@@ -252,6 +261,12 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     int finished = 0, closed = 0, drops = 0, operator_deleted = 0;
     std::vector<std::shared_ptr<hold>> holds;
     std::int64_t last_token = 0;
+    std::map<std::string, std::int64_t> last_tokens; // (the multi-lock's, per path)
+    auto under_both = [&] {
+        auto v = m.under(path);
+        for (auto& n : m.under(path_b)) v.push_back(n);
+        return v;
+    };
     auto fail = [&](std::string why) {
         if (out.ok) out.why = std::move(why) + " (at " + std::to_string(s.now / 1'000'000) + " ms)";
         out.ok = false;
@@ -338,6 +353,82 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     if (form == 2)
                         s.at(s.now + s.draw(0, 60'000'000),
                              [cancel] { cancel->emit(asio::cancellation_type::terminal); });
+                    if (what == recipe::multi) {
+                        // a multi-lock of one or both of two paths, all or nothing (in path order)
+                        const auto pick = s.rng() % 3;
+                        std::vector<zklock::mutex> ms;
+                        if (pick != 1) ms.emplace_back(sess, path, mo);
+                        if (pick != 0) ms.emplace_back(sess, path_b, mo);
+                        auto [e, gs] = co_await once<zklock::error_code, std::vector<zklock::guard>>(
+                            ledger, "async_acquire_all", [&](auto h) {
+                                if (form == 0)
+                                    zklock::async_acquire_all_for(std::move(ms), timeout(), std::move(h));
+                                else if (form == 2)
+                                    zklock::async_acquire_all(
+                                        std::move(ms),
+                                        asio::bind_cancellation_slot(cancel->slot(), std::move(h)));
+                                else
+                                    zklock::async_acquire_all(std::move(ms), std::move(h));
+                            });
+                        if (e) {
+                            log(name(c) + "'s multi-lock ended: " + e.message());
+                            if (e == zklock::errc::acquire_timeout ||
+                                (form == 2 && e == asio::error::operation_aborted))
+                                ++out.gave_up;
+                            else if (!faults)
+                                fail(name(c) + "'s multi-lock failed with no fault: " + e.message());
+                            continue;
+                        }
+                        std::vector<std::shared_ptr<hold>> mine;
+                        for (auto& gd : gs) {
+                            const auto lp = gd.node_path().substr(0, gd.node_path().rfind('/'));
+                            // (a lock of the set lost while later ones were still being acquired
+                            // comes back in the set, is_lost() true: multi_lock.hpp says so)
+                            const bool md = deleted_by_operator.count(gd.node_path()) != 0 || gd.is_lost();
+                            for (auto& h : holds)
+                                if (h->kept && h->told < 0 && !md && !h->operator_hit &&
+                                    !deleted_by_operator.count(h->node) && h->lock_path == lp)
+                                    fail(name(c) + " granted " + lp + " while " + name(h->client) +
+                                         " holds it");
+                            if (!md) {
+                                auto& last = last_tokens[lp];
+                                if (gd.fencing_token() <= last)
+                                    fail("fencing token of " + lp +
+                                         " did not increase: " + std::to_string(last) + " then " +
+                                         std::to_string(gd.fencing_token()) + " (" + name(c) + ")");
+                                last = gd.fencing_token();
+                            }
+                            log(name(c) + " (session " + std::to_string(sess.session_id()) + ") granted " +
+                                gd.node_path());
+                            auto h = std::make_shared<hold>();
+                            h->client = c;
+                            h->session = sess.session_id();
+                            h->node = gd.node_path();
+                            h->lock_path = lp;
+                            h->gd = &gd;
+                            if (gd.is_lost()) h->told = s.now;
+                            holds.push_back(h);
+                            mine.push_back(h);
+                            listen(h, s, log, ledger);
+                            if (!m.alive(h->session))
+                                fail(name(c) + " granted on a session the server has expired");
+                        }
+                        ++out.grants;
+                        const auto hold_for =
+                            s.rng() % 8 == 0 ? s.draw(1'000'000'000, 12'000'000'000) : s.draw(0, 30'000'000);
+                        pause.expires_after(std::chrono::nanoseconds(hold_for));
+                        co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                        for (auto& gd : gs)
+                            if (!faults && gd.is_lost())
+                                fail(name(c) + " lost " + gd.node_path() +
+                                     " with no fault: " + gd.loss_reason().message());
+                        for (auto& h : mine) h->kept = false;
+                        log(name(c) + " gives back its multi-lock");
+                        for (auto& gd : gs)
+                            co_await once<zklock::error_code>(
+                                ledger, "async_release", [&](auto h) { gd.async_release(std::move(h)); });
+                        continue;
+                    }
                     // (no co_await inside a conditional expression: GCC 12 miscompiles it)
                     auto take = [&](auto&& r) {
                         ec = std::get<0>(r);
@@ -496,7 +587,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     const bool mine_deleted = deleted_by_operator.count(held.node_path()) != 0;
                     for (auto& h : holds) {
                         if (!h->kept || h->told >= 0 || mine_deleted || h->operator_hit ||
-                            deleted_by_operator.count(h->node))
+                            deleted_by_operator.count(h->node) || h->lock_path != path)
                             continue;
                         if (kind == hold::lease) {
                             if (++leases >= max_leases)
@@ -524,6 +615,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     h->client = c;
                     h->session = sess.session_id();
                     h->node = held.node_path();
+                    h->lock_path = path;
                     h->kind = kind;
                     holds.push_back(h);
                     h->gd = &held;
@@ -650,7 +742,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         } else if (operator_deletes && s.rng() % 4 == 0) {
             // an operator deletes a lock node (any ephemeral node under the lock path)
             std::vector<std::string> lock_nodes;
-            for (auto& n : m.under(path))
+            for (auto& n : under_both())
                 if (const auto* x = m.find(n); x && x->owner != 0) lock_nodes.push_back(n);
             if (!lock_nodes.empty()) {
                 const auto& n = lock_nodes[s.rng() % lock_nodes.size()];
@@ -700,7 +792,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // background and the watches it gives up must be gone at the server within 30 virtual
     // seconds, while the sessions still live (their close would delete and drop them anyway).
     s.run([] { return false; }, s.now + 30'000'000'000);
-    for (auto& n : m.under(path))
+    for (auto& n : under_both())
         if (const auto* x = m.find(n); x && x->owner != 0)
             fail("a lock node is left once every client stopped: " + n + " (session " +
                  std::to_string(x->owner) + ")");
@@ -728,7 +820,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     if (ledger.completed != ledger.started)
         fail(std::to_string(ledger.started - ledger.completed) + " of " + std::to_string(ledger.started) +
              " operations never ran their handler");
-    for (auto& n : m.under(path))
+    for (auto& n : under_both())
         if (const auto* x = m.find(n); !(x && x->container && x->children.empty()))
             fail("left at the end: " + n);
     if (m.ephemeral_count() != 0) fail("ephemeral nodes left: " + std::to_string(m.ephemeral_count()));
@@ -778,12 +870,14 @@ int main(int argc, char** argv) {
             }
         } else {
             std::fprintf(
-                stderr, "usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] "
-                        "[--faults] [--recipe mutex|shared|semaphore|election|reentrant] [--verbose]\n");
+                stderr,
+                "usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] "
+                "[--faults] [--recipe mutex|shared|semaphore|election|reentrant|multi] [--verbose]\n");
             return 2;
         }
     }
     if (one) seeds = 1;
+    pinned_recipe = only;
     long grants = 0, commits = 0, expiries = 0, gave_up = 0, reaped = 0, operator_deletes = 0;
     double min_margin = 1e9;
     const auto started = std::chrono::steady_clock::now();
