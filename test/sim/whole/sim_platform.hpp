@@ -383,7 +383,7 @@ private:
     std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last news, T)
     std::map<std::int64_t, int> owner_;                                   // id -> its server
     int expired_ = 0, reaped_ = 0;
-    bool in_multi_ = false, leader_applying_ = false;
+    bool in_multi_ = false;
     struct event {
         std::int64_t session;
         std::uint64_t id;

@@ -438,8 +438,6 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         else
                             g = std::move(std::get<1>(r));
                     };
-                    const auto tuple = asio::as_tuple(use_awaitable);
-                    auto cancellable = [&] { return asio::bind_cancellation_slot(cancel->slot(), tuple); };
                     switch (what) {
                     case recipe::mutex:
                         if (form == 0)
@@ -632,9 +630,10 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                             fail(name(c) + "'s nested acquire has another token: " +
                                  std::to_string(inner.fencing_token()) + ", the outer's " +
                                  std::to_string(held.fencing_token()));
+                        zklock::guard& nested = inner; // (clang 14: no structured binding in a lambda)
                         if (!e)
                             co_await once<zklock::error_code>(ledger, "nested async_release", [&](auto h) {
-                                inner.async_release(std::move(h));
+                                nested.async_release(std::move(h));
                             });
                         if (!faults && held.is_lost())
                             fail(name(c) + "'s outer hold was lost by the inner release: " +
