@@ -84,6 +84,11 @@ public:
                 return failed(acquire_action::no_parent);
             else if (in.rc != node_exists_rc)
                 return failed(acquire_action::request_failed, in.rc);
+            // (the path was there: the bound on making it counts reaps in a row, not those of a
+            // long wait, in which a waiter holds no node of its own to keep the container: each
+            // hand-over may find it reaped; the whole-library simulation's multi-lock found a
+            // waiter failed with ZNONODE after its sixth, seed 63,251)
+            if (in.result != outcome::connection) parent_attempts_ = 0;
             // Taken (or our reply was lost): see whose it is, and watch it.
             if (in.stop) return give_up(acquire_action::stop);
             return go(state::reading, unique_action::read);

@@ -104,7 +104,7 @@ TEST(UniqueFsm, ATryFailsBusyOnATakenNode) {
     EXPECT_FALSE(m.owns_node());
 }
 
-TEST(UniqueFsm, ParentsAreMadeAtMostFiveTimesAndLostParentsAreWaitedOut) {
+TEST(UniqueFsm, ParentsAreMadeAtMostFiveTimesInARowAndLostParentsAreWaitedOut) {
     unique_fsm m("/l/lock", guid, false);
     m.start(false);
     for (int i = 0; i < 5; ++i) {
@@ -114,6 +114,18 @@ TEST(UniqueFsm, ParentsAreMadeAtMostFiveTimesAndLostParentsAreWaitedOut) {
     auto a = m.resume(result(outcome::no_node, -101));
     EXPECT_EQ(a.what, ua::fail);
     EXPECT_EQ(a.why, acquire_action::no_parent);
+
+    // A long wait sees the path reaped at many hand-overs (a waiter holds no node to keep the
+    // container): only reaps in a row count; a create that found the node taken resets the bound.
+    unique_fsm w("/l/lock", guid, false);
+    w.start(false);
+    for (int round = 0; round < 8; ++round) {
+        ASSERT_EQ(w.resume(result(outcome::no_node, -101)).what, ua::make_parents) << round;
+        ASSERT_EQ(w.resume(ok()).what, ua::create) << round;
+        ASSERT_EQ(w.resume(taken()).what, ua::read) << round;
+        ASSERT_EQ(w.resume(read("other-guid holder")).what, ua::wait) << round;
+        ASSERT_EQ(w.resume(unique_input{}).what, ua::create) << round; // (gone, and the path reaped)
+    }
 
     unique_fsm p("/l/lock", guid, false);
     p.start(false);
