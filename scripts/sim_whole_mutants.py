@@ -390,6 +390,12 @@ def main():
     ap.add_argument("--rotate", type=int, default=0,
                     help="CI: the last commit's files' mutants and a rotating window of this many")
     args = ap.parse_args()
+    # Every mutant's text, not only the chosen ones': a change of the source that leaves a mutant
+    # with nothing to change fails here, at the landing that made it, not rotations later.
+    for m in MUTANTS:
+        n = open(os.path.join(ROOT, m[1])).read().count(m[2])
+        if n != 1:
+            sys.exit(f"sim_whole_mutants: {m[0]}: the text to change occurs {n} times in {m[1]}")
     sync_tree()
     exe = build()
     for run in ([], ["--faults"]):
