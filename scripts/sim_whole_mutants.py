@@ -81,7 +81,7 @@ MUTANTS = [
      "(watch_ == watch_state::counted && k != semaphore_action::grant)",
      "false",
      "a semaphore round that ends after its count without the grant leaves the leases' child watch at the server (the defect the ensemble model found)",
-     ["--faults", "--first", "33897"]),  # (where a run by hand found it: docs/internals.md)
+     ["--faults", "--recipe", "semaphore"]),
     ("unwatch-one-not-resent", "src/session/session_impl.cpp",
      "s->unwatch_one_again_.push_back({std::move(path), id, child});",
      "(void)s;",

@@ -4,7 +4,8 @@
 //    the machine owns the node: its own create succeeded, or a read found our guid in the data;
 //  - it never owns a node on someone else's data alone;
 //  - a try never waits;
-//  - at most five parent attempts, and five lost parent rounds, per acquire;
+//  - at most five parent attempts in a row (a create that finds the node taken ends a row: the
+//    path was there), and five lost parent rounds per acquire;
 //  - once every result carries a stop (the input ran out: the user cancels), it ends within a
 //    few steps.
 //
@@ -40,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     unique_fsm m("/l/lock", guid, try_only);
     auto a = m.start((data[0] & 2) != 0);
     bool created = false, read_ours = false;
-    int parents = 0, steps_after_end = 0;
+    int parents = 0, lost_parent_rounds = 0, steps_after_end = 0;
     ua::kind last = ua::fail;
     unique_input last_in;
     for (;;) { // (ends: every result once the input has run out carries a stop)
@@ -54,8 +55,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             violated("owns a node it neither created nor read as ours");
         if (a.what == ua::fail) return 0;
         if (a.what == ua::wait && try_only) violated("a try waits");
-        // (five attempts, and five lost in all; the sixth lost ends it)
-        if (a.what == ua::make_parents && ++parents > 11) violated("more than eleven parent rounds");
+        // (five attempts in a row, and five lost in all; the sixth lost ends it)
+        if (a.what == ua::make_parents && ++parents > 11) violated("more than eleven parent rounds in a row");
+        if (last == ua::make_parents && last_in.result == outcome::connection) ++lost_parent_rounds;
         if (in.done() && ++steps_after_end > 8) violated("a stop did not end it within 8 steps");
         const std::uint8_t b = in.next();
         unique_input r;
@@ -73,6 +75,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         }
         if (a.what == ua::list && (b & 32)) r.children = {"lock", "leases"};
         if (a.what == ua::create && r.result == outcome::ok) created = true;
+        // (a create that finds the node taken found the path there: the bound counts reaps in a
+        // row, so a long wait may remake the path any number of times)
+        if (a.what == ua::create && r.result == outcome::other && r.rc == -110) parents = lost_parent_rounds;
         last = a.what;
         last_in = r;
         a = m.resume(r);
