@@ -91,7 +91,7 @@ MUTANTS = [
      "if (in.result != outcome::connection) parent_attempts_ = 0;",
      "(void)0;",
      "unique_node: the bound on making the lock path counts every reap of a long wait, not reaps in a row: a waiter fails with ZNONODE after its sixth hand-over across a reaped path (the defect the multi-lock world found)",
-     ["--faults", "--recipe", "multi"]),
+     ["--faults", "--first", "63251"]),  # (where a run by hand found it: docs/internals.md)
     ('data-change-as-deletion', 'src/recipes/mutex.cpp',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT;',
      'o->pred_deleted_ = type == ZOO_DELETED_EVENT || type == ZOO_CHANGED_EVENT;',
@@ -321,7 +321,7 @@ MUTANTS = [
 # The survivors explained in docs/internals.md ("The whole library under simulation"): any other
 # survivor fails the run (CI's rotation included).
 EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "sem-deaf-to-reconnect", "timer-cancel-keeps-deadline",
-                      "unique-maybe-owned-kept", "unwatch-one-not-resent"}
+                      "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire"}
 
 
 def sync_tree():
@@ -365,7 +365,8 @@ def chosen(args):
     last commit changed plus a window of K that moves with the commit count, so that every mutant
     runs within len(MUTANTS) / K landings."""
     if args.only:
-        return [m for m in MUTANTS if m[0] == args.only]
+        names = args.only.split(",")
+        return [m for m in MUTANTS if m[0] in names]
     if not args.rotate:
         return list(MUTANTS)
     changed = subprocess.run(["git", "-C", ROOT, "diff", "--name-only", "HEAD~1", "HEAD"],
@@ -386,7 +387,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2000, help="seeds per run without faults")
     ap.add_argument("--fault-seeds", type=int, default=20000, help="seeds per run with --faults")
-    ap.add_argument("--only")
+    ap.add_argument("--only", help="these mutants only (names, comma-separated)")
     ap.add_argument("--rotate", type=int, default=0,
                     help="CI: the last commit's files' mutants and a rotating window of this many")
     args = ap.parse_args()
