@@ -143,7 +143,8 @@ void session_impl::unwatch_one_watcher(std::string path, std::uint64_t id, bool 
     // arrives. ZNOWATCHER: it fired meanwhile. Lost with the connection, the C client keeps the
     // watcher and sets it again on the reconnect (SetWatches), where it would stay until its
     // node changes: so the removal is sent again then, until it is answered. (The whole-library
-    // simulation found the watch left once its model reconnected with SetWatches: seed 33,897.)
+    // simulation's reconnects model SetWatches with the client's watch table; its mutant
+    // unwatch-one-not-resent puts the old fire-and-forget back.)
     auto r = make_request(zk_op::remove_watch, path);
     r.watch_id = id;
     r.child_watch = child;
