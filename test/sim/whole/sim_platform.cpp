@@ -32,13 +32,6 @@ Stat stat_of(const replica::node& n) {
 }
 } // namespace
 
-bool replica::has_watch(std::int64_t session) const {
-    for (auto* m : {&data_w, &child_w})
-        for (auto& [p, w] : *m)
-            if (w.session == session) return true;
-    return false;
-}
-
 void replica::drop_watches(std::int64_t session) {
     for (auto* m : {&data_w, &child_w})
         for (auto it = m->begin(); it != m->end();)
@@ -344,18 +337,16 @@ void model_server::relay_loop() {
             if (rp.gave_up) return;
             auto ids = std::exchange(rp.touched, {});
             over_link(i, true, [this, ids = std::move(ids)] {
-                ++counts().relays;
                 for (auto id : ids) touch(id);
             });
         });
     s_->at(s_->now + tick / 2 + s_->draw(0, c_.ping_jitter_hi), [this] { relay_loop(); });
 }
 
-std::int64_t model_server::open_session(sim_link* l, std::int64_t timeout_ns, int via) {
+std::int64_t model_server::open_session(std::int64_t timeout_ns, int via) {
     const auto id = ++next_session_;
     alive_[id] = {s_->now, timeout_ns};
     owner_[id] = via;
-    (void)l;
     return id;
 }
 
@@ -650,8 +641,7 @@ void sim_link::handshake(bool first) {
             auto& m = self->m_;
             bool alive = true;
             if (first)
-                self->id_ =
-                    m.open_session(self.get(), static_cast<std::int64_t>(self->timeout_ms_) * 1'000'000, at);
+                self->id_ = m.open_session(static_cast<std::int64_t>(self->timeout_ms_) * 1'000'000, at);
             else
                 alive = m.revalidate(self->id_, at);
             m.over_link(at, false, [w, at, alive, attempt] {

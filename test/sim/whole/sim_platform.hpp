@@ -111,7 +111,7 @@ struct link_counts {
     long late_writes = 0;    // writes the leader applied after their connection had dropped
     long moved = 0;          // writes the leader refused: the session had moved (SESSIONMOVED)
     long setwatch_fired = 0; // watch events a reconnect's SetWatches fired
-    long cuts = 0, gave_up = 0, relays = 0;
+    long cuts = 0, gave_up = 0;
 };
 inline link_counts& counts() {
     static link_counts c;
@@ -204,7 +204,6 @@ struct replica {
     std::set<std::int64_t> ended; // sessions whose closeSession it has applied
 
     replica() { nodes["/"] = node{}; }
-    bool has_watch(std::int64_t session) const;
     void drop_watches(std::int64_t session);
     static std::string parent_of(const std::string& p) {
         auto i = p.rfind('/');
@@ -261,7 +260,7 @@ public:
 
     // -- sessions (the leader's tracker) --
     /// A new session (createSession at the leader, from server `via`).
-    std::int64_t open_session(sim_link* l, std::int64_t timeout_ns, int via);
+    std::int64_t open_session(std::int64_t timeout_ns, int via);
     /// The leader heard from session `id` now (a handshake, a relay, a request to the leader).
     void touch(std::int64_t id) {
         if (auto it = alive_.find(id); it != alive_.end()) it->second.first = s_->now;
