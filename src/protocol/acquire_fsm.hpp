@@ -16,9 +16,11 @@
 #pragma once
 
 #include "protocol/acquire_steps.hpp"
+#include "protocol/coverage.hpp"
 #include "protocol/protocol.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -145,6 +147,22 @@ public:
         checking_lease,     ///< the lease's check before the grant
         done,               ///< granted or failed
     };
+    /// The states' names, in the enum's order, and the machine's transitions (coverage.hpp).
+    static constexpr std::array state_names{"creating",
+                                            "making_parents",
+                                            "reconnecting",
+                                            "recover_connecting",
+                                            "recover_listing",
+                                            "recover_reading",
+                                            "line_listing",
+                                            "line_connecting",
+                                            "leases_listing",
+                                            "watching",
+                                            "waiting",
+                                            "checking_lease",
+                                            "done"};
+    static_assert(state_names.size() == static_cast<std::size_t>(state::done) + 1, "a name for each state");
+    static inline transition_table transitions{"acquire", {state_names.begin(), state_names.end()}};
 
     struct config {
         std::string path;   ///< the lock path
@@ -156,10 +174,23 @@ public:
     explicit basic_acquire_fsm(config c) : c_(std::move(c)) {}
 
     /// The first action (the session is connected).
-    acquire_action start(bool stop) { return create_top(stop); }
+    acquire_action start(bool stop) {
+        const auto from = st_;
+        auto a = create_top(stop);
+        transitions.note(static_cast<int>(from), static_cast<int>(st_));
+        return a;
+    }
 
     /// The next action, after the result of the last one.
     acquire_action resume(acquire_input in) {
+        const auto from = st_;
+        auto a = step(std::move(in));
+        transitions.note(static_cast<int>(from), static_cast<int>(st_));
+        return a;
+    }
+
+private:
+    acquire_action step(acquire_input in) {
         const bool lost = in.result == outcome::connection;
         switch (st_) {
         case state::creating:
@@ -307,6 +338,7 @@ public:
         return fail(acquire_action::stop);
     }
 
+public:
     state current() const noexcept { return st_; }
     /// Our node's path once created (or found again); empty before, and once known gone.
     const std::string& node() const noexcept { return node_; }

@@ -21,6 +21,7 @@
 //   any         the session expired or closed           -> fail every waiter; let go; idle
 #pragma once
 
+#include "protocol/coverage.hpp"
 #include "protocol/protocol.hpp"
 
 #include <algorithm>
@@ -112,7 +113,7 @@ public:
     /// was closed.
     effects on_node(node_result r, bool session_alive, bool closed) {
         effects out;
-        phase_ = phase::idle;
+        enter(phase::idle);
         const bool we_cancelled = std::exchange(cancelled_by_us_, false);
         auto leavers = std::move(leavers_);
         leavers_.clear();
@@ -159,7 +160,7 @@ public:
         }
         out.push_back({handoff_effect::keep_node});
         grants_ = 0;
-        phase_ = phase::held;
+        enter(phase::held);
         grant_next(out);
         return out;
     }
@@ -227,7 +228,7 @@ public:
 
 private:
     void start(effects& out) {
-        phase_ = phase::acquiring;
+        enter(phase::acquiring);
         cancelled_by_us_ = false;
         const bool all_tries =
             std::all_of(waiters_.begin(), waiters_.end(), [](const auto& kv) { return kv.second; });
@@ -240,7 +241,7 @@ private:
         lent_ = true;
     }
     void release(effects& out) {
-        phase_ = phase::idle;
+        enter(phase::idle);
         out.push_back({handoff_effect::release_node});
     }
     template <class Pred>
@@ -254,6 +255,14 @@ private:
             it = waiters_.erase(it);
         }
     }
+
+    void enter(phase p) noexcept {
+        transitions.note(static_cast<int>(phase_), static_cast<int>(p));
+        phase_ = p;
+    }
+    /// The queue's phases, counted (coverage.hpp).
+    static inline transition_table transitions{"handoff", {"idle", "acquiring", "held"}};
+    static_assert(static_cast<int>(phase::held) == 2, "a name for each phase");
 
     std::uint32_t bound_;
     phase phase_ = phase::idle;

@@ -21,8 +21,10 @@
 #pragma once
 
 #include "protocol/acquire_fsm.hpp" // outcome
+#include "protocol/coverage.hpp"
 #include "protocol/protocol.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -173,6 +175,26 @@ public:
         checking_lease,     ///< the lease's check before the grant
         done,
     };
+    /// The states' names, in the enum's order, and the machine's transitions (coverage.hpp).
+    static constexpr std::array state_names{"flight",
+                                            "making_to_read",
+                                            "reading",
+                                            "making_to_make",
+                                            "creating",
+                                            "path_waiting",
+                                            "path_listing",
+                                            "counting",
+                                            "line_waiting",
+                                            "read_waiting",
+                                            "make_waiting",
+                                            "recover_connecting",
+                                            "recover_listing",
+                                            "recover_reading",
+                                            "waiting",
+                                            "checking_lease",
+                                            "done"};
+    static_assert(state_names.size() == static_cast<std::size_t>(state::done) + 1, "a name for each state");
+    static inline transition_table transitions{"semaphore", {state_names.begin(), state_names.end()}};
 
     struct config {
         std::string path;   ///< the semaphore's path
@@ -188,13 +210,23 @@ public:
 
     /// The first action of a round (the internal lock is held).
     semaphore_action start() {
+        const auto from = st_;
         st_ = state::flight;
         auto a = act(semaphore_action::flight);
         a.node = c_.prefix;
+        transitions.note(static_cast<int>(from), static_cast<int>(st_));
         return a;
     }
 
     semaphore_action resume(semaphore_input in) {
+        const auto from = st_;
+        auto a = step(std::move(in));
+        transitions.note(static_cast<int>(from), static_cast<int>(st_));
+        return a;
+    }
+
+private:
+    semaphore_action step(semaphore_input in) {
         stop_ = in.stop;
         internal_lost_ = in.internal_lost;
         if (st_ == state::waiting) watch_ = watch_state::woke;
@@ -358,6 +390,7 @@ public:
         return fail(semaphore_action::stop);
     }
 
+public:
     state current() const noexcept { return st_; }
     /// Our lease's path once made; empty before, and once known gone.
     const std::string& node() const noexcept { return node_; }

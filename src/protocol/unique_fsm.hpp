@@ -21,9 +21,11 @@
 #pragma once
 
 #include "protocol/acquire_fsm.hpp"
+#include "protocol/coverage.hpp"
 #include "protocol/protocol.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -66,9 +68,22 @@ public:
     unique_fsm(std::string node, std::string guid, bool try_only)
         : node_(std::move(node)), guid_(std::move(guid)), try_only_(try_only) {}
 
-    unique_action start(bool stop) { return top(stop); }
+    unique_action start(bool stop) {
+        const auto from = st_;
+        auto a = top(stop);
+        transitions.note(static_cast<int>(from), static_cast<int>(st_));
+        return a;
+    }
 
     unique_action resume(const unique_input& in) {
+        const auto from = st_;
+        auto a = step(in);
+        transitions.note(static_cast<int>(from), static_cast<int>(st_));
+        return a;
+    }
+
+private:
+    unique_action step(const unique_input& in) {
         switch (st_) {
         case state::creating:
             if (in.result == outcome::ok) {
@@ -162,6 +177,7 @@ public:
         return failed(acquire_action::stop);
     }
 
+public:
     /// The node is ours: held at a grant; to delete at a failure.
     bool owns_node() const noexcept { return ours_; }
     /// At a failure: a create lost with the connection may have made our node, and it could not
@@ -189,6 +205,13 @@ private:
         reading_own,
         done,
     };
+    /// The states' names, in the enum's order, and the machine's transitions (coverage.hpp).
+    static constexpr std::array state_names{
+        "creating",    "parents", "parents_reconnecting", "listing",        "list_reconnecting",
+        "reading",     "waiting", "reconnecting",         "checking_lease", "lease_reconnecting",
+        "reading_own", "done"};
+    static_assert(state_names.size() == static_cast<std::size_t>(state::done) + 1, "a name for each state");
+    static inline transition_table transitions{"unique_node", {state_names.begin(), state_names.end()}};
 
     bool is_ours(const std::string& data) const { return data.compare(0, guid_.size(), guid_) == 0; }
 

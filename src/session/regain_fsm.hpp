@@ -23,6 +23,8 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "protocol/coverage.hpp"
+
 #include <cstdint>
 
 namespace zklock::detail {
@@ -60,14 +62,14 @@ public:
     action on_commit(bool sent_after_suspension, bool lease_lapsed) noexcept {
         if (state_ != state::idle || (rules_.after_suspension && !sent_after_suspension) || lease_lapsed)
             return action::none;
-        state_ = state::reading;
+        enter(state::reading);
         return action::send_read;
     }
     /// The read's reply: its code, and the node's czxid and ephemeral owner when ZOK;
     /// `lease_lapsed`: the session's lease, now.
     action on_read(int rc, std::int64_t czxid, std::int64_t owner, bool lease_lapsed) noexcept {
         if (state_ != state::reading) return action::none;
-        state_ = state::idle;
+        enter(state::idle);
         if (rc == ZNONODE) return finish(action::lost_deleted);
         if (rc != ZOK) return action::none;
         if (rules_.check_identity && (czxid != czxid_ || owner != session_))
@@ -82,8 +84,14 @@ public:
 
 private:
     enum class state { idle, reading, finished };
+    void enter(state s) noexcept {
+        transitions.note(static_cast<int>(state_), static_cast<int>(s));
+        state_ = s;
+    }
+    /// Its transitions, counted (coverage.hpp).
+    static inline transition_table transitions{"regain", {"idle", "reading", "finished"}};
     action finish(action a) noexcept {
-        state_ = state::finished;
+        enter(state::finished);
         return a;
     }
     std::int64_t czxid_, session_;

@@ -4,6 +4,8 @@
 // test/unit/session_fsm_test.cpp tests the machine without a server.
 #pragma once
 
+#include "protocol/coverage.hpp"
+
 #include <zklock/error.hpp>
 #include <zklock/session.hpp>
 
@@ -63,6 +65,11 @@ enum class effect : std::uint8_t {
     drop_handle,        ///< close the C client's handle
     start_new_handle,   ///< after an expiry: then renewal_started or renewal_failed
 };
+
+/// The session's transitions from state to state (coverage.hpp; session_impl::feed notes them).
+inline transition_table transitions{
+    "session", {"disconnected", "connecting", "connected", "suspended", "expired", "closed"}};
+static_assert(static_cast<int>(session_state::closed) == 5, "a name for each session_state");
 
 /// The effects of one event, in order, with the new facts.
 struct transition {

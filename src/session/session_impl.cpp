@@ -301,6 +301,7 @@ session_fsm::facts session_impl::fsm_facts() const noexcept {
 void session_impl::feed(session_fsm::event e) {
     // The machine decides (src/session/session_fsm.hpp); here its effects are carried out, in order.
     const auto t = session_fsm::step(fsm_facts(), e);
+    session_fsm::transitions.note(static_cast<int>(state()), static_cast<int>(t.next.phase));
     auth_confirmed_ = t.next.auth_confirmed;
     auth_probe_needed_ = t.next.auth_probe_needed;
     using session_fsm::effect;

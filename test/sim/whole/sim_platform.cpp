@@ -119,7 +119,7 @@ int model_server::set(replica& rp, const std::string& path, const std::string& d
 
 zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) {
     zk_result out;
-    const bool leader = rp.index == 0;
+    const bool leader = rp.index == leader_;
     auto list = [&](const std::string& path, int& rc, std::uint64_t watch_id) {
         auto it = rp.nodes.find(path);
         if (it == rp.nodes.end()) {
@@ -152,8 +152,10 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
             if (r.op == zk_op::get_data) out.data = it->second.data;
         }
         // (getData arms a watch only on a node that exists; exists arms one either way)
-        if (r.watch_id && (out.rc == ZOK || r.op == zk_op::exists))
+        if (r.watch_id && (out.rc == ZOK || r.op == zk_op::exists)) {
             rp.data_w.emplace(r.path, replica::watch{s, r.watch_id});
+            if (on_watch) on_watch(rp, s, r.path);
+        }
         break;
     }
     case zk_op::remove:
@@ -302,10 +304,17 @@ void model_server::seed_node(const std::string& path) {
     }
 }
 
+std::int64_t model_server::cut_of(int at) const {
+    // (a cut follower, or a cut leader: cut off from every follower)
+    auto c = reps_[static_cast<std::size_t>(at)].cut_until;
+    if (leader_ >= 0) c = std::max(c, reps_[static_cast<std::size_t>(leader_)].cut_until);
+    return c;
+}
+
 std::int64_t model_server::to_leader_at(int at) {
     auto& rp = reps_[static_cast<std::size_t>(at)];
     auto t = s_->now + s_->draw(50'000, c_.forward_hi);
-    if (rp.cut_until > s_->now) t = std::max(t, rp.cut_until + s_->draw(50'000, c_.forward_hi));
+    if (const auto cut = cut_of(at); cut > s_->now) t = std::max(t, cut + s_->draw(50'000, c_.forward_hi));
     rp.to_leader_last = t = std::max(t, rp.to_leader_last);
     return t;
 }
@@ -313,17 +322,19 @@ std::int64_t model_server::to_leader_at(int at) {
 std::int64_t model_server::from_leader_at(int at, std::int64_t hi) {
     auto& rp = reps_[static_cast<std::size_t>(at)];
     auto t = s_->now + s_->draw(50'000, hi);
-    if (rp.cut_until > s_->now) t = std::max(t, rp.cut_until + s_->draw(50'000, hi));
+    if (const auto cut = cut_of(at); cut > s_->now) t = std::max(t, cut + s_->draw(50'000, hi));
     rp.from_leader_last = t = std::max(t, rp.from_leader_last);
     return t;
 }
 
 void model_server::over_link(int at, bool to_leader, std::function<void()> fn) {
-    if (at == 0) return fn(); // (the leader itself)
+    if (leader_ < 0) return;        // (no leader: an election)
+    if (at == leader_) return fn(); // (the leader itself)
     const auto epoch = reps_[static_cast<std::size_t>(at)].epoch;
     const auto when = to_leader ? to_leader_at(at) : from_leader_at(at, c_.lag_hi);
-    s_->at(when, [this, at, epoch, fn = std::move(fn)] {
-        if (reps_[static_cast<std::size_t>(at)].epoch != epoch) return; // (the link broke: lost)
+    s_->at(when, [this, at, epoch, era = era_, fn = std::move(fn)] {
+        // (the link broke, or its leader is gone: lost)
+        if (reps_[static_cast<std::size_t>(at)].epoch != epoch || era_ != era) return;
         fn();
     });
 }
@@ -331,21 +342,23 @@ void model_server::over_link(int at, bool to_leader, std::function<void()> fn) {
 void model_server::relay_loop() {
     // The leader pings each follower; each answers with the sessions it heard from since its
     // last answer, and the leader takes that answer as their news (LearnerSessionTracker).
-    for (int i = 1; i < servers(); ++i)
-        over_link(i, false, [this, i] {
-            auto& rp = reps_[static_cast<std::size_t>(i)];
-            if (rp.gave_up) return;
-            auto ids = std::exchange(rp.touched, {});
-            over_link(i, true, [this, ids = std::move(ids)] {
-                for (auto id : ids) touch(id);
+    for (int i = 0; i < servers(); ++i)
+        if (i != leader_)
+            over_link(i, false, [this, i] {
+                auto& rp = reps_[static_cast<std::size_t>(i)];
+                if (rp.gave_up) return;
+                auto ids = std::exchange(rp.touched, {});
+                over_link(i, true, [this, ids = std::move(ids)] {
+                    for (auto id : ids) touch(id);
+                });
             });
-        });
     s_->at(s_->now + tick / 2 + s_->draw(0, c_.ping_jitter_hi), [this] { relay_loop(); });
 }
 
 std::int64_t model_server::open_session(std::int64_t timeout_ns, int via) {
     const auto id = ++next_session_;
     alive_[id] = {s_->now, timeout_ns};
+    sessions_[id] = timeout_ns;
     owner_[id] = via;
     return id;
 }
@@ -359,15 +372,23 @@ bool model_server::revalidate(std::int64_t id, int via) {
 }
 
 bool model_server::expire_due(std::int64_t now) {
+    if (leader_ < 0) return false;
     std::vector<std::int64_t> due;
     for (auto& [id, t] : alive_)
         if (now - t.first > t.second) due.push_back(id);
     for (auto id : due) {
-        ++expired_;
+        txn t;
+        t.session = id;
+        t.close = true;
         // (the earliest moment the leader may expire it: its last news plus T, before any
-        // rounding to a tick; the oracles measure the lease's margin against this)
-        if (on_expire) on_expire(id, alive_[id].first + alive_[id].second, alive_[id].second);
-        close_session(id);
+        // rounding to a tick; the oracles measure the lease's margin against this when the
+        // closeSession commits)
+        t.expiry = true;
+        t.earliest = alive_[id].first + alive_[id].second;
+        t.timeout = alive_[id].second;
+        alive_.erase(id);
+        owner_.erase(id);
+        log_txn(std::move(t));
     }
     return !due.empty();
 }
@@ -382,13 +403,31 @@ void model_server::close_session(std::int64_t id) {
 }
 
 void model_server::log_txn(txn t) {
-    leader_zxid_ = std::max(leader_zxid_, reps_[0].zxid) + 1;
+    if (leader_ < 0) return; // (no leader: lost)
+    auto& lr = reps_[static_cast<std::size_t>(leader_)];
+    if (lr.cut_until > s_->now) {
+        // A leader cut off from every follower commits nothing: the proposal waits for their
+        // acks, and is lost if it steps down first.
+        s_->at(lr.cut_until, [this, era = era_, t = std::move(t)]() mutable {
+            if (era_ == era) log_txn(std::move(t));
+        });
+        return;
+    }
+    leader_zxid_ = std::max(leader_zxid_, lr.zxid) + 1;
     t.zxid = leader_zxid_;
+    if (t.close) {
+        sessions_.erase(t.session);
+        if (t.expiry) {
+            ++expired_;
+            if (on_expire) on_expire(t.session, t.earliest, t.timeout);
+        }
+    }
     log_.push_back(std::move(t));
     const auto upto = log_.size();
-    apply_log(0, upto);
+    apply_log(leader_, upto);
     // the commit reaches each follower in order, after its lag (or after its cut heals)
-    for (int i = 1; i < servers(); ++i) over_link(i, false, [this, i, upto] { apply_log(i, upto); });
+    for (int i = 0; i < servers(); ++i)
+        if (i != leader_) over_link(i, false, [this, i, upto] { apply_log(i, upto); });
 }
 
 void model_server::apply_log(int at, std::size_t upto) {
@@ -437,7 +476,8 @@ void model_server::pump(int at, std::int64_t id) {
             q.pop_front();
             continue;
         } else {
-            if (at != 0 && rp.zxid < reps_[0].zxid) ++counts().stale_reads;
+            if (leader_ >= 0 && at != leader_ && rp.zxid < reps_[static_cast<std::size_t>(leader_)].zxid)
+                ++counts().stale_reads;
             res = apply(rp, id, p.r);
         }
         q.pop_front();
@@ -483,7 +523,7 @@ void model_server::receive(int at, std::int64_t id, std::uint64_t conn, std::uin
 }
 
 void model_server::ping(int at, std::int64_t id) {
-    if (at == 0)
+    if (at == leader_)
         touch(id);
     else
         reps_[static_cast<std::size_t>(at)].touched.insert(id);
@@ -541,20 +581,27 @@ std::vector<int> model_server::eligible(std::int64_t zxid) const {
     std::vector<int> out;
     for (auto& rp : reps_)
         if (!rp.gave_up && rp.zxid >= zxid) out.push_back(rp.index);
+    if (out.empty()) // (none serves: an election; the attempt is refused, the next one tries again)
+        for (auto& rp : reps_) out.push_back(rp.index);
     return out;
 }
 
 void model_server::cut(int at, std::int64_t d) {
-    if (at <= 0 || at >= servers()) return;
+    if (at < 0 || at >= servers() || at == leader_ || leader_ < 0) return;
     for (auto& rp : reps_)
         if (rp.cut_until > s_->now || rp.gave_up) return; // (one at a time: the others keep a quorum)
     auto& rp = reps_[static_cast<std::size_t>(at)];
     rp.cut_until = s_->now + d;
     ++counts().cuts;
-    if (d >= sync_limit) s_->at(s_->now + sync_limit, [this, at] { give_up(at); });
+    if (d >= sync_limit)
+        s_->at(s_->now + sync_limit, [this, at] {
+            ++counts().gave_up;
+            give_up(at);
+        });
     s_->at(rp.cut_until, [this, at] {
         auto& rp = reps_[static_cast<std::size_t>(at)];
-        if (!rp.gave_up) return; // (the learner link delivers what it held, in order)
+        // (the learner link delivers what it held, in order; in an election, the new leader syncs it)
+        if (!rp.gave_up || leader_ < 0) return;
         // it finds the leader again and syncs (a DIFF: the log it missed), then serves clients
         rp.gave_up = false;
         apply_log(at, log_.size());
@@ -563,7 +610,6 @@ void model_server::cut(int at, std::int64_t d) {
 
 void model_server::give_up(int at) {
     auto& rp = reps_[static_cast<std::size_t>(at)];
-    ++counts().gave_up;
     ++rp.epoch; // (what the learner link held is lost)
     rp.gave_up = true;
     rp.queues.clear();
@@ -573,9 +619,60 @@ void model_server::give_up(int at) {
     for (auto& [id, l] : links) rp.drop_watches(id);
 }
 
+bool model_server::fail_leader(std::int64_t notice, std::int64_t down) {
+    if (servers() < 3 || leader_ < 0) return false;
+    for (auto& rp : reps_)
+        if (rp.cut_until > s_->now || rp.gave_up) return false; // (one fault of the ensemble at a time)
+    const int old = leader_;
+    reps_[static_cast<std::size_t>(old)].cut_until = s_->now + std::max(down, notice + 1);
+    s_->at(s_->now + notice, [this, old, era = era_] {
+        if (era_ != era || reps_[static_cast<std::size_t>(old)].cut_until <= s_->now)
+            return; // (healed in time: it leads on, and what it held commits now)
+        // Everyone notices: the followers stop following, the leader steps down; each closes its
+        // clients' connections. What was on its way to or from the old leader is lost.
+        ++counts().failovers;
+        ++era_;
+        leader_ = -1;
+        for (int i = 0; i < servers(); ++i) give_up(i);
+        s_->at(s_->now + s_->draw(200'000'000, 2'000'000'000), [this, old] { elect(old); });
+    });
+    return true;
+}
+
+void model_server::elect(int old) {
+    // One of the followers wins (both have every committed txn in their logs: a commit needs a
+    // quorum's acks, and the old leader was cut off from both). Every server it reaches syncs to
+    // the whole log (a DIFF) and serves clients again.
+    int n = static_cast<int>(s_->rng() % 2);
+    if (n >= old) ++n;
+    leader_ = n;
+    for (int i = 0; i < servers(); ++i) {
+        auto& rp = reps_[static_cast<std::size_t>(i)];
+        if (i == old && rp.cut_until > s_->now) continue;
+        rp.cut_until = 0;
+        apply_log(i, log_.size());
+        rp.gave_up = false;
+    }
+    // Its session tracker starts with every session of the tree, each with a whole T from now
+    // (ZooKeeperServer.loadData, SessionTrackerImpl.addSession); a session's owner is the server
+    // it revalidates with next.
+    alive_.clear();
+    owner_.clear();
+    for (auto& [id, t] : sessions_) alive_[id] = {s_->now, t};
+    const auto heal = reps_[static_cast<std::size_t>(old)].cut_until;
+    if (heal > s_->now)
+        s_->at(heal, [this, old, era = era_] {
+            if (era_ != era) return;
+            auto& rp = reps_[static_cast<std::size_t>(old)];
+            apply_log(old, log_.size()); // (it rejoins as a follower, a DIFF from the new leader)
+            rp.gave_up = false;
+        });
+}
+
 bool model_server::operator_delete(const std::string& path) {
-    auto it = reps_[0].nodes.find(path);
-    if (it == reps_[0].nodes.end() || !it->second.children.empty()) return false;
+    if (leader_ < 0) return false;
+    auto it = view().nodes.find(path);
+    if (it == view().nodes.end() || !it->second.children.empty()) return false;
     txn t;
     t.r = zklock::detail::make_request(zk_op::remove, path);
     log_txn(std::move(t));
@@ -584,7 +681,8 @@ bool model_server::operator_delete(const std::string& path) {
 
 int model_server::reap_containers() {
     std::vector<std::string> due;
-    for (auto& [p, n] : reps_[0].nodes)
+    if (leader_ < 0) return 0;
+    for (auto& [p, n] : view().nodes)
         if (n.container && n.children.empty() && n.cversion > 0) due.push_back(p);
     for (auto& p : due) operator_delete(p);
     reaped_ += static_cast<int>(due.size());
@@ -593,7 +691,7 @@ int model_server::reap_containers() {
 
 std::vector<std::string> model_server::under(const std::string& path) const {
     std::vector<std::string> out;
-    for (auto& [p, n] : reps_[0].nodes)
+    for (auto& [p, n] : view().nodes)
         if (p.size() > path.size() && p.compare(0, path.size(), path) == 0 && p[path.size()] == '/')
             out.push_back(p);
     return out;

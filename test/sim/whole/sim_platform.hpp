@@ -15,7 +15,9 @@
 // receive timeout's ZOPERATIONTIMEOUT, requests queued in the client while an outage hangs),
 // reconnect to a server not behind the client's last zxid with SetWatches, or learn of the expiry
 // at the reconnect (ZSESSIONEXPIRED); followers cut off from the leader, giving it up past
-// syncLimit. Not yet: leader failover, NOAUTH, a client's pause, clock drift (issue 62).
+// syncLimit; the leader's failover (a crash, or a cut from both followers: it commits nothing,
+// then steps down; a follower wins the election and restarts every session with a whole T).
+// Not yet: NOAUTH, sync, a client's pause, a frozen server, clock drift (issue 62).
 #pragma once
 
 #include "session/platform.hpp"
@@ -112,6 +114,7 @@ struct link_counts {
     long moved = 0;          // writes the leader refused: the session had moved (SESSIONMOVED)
     long setwatch_fired = 0; // watch events a reconnect's SetWatches fired
     long cuts = 0, gave_up = 0;
+    long failovers = 0; // leaders replaced (crashed, or cut off from both followers past syncLimit)
 };
 inline link_counts& counts() {
     static link_counts c;
@@ -244,6 +247,8 @@ public:
         int origin = -1;    // the server that forwarded it (answers it)
         std::uint64_t key = 0;
         std::int64_t zxid = 0; // the leader's zxid after it
+        bool expiry = false;   // (a closeSession of the tracker's: its earliest moment and T, for the oracle)
+        std::int64_t earliest = 0, timeout = 0;
     };
     struct config {
         int servers = 1;
@@ -256,6 +261,8 @@ public:
     /// Starts the ensemble on `s` (its ping loop); before any link.
     void start(scheduler& s, config c);
     int servers() const { return static_cast<int>(reps_.size()); }
+    /// The leader's index, or -1 during an election.
+    int leader() const { return leader_; }
     replica& server(int i) { return reps_[static_cast<std::size_t>(i)]; }
 
     // -- sessions (the leader's tracker) --
@@ -299,6 +306,8 @@ public:
     /// When a message server `at` sends the leader now arrives, and the reverse (FIFO each way,
     /// held by a cut until it heals). A message that finds the server's epoch moved is lost.
     std::int64_t to_leader_at(int at);
+    /// Until when server `at`'s learner link is held by a cut (its own, or the leader's).
+    std::int64_t cut_of(int at) const;
     std::int64_t from_leader_at(int at, std::int64_t hi);
     /// Runs `fn` at server `at` (or at the leader, `to_leader`) when a message sent now on the
     /// learner link arrives, unless the link broke meanwhile.
@@ -307,6 +316,15 @@ public:
     // -- faults --
     /// Follower `at` is cut off from the leader for `d` ns.
     void cut(int at, std::int64_t d);
+    /// The leader is cut off from both followers for `down` ns: a crash and its restart (`notice`
+    /// 0: the followers see its connections close at once), or a partition (`notice` syncLimit or
+    /// more: the followers stop hearing its pings, and it stops hearing their acks). Until then it
+    /// commits nothing (no quorum) and answers its own clients' reads and pings; if the cut lasts
+    /// past `notice`, every server drops its clients, the followers elect one of them, which
+    /// starts every session of the tree with a whole T, and the old leader rejoins as a follower
+    /// when the cut heals (Leader.lead's quorum check, QuorumPeer's LOOKING, SessionTrackerImpl).
+    /// False if an election or another cut is under way (one fault of the ensemble at a time).
+    bool fail_leader(std::int64_t notice, std::int64_t down);
     /// An operator's delete (zkCli's `delete`) through the leader.
     bool operator_delete(const std::string& path);
     /// The container reaper (ZooKeeper 3.8's ContainerManager, every checkIntervalMs, on the
@@ -323,8 +341,15 @@ public:
         return true;
     }
 
-    // -- the oracles' view: the leader's tree --
+    // -- the oracles' view: the leader's tree (during an election, the most advanced server's) --
     std::vector<std::string> under(const std::string& path) const;
+    const replica& view() const {
+        if (leader_ >= 0) return reps_[static_cast<std::size_t>(leader_)];
+        const replica* best = &reps_[0];
+        for (auto& r : reps_)
+            if (r.applied > best->applied) best = &r;
+        return *best;
+    }
     std::size_t watch_count() const {
         std::size_t n = 0;
         for (auto& r : reps_) n += r.data_w.size() + r.child_w.size();
@@ -342,17 +367,20 @@ public:
     }
     std::size_t ephemeral_count() const {
         std::size_t n = 0;
-        for (auto& [p, x] : reps_[0].nodes) n += x.owner != 0;
+        for (auto& [p, x] : view().nodes) n += x.owner != 0;
         return n;
     }
     const node* find(const std::string& p) const {
-        auto it = reps_[0].nodes.find(p);
-        return it == reps_[0].nodes.end() ? nullptr : &it->second;
+        auto it = view().nodes.find(p);
+        return it == view().nodes.end() ? nullptr : &it->second;
     }
     /// (for the oracles) Session `id` is expired now; `earliest` is the leader's last news plus T.
     std::function<void(std::int64_t id, std::int64_t earliest, std::int64_t timeout)> on_expire;
     /// (for the oracles) A node's data was set by session `id`, alone or in a multi, at the leader.
     std::function<void(std::int64_t id, const std::string& path, const std::string& data)> on_set;
+    /// (for the oracles) Server `rp` set a data watch for session `id` on `path` (getData, or
+    /// exists), answering the session's own request (not SetWatches at a reconnect).
+    std::function<void(const replica& rp, std::int64_t id, const std::string& path)> on_watch;
 
 private:
     /// The leader takes a write forwarded by server `origin`.
@@ -364,6 +392,8 @@ private:
     void pump(int at, std::int64_t id);
     void relay_loop();
     void give_up(int at);
+    /// The followers of the lost leader `old` elect one of them (fail_leader).
+    void elect(int old);
     /// Applies `r` of session `id` to server `at`'s tree now (its watch events go to its links).
     zklock::detail::zk_result apply(replica& rp, std::int64_t id, const zklock::detail::zk_request& r);
     void end_session(replica& rp, std::int64_t id);
@@ -381,6 +411,9 @@ private:
     std::int64_t next_session_ = 0, leader_zxid_ = 0;
     std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last news, T)
     std::map<std::int64_t, int> owner_;                                   // id -> its server
+    std::map<std::int64_t, std::int64_t> sessions_; // the tree's sessions (not closed in the log): id -> T
+    int leader_ = 0;                                // -1: an election
+    std::uint64_t era_ = 0; // moves at each failover: what was on its way to or from the old leader is lost
     int expired_ = 0, reaped_ = 0;
     bool in_multi_ = false;
     struct event {

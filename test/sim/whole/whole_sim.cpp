@@ -25,9 +25,10 @@
 // session on any server not behind the client, with SetWatches, outages past the session
 // timeout: an expiry, decided by the leader's session tracker and told at the reconnect, with
 // ZSESSIONEXPIRED for what waited in the client's queue); with followers, half of those seeds
-// also cut a follower off from the leader now and then (sometimes past syncLimit); and in a third of those seeds, an operator's delete of a lock node
-// now and then (out of the lock's premise: that hold leaves the conflict oracles; a guarded write
-// must still not land after it).
+// also cut a follower off from the leader now and then (sometimes past syncLimit), and a third
+// replace the leader now and then (a crash, or a cut from both followers); in a third of the
+// fault seeds, an operator's delete of a lock node now and then (out of the lock's premise: that
+// hold leaves the conflict oracles; a guarded write must still not land after it).
 //
 // Oracles. From the model ensemble's history (the leader's: its expiries, its commits):
 //   - when the server expires a session, each of its holds still kept by its client was told
@@ -35,6 +36,7 @@
 //     session's last news plus T, before any rounding (docs/lease.md's bound; f = 0.3);
 //   - a guarded write lands only while its lock node exists, is its session's, and no node of
 //     the lock is ahead of it;
+//   - no herd: a waiter of the exclusive lock watches only the node just ahead of one of its own;
 //   - once every client stopped, with the sessions still alive, no lock node and no watch is
 //     left 30 virtual seconds later; once every session has closed, no node under the lock path
 //     but emptied containers, no ephemeral node, no watch.
@@ -61,6 +63,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "protocol/coverage.hpp"
 #include "protocol/protocol.hpp"
 #include "session/timer.hpp"
 
@@ -175,12 +178,31 @@ long long sequence_of(const std::string& name) {
 
 int pinned_recipe = -1; // (--recipe, for the replay command a failure prints)
 
+/// The class of an oracle's violation, printed with each failure: a mutant of the library names
+/// the class it must be found by (scripts/sim_whole_mutants.py), so a hunt that finds some other
+/// violation has not found its own.
+const char* violation_class(const std::string& why) {
+    auto has = [&](const char* s) { return why.find(s) != std::string::npos; };
+    if (has("a herd:")) return "herd";
+    if (has("ran twice") || has("never ran their handler")) return "handler";
+    if (has("with no fault") || has("outer hold was lost by the inner release")) return "spurious";
+    if (has("fencing token") || has("nested acquire has another token")) return "token";
+    if (has("guarded write") || has("proclaim, sent while")) return "write";
+    if (has("was told of its loss") || has("which holds and was not told") ||
+        has("granted on a session the server has expired"))
+        return "lease";
+    if (has(" while ") && has(" granted ")) return "overlap";
+    if (has("stuck:") || has("did not complete") || has("is still held")) return "stuck";
+    if (has(" left")) return "left";
+    return "other";
+}
+
 void report_failure(std::uint64_t seed, const std::string& why, bool with_faults) {
     const std::string recipe_arg =
         pinned_recipe >= 0 ? std::string(" --recipe ") + recipe_names[pinned_recipe] : std::string();
-    std::printf("seed %llu FAILED: %s (replay: zklock_sim_whole --seed %llu%s%s --verbose)\n",
-                static_cast<unsigned long long>(seed), why.c_str(), static_cast<unsigned long long>(seed),
-                with_faults ? " --faults" : "", recipe_arg.c_str());
+    std::printf("seed %llu FAILED [%s]: %s (replay: zklock_sim_whole --seed %llu%s%s --verbose)\n",
+                static_cast<unsigned long long>(seed), violation_class(why), why.c_str(),
+                static_cast<unsigned long long>(seed), with_faults ? " --faults" : "", recipe_arg.c_str());
     std::fflush(stdout);
 }
 
@@ -247,6 +269,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // not, or its reply on its way: lost; a retry after it must not take what it did for its own)
     const bool write_drops = faults && s.rng() % 3 == 0;
     const auto write_drop_in = 3 + s.rng() % 28;
+    // with followers, a third of the faulty seeds replace the leader now and then (one fault in
+    // six): it crashes and restarts, or it is cut off from both followers, past syncLimit or not.
+    // (Drawn from a stream of its own: a seed without it runs as it ran before this fault came.)
+    std::mt19937_64 frng(seed * 0x9E3779B97F4A7C15ULL + 0x5EEDULL);
+    const bool failovers = faults && ens.servers > 1 && frng() % 3 == 0;
     std::set<std::string> deleted_by_operator;
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
@@ -314,6 +341,35 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             for (auto& c : par->children)
                 if (auto q = sequence_of(c); q >= 0 && q < mine)
                     return fail("a guarded write landed while " + parent + "/" + c + " was ahead of " + data);
+    };
+
+    // No herd: a waiter of the exclusive lock (the predecessor strategy) watches only the node
+    // just ahead of one of its own, or its own node (the holder's loss watch), as the server that
+    // set the watch saw the lock path then. (Nothing can come between two nodes once both are
+    // made; out of the premise, an operator's delete of a waiter's node, it is not checked.)
+    const bool herd_checked = mo.strategy == zklock::lock_strategy::predecessor && !operator_deletes &&
+                              (what == recipe::mutex || what == recipe::reentrant || what == recipe::multi);
+    m.on_watch = [&](const replica& rp, std::int64_t id, const std::string& p) {
+        if (!herd_checked) return;
+        const auto parent = p.substr(0, p.rfind('/'));
+        const auto q = sequence_of(p);
+        const auto it = rp.nodes.find(p);
+        const auto par = rp.nodes.find(parent);
+        if ((parent != path && parent != path_b) || q < 0 || it == rp.nodes.end() || par == rp.nodes.end() ||
+            it->second.owner == id)
+            return;
+        for (auto& c : par->second.children) {
+            const auto mine = sequence_of(c);
+            if (mine <= q || rp.nodes.at(parent + "/" + c).owner != id) continue;
+            if (std::none_of(par->second.children.begin(), par->second.children.end(),
+                             [&](const std::string& d) {
+                                 const auto x = sequence_of(d);
+                                 return x > q && x < mine;
+                             }))
+                return; // (p is just ahead of c, a node of id's)
+        }
+        fail("a herd: session " + std::to_string(id) + " watches " + p +
+             ", which is just ahead of none of its nodes at server " + std::to_string(rp.index));
     };
 
     for (int c = 0; c < clients; ++c) {
@@ -717,13 +773,15 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     }
     // The faults: connection drops of a random session, each down for a drawn time (past the
     // session timeout sometimes: an expiry, told at the reconnect); and the leader's session
-    // tracker, which expires an untouched session every 100 ms of virtual time.
+    // tracker, which expires an untouched session every 100 ms of virtual time, to the end of the
+    // run (a session revived by a new leader after its client was told of its expiry is expired
+    // by it T later, the clients stopped or not), and its container reaper, while clients run.
     int ticks = 0;
     std::function<void()> tracker = [&] {
         m.expire_due(s.now);
-        if (++ticks % 10 == 0 && m.reap_containers() > 0)
+        if (finished < clients && ++ticks % 10 == 0 && m.reap_containers() > 0)
             log("the container reaper deleted empty containers");
-        if (finished < clients) s.at(s.now + 100'000'000, tracker);
+        s.at(s.now + 100'000'000, tracker);
     };
     s.at(s.now + 100'000'000, tracker);
     std::function<void()> fault = [&] {
@@ -731,8 +789,24 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         std::vector<std::shared_ptr<sim_link>> up;
         for (auto& w : plat->links)
             if (auto l = w.lock(); l && l->connected()) up.push_back(l);
-        if (cuts && s.rng() % 4 == 0) {
-            const int f = 1 + static_cast<int>(s.rng() % 2);
+        if (failovers && frng() % 6 == 0) {
+            const auto kind = frng() % 3;
+            // a crash, the restart within 15 s; or a cut of the leader past syncLimit (the
+            // followers notice within 2 s more; healed within 10 s of that); or a shorter cut
+            // (it leads on: what it held back commits when the cut heals)
+            const std::int64_t notice =
+                kind == 0 ? 0 : 10'000'000'000 + static_cast<std::int64_t>(frng() % 2'000'000'000);
+            const std::int64_t down =
+                kind == 0   ? 1'000'000'000 + static_cast<std::int64_t>(frng() % 14'000'000'000)
+                : kind == 1 ? notice + 1'000'000 + static_cast<std::int64_t>(frng() % 10'000'000'000)
+                            : 50'000'000 + static_cast<std::int64_t>(frng() % 6'000'000'000);
+            const int was = m.leader();
+            if (m.fail_leader(notice, down))
+                log(std::string("the leader, server ") + std::to_string(was) +
+                    (kind == 0 ? " crashes; it restarts in " : " is cut off from both followers for ") +
+                    std::to_string(down / 1'000'000) + " ms");
+        } else if (cuts && s.rng() % 4 == 0) {
+            const int f = (std::max(m.leader(), 0) + 1 + static_cast<int>(s.rng() % 2)) % 3; // (a follower)
             const auto d =
                 s.rng() % 4 == 0 ? s.draw(10'000'000'000, 14'000'000'000) : s.draw(50'000'000, 6'000'000'000);
             log("follower " + std::to_string(f) + " is cut off from the leader for " +
@@ -837,6 +911,75 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     return out;
 }
 
+/// Every transition of the library's state machines reached in this process, with its count:
+/// "machine from -> to" (coverage.hpp; a machine instantiated twice is summed).
+std::map<std::string, std::uint64_t> reached_transitions() {
+    std::map<std::string, std::uint64_t> out;
+    for (const auto* t : zklock::detail::transition_table::all()) {
+        const auto n = t->states().size();
+        for (std::size_t f = 0; f < n; ++f)
+            for (std::size_t to = 0; to < n; ++to)
+                if (auto c = t->count(f, to))
+                    out[std::string(t->machine()) + " " + t->states()[f] + " -> " + t->states()[to]] += c;
+    }
+    return out;
+}
+
+/// The transitions `file` lists (one a line; # comments) that this run reached no more: the suite
+/// fails on them. Prints how many of the machines' transitions the run reached, and those it
+/// reached that the file does not list.
+bool transitions_still_reached(const std::string& file) {
+    const auto reached = reached_transitions();
+    std::FILE* f = std::fopen(file.c_str(), "r");
+    if (!f) {
+        std::printf("zklock_sim_whole: cannot read %s\n", file.c_str());
+        return false;
+    }
+    std::set<std::string> listed;
+    char line[512];
+    while (std::fgets(line, sizeof line, f)) {
+        std::string l(line);
+        while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+        if (!l.empty() && l[0] != '#') listed.insert(l);
+    }
+    std::fclose(f);
+    bool ok = true;
+    for (auto& t : listed)
+        if (!reached.count(t)) {
+            std::printf("transition no longer reached: %s (listed in %s)\n", t.c_str(), file.c_str());
+            ok = false;
+        }
+    std::size_t fresh = 0;
+    for (auto& [t, c] : reached)
+        if (!listed.count(t)) {
+            ++fresh;
+            std::printf("transition reached, not listed (%llu times): %s\n",
+                        static_cast<unsigned long long>(c), t.c_str());
+        }
+    std::printf("transitions: %zu reached, %zu listed, %zu listed and not reached\n", reached.size(),
+                listed.size(),
+                static_cast<std::size_t>(std::count_if(
+                    listed.begin(), listed.end(), [&](const std::string& t) { return !reached.count(t); })));
+    (void)fresh;
+    return ok;
+}
+
+/// Writes the transitions reached at least `min` times to `file` (the list the suite checks).
+void write_transitions(const std::string& file, std::uint64_t min, const std::string& how) {
+    std::FILE* f = std::fopen(file.c_str(), "w");
+    if (!f) return;
+    std::fprintf(
+        f,
+        "# The library's state machines' transitions that the suite's fault seeds reach, each at least %llu\n"
+        "# times (src/protocol/coverage.hpp). sim.WholeLibraryUnderFaultsSeedsPass fails when one is "
+        "reached\n"
+        "# no more. Written by: zklock_sim_whole %s\n",
+        static_cast<unsigned long long>(min), how.c_str());
+    for (auto& [t, c] : reached_transitions())
+        if (c >= min) std::fprintf(f, "%s\n", t.c_str());
+    std::fclose(f);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -844,6 +987,7 @@ int main(int argc, char** argv) {
     bool replay = false, verbose = false, one = false, with_faults = false;
     int only = -1;
     double minutes = 0; // (--minutes: as many seeds as fit, for long runs by hand)
+    std::string check_transitions, write_transitions_to;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc)
             seeds = std::strtoull(argv[++i], nullptr, 10);
@@ -859,6 +1003,10 @@ int main(int argc, char** argv) {
             verbose = true;
         else if (!std::strcmp(argv[i], "--faults"))
             with_faults = true;
+        else if (!std::strcmp(argv[i], "--transitions") && i + 1 < argc)
+            check_transitions = argv[++i];
+        else if (!std::strcmp(argv[i], "--write-transitions") && i + 1 < argc)
+            write_transitions_to = argv[++i];
         else if (!std::strcmp(argv[i], "--recipe") && i + 1 < argc) {
             const std::string r = argv[++i];
             for (int k = 0; k < static_cast<int>(recipe::count); ++k)
@@ -869,9 +1017,9 @@ int main(int argc, char** argv) {
             }
         } else {
             std::fprintf(
-                stderr,
-                "usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] "
-                "[--faults] [--recipe mutex|shared|semaphore|election|reentrant|multi] [--verbose]\n");
+                stderr, "usage: zklock_sim_whole [--seeds N | --minutes M] [--seed S] [--first S] [--replay] "
+                        "[--faults] [--recipe mutex|shared|semaphore|election|reentrant|multi] [--verbose] "
+                        "[--transitions FILE] [--write-transitions FILE]\n");
             return 2;
         }
     }
@@ -924,9 +1072,14 @@ int main(int argc, char** argv) {
     std::printf(
         ", %ld reads answered from a follower behind the leader, %ld writes that reached a server after "
         "their connection dropped, %ld refused as SESSIONMOVED, %ld watch events fired by SetWatches, %ld "
-        "followers cut off (%ld past syncLimit)",
+        "followers cut off (%ld past syncLimit), %ld leaders replaced",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
-        counts().gave_up);
+        counts().gave_up, counts().failovers);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
+    if (!write_transitions_to.empty())
+        write_transitions(write_transitions_to, 5,
+                          "--seeds " + std::to_string(seeds) + " --first " + std::to_string(first) +
+                              (with_faults ? " --faults" : "") + " --write-transitions FILE");
+    if (!check_transitions.empty() && !transitions_still_reached(check_transitions)) return 1;
     return 0;
 }
