@@ -25,6 +25,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -370,6 +371,21 @@ MUTANTS = [
      'both defences against a lost create applied after the recovery looked (the barrier before its '
      'listing, the duplicate\'s delete at the next listing) taken away together: each alone survives',
      ['--faults']),
+    ('observe-first-child-unsorted', 'src/recipes/election.cpp',
+     'if (!sorted.empty()) first = op.path_ + "/" + std::string(sorted.front().name);',
+     'if (!sorted.empty()) first = op.path_ + "/" + l.children.front();',
+     "an election's observer takes the first child listed for the leader, not the lowest candidate",
+     ['--recipe', 'election']),
+    ('observe-cancel-keeps-watch', 'src/recipes/election.cpp',
+     's.drop_watch(wid, w.rc == ZOK);',
+     's.drop_watch(wid, false);',
+     "an observe cancelled while it waits for the first candidate leaves its child watch at the server",
+     ['--recipe', 'election']),
+    ('revoke-waiters-not-told', 'src/recipes/guard.cpp',
+     '    if (waiters_) complete_all(waiters_->revoke, errc::revocation_requested);',
+     '    (void)0;',
+     "a revocation request on a revocable lock's node is noted, and its holder's waits are never told",
+     ['--recipe', 'mutex']),
     ('stop-ignored-before-grant', 'src/protocol/acquire_fsm.hpp',
      '            if (in.stop) return fail(acquire_action::stop);\n            st_ = state::done;',
      '            st_ = state::done;',
@@ -473,7 +489,8 @@ MUTANTS = [
 
 
 # The violation classes each mutant must be found by (zklock_sim_whole prints a failure's class:
-# overlap, token, lease, write, stuck, left, spurious, handler, herd; a crash or a hang counts for any).
+# overlap, token, lease, write, stuck, left, spurious, handler, herd, observe, revoke; a crash or a hang
+# counts for any).
 # A hunt that finds only other classes has not found its mutant: it goes on past them, and fails.
 EXPECT = {
     'timeout-keeps-node': {'left', 'stuck'},
@@ -548,6 +565,9 @@ EXPECT = {
     'no-sweep-when-giving-up': {'left'},
     'no-barrier': {'write', 'left', 'stuck'},
     'no-barrier-nor-duplicate-cleanup': {'stuck', 'left', 'write'},
+    'observe-first-child-unsorted': {'observe'},
+    'observe-cancel-keeps-watch': {'left'},
+    'revoke-waiters-not-told': {'revoke'},
     'stop-ignored-before-grant': {'handler', 'left', 'stuck'},
     'order-by-name': {'token', 'overlap'},
     'writer-passes-readers': {'overlap'},
@@ -590,7 +610,9 @@ def sync_tree():
         if os.path.exists(dst) and open(src, "rb").read() == open(dst, "rb").read():
             continue
         os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy2(src, dst)
+        # (a plain copy: the copy's time is now, so the build sees it newer than an object built
+        # from a mutant that an interrupted run left in place)
+        shutil.copy(src, dst)
 
 
 def build(mutant=False):
@@ -680,6 +702,8 @@ def chosen(args):
 
 def main():
     sys.stdout.reconfigure(line_buffering=True)
+    # A run stopped by a signal still puts the mutated file back (the finally below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit("sim_whole_mutants: stopped"))
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=2000, help="seeds per run without faults")
     ap.add_argument("--fault-seeds", type=int, default=20000, help="seeds per run with --faults")

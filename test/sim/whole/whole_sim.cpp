@@ -94,6 +94,8 @@ struct outcome {
     std::string why;
     std::uint64_t trace = 0;
     int grants = 0, commits = 0, expiries_with_holds = 0, gave_up = 0, reaped = 0, operator_deletes = 0;
+    int observed = 0;        // leaders an election's observer saw
+    int revoked = 0;         // holders told of a revocation request
     double min_margin = 1e9; // the smallest margin measured, in T
 };
 
@@ -106,9 +108,11 @@ struct hold {
     bool downgrading = false;  // a downgrade in flight: its read node is not known yet
     bool operator_hit = false; // an operator deleted a node it may stand on (out of the premise)
     enum kind_t { exclusive, shared, lease } kind = exclusive;
-    std::int64_t told = -1;      // when its loss signal fired (virtual ns), or -1 (or regained since)
-    bool kept = true;            // not given back yet
-    zklock::guard* gd = nullptr; // the client's guard (valid while kept)
+    std::int64_t told = -1;        // when its loss signal fired (virtual ns), or -1 (or regained since)
+    bool kept = true;              // not given back yet
+    zklock::guard* gd = nullptr;   // the client's guard (valid while kept)
+    std::int64_t revoked_at = -1;  // when a revocation request naming its node succeeded, or -1
+    std::int64_t revoke_told = -1; // when its holder was told of one, or -1
 };
 
 /// Every operation's handler runs exactly once (issue 62's oracle): each handler the world gives
@@ -184,6 +188,8 @@ int pinned_recipe = -1; // (--recipe, for the replay command a failure prints)
 const char* violation_class(const std::string& why) {
     auto has = [&](const char* s) { return why.find(s) != std::string::npos; };
     if (has("a herd:")) return "herd";
+    if (has("the observer saw")) return "observe";
+    if (has("revocation no one asked for") || has("to let go of")) return "revoke";
     if (has("ran twice") || has("never ran their handler")) return "handler";
     if (has("with no fault") || has("outer hold was lost by the inner release")) return "spurious";
     if (has("fencing token") || has("nested acquire has another token")) return "token";
@@ -274,6 +280,13 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // (Drawn from a stream of its own: a seed without it runs as it ran before this fault came.)
     std::mt19937_64 frng(seed * 0x9E3779B97F4A7C15ULL + 0x5EEDULL);
     const bool failovers = faults && ens.servers > 1 && frng() % 3 == 0;
+    // half the mutex worlds make their locks revocable, and a revoker asks the holder to let go
+    // now and then (zklock::async_revoke); the holder lets go when told (guard::async_wait_revoked)
+    // (not with unique_node: a revocation written into <path>/lock before its creator read it back
+    // after a lost create reply erases the guid it knows it by; docs/guarantees.md, a limit)
+    const bool revocations =
+        what == recipe::mutex && frng() % 2 == 0 && mo.strategy != zklock::lock_strategy::unique_node;
+    mo.revocable = revocations;
     std::set<std::string> deleted_by_operator;
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
@@ -372,6 +385,99 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
              ", which is just ahead of none of its nodes at server " + std::to_string(rp.index));
     };
 
+    // An election's observer (half its worlds; drawn from the fault stream, so that other worlds
+    // run as before): async_observe in a loop on a drawn session while the candidates run, then
+    // its pending observe cancelled. Each leader it sees has a value the world published, and a
+    // fencing token no lower than the last one it saw (the lowest node's czxid only grows: a
+    // session never sees an older tree than it has seen).
+    std::set<std::string> published;
+    asio::cancellation_signal observer_stop;
+    bool observer_done = true;
+    if (what == recipe::election && frng() % 2 == 0) {
+        observer_done = false;
+        auto& osess = *ss[static_cast<std::size_t>(frng() % static_cast<std::uint64_t>(sessions))];
+        asio::co_spawn(
+            s.io,
+            [&]() -> awaitable<void> {
+                zklock::election el(osess, path, eo);
+                zklock::detail::timer pause(plat, s.io.get_executor());
+                std::optional<zklock::leader_info> last;
+                std::int64_t last_token = 0;
+                while (!observer_done) {
+                    auto [e, li] = co_await once<zklock::error_code, std::optional<zklock::leader_info>>(
+                        ledger, "async_observe", [&](auto h) {
+                            el.async_observe(
+                                last, asio::bind_cancellation_slot(observer_stop.slot(), std::move(h)));
+                        });
+                    if (e == asio::error::operation_aborted || observer_done) break;
+                    if (e) { // (a fault: the session ended, or a request failed; look again later)
+                        if (osess.state() == zklock::session_state::expired ||
+                            osess.state() == zklock::session_state::closed)
+                            break;
+                        pause.expires_after(std::chrono::milliseconds(100));
+                        co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                        continue;
+                    }
+                    std::optional<zklock::leader_info> seen =
+                        li; // (clang 14: no structured binding in a lambda)
+                    if (seen) {
+                        ++out.observed;
+                        log("the observer sees the leader " + seen->node_path + ": " + seen->value);
+                        if (!published.count(seen->value))
+                            fail("the observer saw a leader's value no candidate published: " + seen->value);
+                        if (seen->fencing_token < last_token)
+                            fail("the observer saw an older leader: token " +
+                                 std::to_string(seen->fencing_token) + " after " +
+                                 std::to_string(last_token));
+                        last_token = std::max(last_token, seen->fencing_token);
+                    }
+                    last = seen;
+                }
+                observer_done = true;
+            },
+            [&](std::exception_ptr e) {
+                if (!e) return;
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    fail(std::string("the observer failed: ") + x.what());
+                }
+            });
+    }
+
+    // The revoker (revocable worlds): on a drawn session, now and then, asks the holder of the
+    // lock to let go (zklock::async_revoke), while the clients run.
+    if (revocations) {
+        auto& rsess = *ss[static_cast<std::size_t>(frng() % static_cast<std::uint64_t>(sessions))];
+        asio::co_spawn(
+            s.io,
+            [&]() -> awaitable<void> {
+                zklock::detail::timer pause(plat, s.io.get_executor());
+                while (finished < clients) {
+                    pause.expires_after(std::chrono::nanoseconds(s.draw(50'000'000, 800'000'000)));
+                    co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                    if (rsess.state() != zklock::session_state::connected) continue;
+                    auto [e, node] =
+                        co_await once<zklock::error_code, std::string>(ledger, "async_revoke", [&](auto h) {
+                            zklock::async_revoke(rsess, path, std::move(h));
+                        });
+                    if (e) continue;
+                    std::string named = node; // (clang 14: no structured binding in a lambda)
+                    log("the revoker asks the holder of " + named + " to let go");
+                    for (auto& h : holds)
+                        if (h->kept && h->node == named && h->revoked_at < 0) h->revoked_at = s.now;
+                }
+            },
+            [&](std::exception_ptr e) {
+                if (!e) return;
+                try {
+                    std::rethrow_exception(e);
+                } catch (const std::exception& x) {
+                    fail(std::string("the revoker failed: ") + x.what());
+                }
+            });
+    }
+
     for (int c = 0; c < clients; ++c) {
         auto& sess = *ss[static_cast<std::size_t>(c % sessions)];
         asio::co_spawn(
@@ -396,7 +502,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                            sess.state() == zklock::session_state::closed;
                 };
                 auto timeout = [&] { return std::chrono::microseconds(s.draw(1'000, 40'000'000) / 1000); };
-                auto value = [&](int i) { return name(c) + " cycle " + std::to_string(i); };
+                auto value = [&](int i) {
+                    auto v = name(c) + " cycle " + std::to_string(i);
+                    published.insert(v);
+                    return v;
+                };
                 for (int i = 0; i < cycles && !gone(); ++i) {
                     zklock::error_code ec;
                     zklock::guard g;
@@ -674,6 +784,19 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     holds.push_back(h);
                     h->gd = &held;
                     listen(h, s, log, ledger);
+                    if (revocations) // the holder lets go early when asked to (its pause ends)
+                        held.async_wait_revoked(
+                            ledger.wrap("async_wait_revoked", [&, h, p = &pause](zklock::error_code e) {
+                                if (e != zklock::errc::revocation_requested) return;
+                                if (h->revoke_told < 0) h->revoke_told = s.now;
+                                ++out.revoked;
+                                log(name(h->client) + " is asked to let go of " + h->node);
+                                if (const auto* n = m.find(h->node);
+                                    n && n->data != "__REVOKE__" && n->data != "unlock")
+                                    fail(name(h->client) +
+                                         " was told of a revocation no one asked for: " + h->node);
+                                if (h->kept) p->cancel();
+                            }));
                     if (!m.alive(h->session)) fail(name(c) + " granted on a session the server has expired");
                     if (what == recipe::reentrant) {
                         // a nested acquire of the same owner: granted at once, the same grant
@@ -717,6 +840,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     }
                     if (what == recipe::election && s.rng() % 2 == 0) {
                         const bool told_before = held.is_lost();
+                        published.insert(value(i) + " proclaimed");
                         auto [e] = co_await once<zklock::error_code>(ledger, "async_proclaim", [&](auto h) {
                             lead.async_proclaim(value(i) + " proclaimed", std::move(h));
                         });
@@ -751,10 +875,19 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     // with no fault injected, a lock is never lost
                     if (!faults && held.is_lost())
                         fail(name(c) + " lost its lock with no fault: " + held.loss_reason().message());
+                    // with no fault, a holder asked to let go is told within a second
+                    if (revocations && !faults && h->revoked_at >= 0 && h->revoke_told < 0 &&
+                        s.now - h->revoked_at > 1'000'000'000)
+                        fail(name(c) + " was asked to let go of " + h->node + " " +
+                             std::to_string((s.now - h->revoked_at) / 1'000'000) +
+                             " ms ago, and was not told");
                     h->kept = false;
                     log(name(c) + " gives back " + held.node_path());
                     if (s.rng() % 4 == 0)
                         held = zklock::guard(); // released by its destructor: the node goes in the background
+                    else if (what == recipe::election && (c + i) % 2 == 0)
+                        co_await once<zklock::error_code>(ledger, "async_resign",
+                                                          [&](auto h) { lead.async_resign(std::move(h)); });
                     else
                         co_await once<zklock::error_code>(ledger, "async_release", [&](auto h) {
                             held.async_release(std::move(h)); // (after a loss: an error)
@@ -861,6 +994,10 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     if (!s.run([&] { return finished == clients || !out.ok; }, limit) && out.ok)
         fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) + " clients finished");
     if (!out.ok) return abandon(seed, out, with_faults);
+    if (!observer_done) { // (the candidates are done: the observer's wait is cancelled)
+        observer_done = true;
+        observer_stop.emit(asio::cancellation_type::terminal);
+    }
     // Quiet: every client has given its holds back and stopped; what the library deletes in the
     // background and the watches it gives up must be gone at the server within 30 virtual
     // seconds, while the sessions still live (their close would delete and drop them anyway).
@@ -1025,7 +1162,8 @@ int main(int argc, char** argv) {
     }
     if (one) seeds = 1;
     pinned_recipe = only;
-    long grants = 0, commits = 0, expiries = 0, gave_up = 0, reaped = 0, operator_deletes = 0;
+    long grants = 0, commits = 0, expiries = 0, gave_up = 0, reaped = 0, operator_deletes = 0, observed = 0,
+         revoked = 0;
     double min_margin = 1e9;
     const auto started = std::chrono::steady_clock::now();
     std::uint64_t seed = first;
@@ -1042,6 +1180,8 @@ int main(int argc, char** argv) {
         gave_up += r.gave_up;
         reaped += r.reaped;
         operator_deletes += r.operator_deletes;
+        observed += r.observed;
+        revoked += r.revoked;
         min_margin = std::min(min_margin, r.min_margin);
         if (!r.ok) {
             report_failure(seed, r.why, with_faults);
@@ -1063,8 +1203,10 @@ int main(int argc, char** argv) {
                 "of a holder's session",
                 static_cast<unsigned long long>(seeds), grants, commits, expiries);
     if (expiries) std::printf(" (smallest margin %.3f T)", min_margin);
-    std::printf(", %ld acquires given up (timed out, busy or cancelled), %ld containers reaped", gave_up,
-                reaped);
+    std::printf(
+        ", %ld acquires given up (timed out, busy or cancelled), %ld containers reaped, %ld leaders seen "
+        "by an election's observer, %ld holders told of a revocation",
+        gave_up, reaped, observed, revoked);
     if (with_faults)
         std::printf(", %ld drops by a receive timeout, %ld requests queued while disconnected (%ld of them "
                     "failed with SESSIONEXPIRED), %ld lock nodes deleted by an operator",
