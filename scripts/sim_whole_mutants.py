@@ -597,7 +597,9 @@ EXPECT = {
 # The survivors explained in docs/internals.md ("The whole library under simulation"): any other
 # survivor fails the run (CI's rotation included).
 EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "sem-deaf-to-reconnect", "timer-cancel-keeps-deadline",
-                      "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire"}
+                      "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire",
+                      "no-barrier", "sem-no-barrier", "no-duplicate-cleanup", "no-barrier-nor-duplicate-cleanup",
+                      "stop-ignored-before-grant", "sem-count-before-the-path-check"}
 
 
 def sync_tree():
