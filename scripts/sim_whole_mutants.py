@@ -599,7 +599,8 @@ EXPECT = {
 EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "sem-deaf-to-reconnect", "timer-cancel-keeps-deadline",
                       "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire",
                       "no-barrier", "sem-no-barrier", "no-duplicate-cleanup", "no-barrier-nor-duplicate-cleanup",
-                      "stop-ignored-before-grant", "sem-count-before-the-path-check"}
+                      "stop-ignored-before-grant", "sem-count-before-the-path-check",
+                      "cleanup-lost-marked-release-retried-plain"}
 
 
 def sync_tree():

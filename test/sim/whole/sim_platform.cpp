@@ -142,6 +142,16 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
         break;
     case zk_op::get_children:
         list(r.path, out.rc, r.watch_id);
+        if (leader_ >= 0 && !leader && out.rc == ZOK) { // (how often a stale listing misses our own node)
+            const auto& lr = reps_[static_cast<std::size_t>(leader_)];
+            if (auto it = lr.nodes.find(r.path); it != lr.nodes.end())
+                for (auto& c : it->second.children)
+                    if (!std::binary_search(out.children.begin(), out.children.end(), c) &&
+                        lr.nodes.at(r.path + "/" + c).owner == s) {
+                        ++counts().own_missing;
+                        break;
+                    }
+        }
         break;
     case zk_op::get_data:
     case zk_op::exists: {

@@ -114,7 +114,8 @@ struct link_counts {
     long moved = 0;          // writes the leader refused: the session had moved (SESSIONMOVED)
     long setwatch_fired = 0; // watch events a reconnect's SetWatches fired
     long cuts = 0, gave_up = 0;
-    long failovers = 0; // leaders replaced (crashed, or cut off from both followers past syncLimit)
+    long failovers = 0;   // leaders replaced (crashed, or cut off from both followers past syncLimit)
+    long own_missing = 0; // listings a follower answered without a node of the session the leader had
 };
 inline link_counts& counts() {
     static link_counts c;

@@ -1214,9 +1214,10 @@ int main(int argc, char** argv) {
     std::printf(
         ", %ld reads answered from a follower behind the leader, %ld writes that reached a server after "
         "their connection dropped, %ld refused as SESSIONMOVED, %ld watch events fired by SetWatches, %ld "
-        "followers cut off (%ld past syncLimit), %ld leaders replaced",
+        "followers cut off (%ld past syncLimit), %ld leaders replaced, %ld listings by a follower without a "
+        "node of the session that the leader had",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
-        counts().gave_up, counts().failovers);
+        counts().gave_up, counts().failovers, counts().own_missing);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     if (!write_transitions_to.empty())
         write_transitions(write_transitions_to, 5,
