@@ -600,7 +600,8 @@ EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "sem-deaf-to-reconnect", "timer-can
                       "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire",
                       "no-barrier", "sem-no-barrier", "no-duplicate-cleanup", "no-barrier-nor-duplicate-cleanup",
                       "stop-ignored-before-grant", "sem-count-before-the-path-check",
-                      "cleanup-lost-marked-release-retried-plain"}
+                      "cleanup-lost-marked-release-retried-plain", "lease-gap-quarter", "lease-gap-from-send",
+                      "lease-any-reply-vouches", "lease-no-revival-confirm", "regain-any-node", "regain-stale-commit"}
 
 
 def sync_tree():
