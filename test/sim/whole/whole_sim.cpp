@@ -312,6 +312,17 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         out.ok = false;
     };
     auto name = [](int c) { return "client " + std::to_string(c); };
+    // A spawned coroutine's completion: an exception it let out fails the seed, prefixed by `who`.
+    auto ended_by = [&](const char* who) {
+        return [&fail, who](std::exception_ptr e) {
+            if (!e) return;
+            try {
+                std::rethrow_exception(e);
+            } catch (const std::exception& x) {
+                fail(who + std::string(x.what()));
+            }
+        };
+    };
     std::function<void(const std::string&)> log = [&](const std::string& line) {
         if (verbose)
             std::printf("  %9.3f ms  %s\n", static_cast<double>(s.now - 1'000'000'000) / 1e6, line.c_str());
@@ -435,14 +446,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                 }
                 observer_done = true;
             },
-            [&](std::exception_ptr e) {
-                if (!e) return;
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    fail(std::string("the observer failed: ") + x.what());
-                }
-            });
+            ended_by("the observer failed: "));
     }
 
     // The revoker (revocable worlds): on a drawn session, now and then, asks the holder of the
@@ -468,14 +472,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         if (h->kept && h->node == named && h->revoked_at < 0) h->revoked_at = s.now;
                 }
             },
-            [&](std::exception_ptr e) {
-                if (!e) return;
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    fail(std::string("the revoker failed: ") + x.what());
-                }
-            });
+            ended_by("the revoker failed: "));
     }
 
     for (int c = 0; c < clients; ++c) {
@@ -895,14 +892,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                 }
                 ++finished;
             },
-            [&](std::exception_ptr e) {
-                if (!e) return;
-                try {
-                    std::rethrow_exception(e);
-                } catch (const std::exception& x) {
-                    fail(std::string("a client failed: ") + x.what());
-                }
-            });
+            ended_by("a client failed: "));
     }
     // The faults: connection drops of a random session, each down for a drawn time (past the
     // session timeout sometimes: an expiry, told at the reconnect); and the leader's session
