@@ -87,7 +87,7 @@ public:
         const bool current = lent_.lock().get() == &grant;
         if (current) lent_.reset();
         auto s = s_.lock();
-        if (current && node() && node()->st == held_lock::status::suspended) {
+        if (current && node() && lapsed(*node())) {
             // The queue's node is suspended (its lease lapsed, the node kept): the release is
             // passed on at the verdict (await_verdict): regained, the next waiter is granted
             // under the same node; lost, the queue lets go of it as of any lost node.
@@ -270,11 +270,22 @@ private:
             s->executor()));
     }
 
+    /// The node is suspended, or held with a lease that has lapsed by the clock while its lease
+    /// timer has not run yet (a process that resumes from a pause runs the two in any order): no
+    /// grant under it before its verdict, which its suspension brings.
+    static bool lapsed(const held_lock& n) {
+        return n.st == held_lock::status::suspended || (n.st == held_lock::status::held && n.is_lost_now());
+    }
+
     /// The lent grant's release, held back while the node was suspended (or its holder's time
     /// to stop, passed), handed to the machine now that the node is held again.
     void pass_on() {
         auto s = s_.lock();
         const auto* n = node();
+        if (n && lapsed(*n)) { // (lapsed again, its lease timer not run yet: at the next verdict)
+            held_back_ = true;
+            return;
+        }
         const bool node_ok = n && n->st == held_lock::status::held && !n->revoke_requested;
         perform(m_.local_release(true, node_ok, s && s->state() == session_state::connected));
     }
@@ -306,6 +317,7 @@ private:
         if (m_.state() != handoff_fsm::phase::held || node_.state() != lost.lock())
             return; // released meanwhile
         lent_.reset();
+        held_back_ = false; // (a release held back under this node passes nothing on)
         auto s = s_.lock();
         perform(m_.node_lost(!s || s->state() == session_state::closed));
     }

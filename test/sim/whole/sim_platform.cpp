@@ -596,10 +596,10 @@ std::vector<int> model_server::eligible(std::int64_t zxid) const {
     return out;
 }
 
-void model_server::cut(int at, std::int64_t d) {
-    if (at < 0 || at >= servers() || at == leader_ || leader_ < 0) return;
+bool model_server::cut(int at, std::int64_t d) {
+    if (at < 0 || at >= servers() || at == leader_ || leader_ < 0) return false;
     for (auto& rp : reps_)
-        if (rp.cut_until > s_->now || rp.gave_up) return; // (one at a time: the others keep a quorum)
+        if (rp.cut_until > s_->now || rp.gave_up) return false; // (one at a time: the others keep a quorum)
     auto& rp = reps_[static_cast<std::size_t>(at)];
     rp.cut_until = s_->now + d;
     ++counts().cuts;
@@ -616,6 +616,7 @@ void model_server::cut(int at, std::int64_t d) {
         rp.gave_up = false;
         apply_log(at, log_.size());
     });
+    return true;
 }
 
 void model_server::give_up(int at) {
@@ -710,12 +711,14 @@ std::vector<std::string> model_server::under(const std::string& path) const {
 // ---------------------------------------------------------------- the link
 
 std::int64_t sim_link::to_client_at() {
-    last_to_client_ = std::max(last_to_client_, s_.now + s_.draw(50'000, 2'000'000));
+    last_to_client_ =
+        std::max(last_to_client_, std::max(s_.now, stall_down_until_) + s_.draw(50'000, 2'000'000));
     return last_to_client_;
 }
 
 std::int64_t sim_link::to_server_at() {
-    last_to_server_ = std::max(last_to_server_, s_.now + s_.draw(50'000, 2'000'000));
+    last_to_server_ =
+        std::max(last_to_server_, std::max(s_.now, stall_up_until_) + s_.draw(50'000, 2'000'000));
     return last_to_server_;
 }
 
@@ -730,7 +733,7 @@ void sim_link::handshake(bool first) {
     const int at = ok[s_.rng() % ok.size()];
     const auto conn = conn_;
     // (unanswered within the connect timeout, e.g. its server gave up the leader: the next one)
-    s_.at(s_.now + reconnect_retry, [w = weak_from_this(), conn] {
+    at_client(s_.now + reconnect_retry, [w = weak_from_this(), conn] {
         auto self = w.lock();
         if (!self || self->closed_ || self->connected_ || self->conn_ != conn || self->server_ >= 0) return;
         ++self->conn_;
@@ -761,7 +764,7 @@ void sim_link::handshake(bool first) {
                     rp.links[self->id_] = self.get();
                     rp.conn_of[self->id_] = attempt;
                 }
-                self->s_.at(self->to_client_at(), [w, at, alive, attempt] {
+                self->at_client(self->to_client_at(), [w, at, alive, attempt] {
                     auto self = w.lock();
                     if (!self || self->closed_ || self->conn_ != attempt) return;
                     if (!alive) { // told only now, at the reconnect (SESSIONEXPIRED)
@@ -803,25 +806,31 @@ void sim_link::connected_to(int at) {
 
 void sim_link::ping() {
     // (the C client pings a third of the timeout after its last send; here every third)
-    s_.at(s_.now + static_cast<std::int64_t>(timeout_ms_) * 1'000'000 / 3,
-          [w = weak_from_this(), conn = conn_] {
-              auto self = w.lock();
-              if (!self || self->closed_ || !self->connected_ || self->conn_ != conn) return;
-              self->s_.at(self->to_server_at(), [w, conn] {
+    at_client(s_.now + static_cast<std::int64_t>(timeout_ms_) * 1'000'000 / 3,
+              [w = weak_from_this(), conn = conn_] {
                   auto self = w.lock();
-                  if (!self || self->closed_ || self->conn_ != conn) return;
-                  self->m_.ping(self->server_, self->id_);
+                  if (!self || self->closed_ || !self->connected_ || self->conn_ != conn) return;
+                  self->s_.at(self->to_server_at(), [w, conn] {
+                      auto self = w.lock();
+                      if (!self || self->closed_ || self->conn_ != conn) return;
+                      self->m_.ping(self->server_, self->id_);
+                  });
+                  self->ping();
               });
-              self->ping();
-          });
 }
 
 void sim_link::drop(std::int64_t down, int rc) {
     if (closed_) return;
+    if (s_.paused(proc_)) { // (its C client notices at the resume; the server, then too)
+        s_.run_in(proc_, [w = weak_from_this(), down, rc] {
+            if (auto self = w.lock()) self->drop(down, rc);
+        });
+        return;
+    }
     if (!connected_) {                      // (a handshake on its way fails: the next attempt after `down`)
         if (id_ == 0 && conn_ == 0) return; // (not started)
         const auto conn = ++conn_;
-        s_.at(s_.now + down, [w = weak_from_this(), conn] {
+        at_client(s_.now + down, [w = weak_from_this(), conn] {
             auto self = w.lock();
             if (!self || self->closed_ || self->conn_ != conn || self->connected_) return;
             self->handshake(self->id_ == 0);
@@ -850,7 +859,7 @@ void sim_link::drop(std::int64_t down, int rc) {
             std::move (*hp)(std::move(res));
         });
     writes_ = 0;
-    s_.at(s_.now + down, [w = weak_from_this(), conn = conn_] {
+    at_client(s_.now + down, [w = weak_from_this(), conn = conn_] {
         auto self = w.lock();
         if (!self || self->closed_ || self->conn_ != conn) return;
         self->handshake(false);
@@ -928,8 +937,8 @@ void sim_link::send(zk_request r, zklock::detail::zk_handler h, lease_ns sent) {
                 auto self = w.lock();
                 if (!self || self->closed_ || self->conn_ != conn) return;
                 auto res = std::make_shared<zk_result>(std::move(res0));
-                self->s_.at(self->to_client_at(), [w, res, rid, sent, v, write, conn, op, watch_id, path,
-                                                   zxid] {
+                self->at_client(self->to_client_at(), [w, res, rid, sent, v, write, conn, op, watch_id, path,
+                                                       zxid] {
                     auto self = w.lock();
                     if (!self || self->closed_ || self->conn_ != conn) return;
                     auto it = self->inflight_.find(rid);
@@ -969,7 +978,7 @@ void sim_link::send(zk_request r, zklock::detail::zk_handler h, lease_ns sent) {
 }
 
 void sim_link::watch_fired(std::uint64_t id, int type, std::int64_t zxid) {
-    s_.at(to_client_at(), [w = weak_from_this(), id, type, zxid, conn = conn_] {
+    at_client(to_client_at(), [w = weak_from_this(), id, type, zxid, conn = conn_] {
         auto self = w.lock();
         if (!self || self->closed_ || self->conn_ != conn) return; // (lost: SetWatches fires it again)
         self->watches_.erase(id);

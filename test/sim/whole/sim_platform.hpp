@@ -17,7 +17,9 @@
 // at the reconnect (ZSESSIONEXPIRED); followers cut off from the leader, giving it up past
 // syncLimit; the leader's failover (a crash, or a cut from both followers: it commits nothing,
 // then steps down; a follower wins the election and restarts every session with a whole T).
-// Not yet: NOAUTH, sync, a client's pause, a frozen server, clock drift (issue 62).
+// A client's process pauses (its sessions' handlers and its C client's reads and pings wait for
+// the resume), and a connection stalls one way or both (TCP held back).
+// Not yet: NOAUTH, sync, a frozen server, clock drift (issue 62).
 #pragma once
 
 #include "session/platform.hpp"
@@ -46,8 +48,17 @@ namespace zklock::sim {
 namespace asio = boost::asio;
 using zklock::detail::lease_ns;
 
-/// Virtual time and the events at their times, with the io_context the library runs on: run()
-/// alternates running every ready handler (io.poll) and advancing to the next event.
+/// A client's process: the io_context its sessions run on, and the end of its pause (SIGSTOP, a
+/// GC, swap): while paused, none of its handlers runs, and nothing its C client does (replies
+/// and events read, pings sent, a drop noticed) happens before the pause ends.
+struct process {
+    asio::io_context io;
+    std::int64_t paused_until = 0;
+};
+
+/// Virtual time and the events at their times, with the io_contexts the library runs on: run()
+/// alternates running every ready handler of every process not paused (io.poll) and advancing
+/// to the next event.
 class scheduler {
     // (first: destroyed after io, whose destructor destroys the handlers and coroutines still
     // pending, and with them timers that cancel their events)
@@ -56,7 +67,24 @@ class scheduler {
 
 public:
     explicit scheduler(std::uint64_t seed) : rng(seed) {}
-    asio::io_context io;
+    asio::io_context io;       // (the world's own, never paused)
+    std::deque<process> procs; // (each client process's; a deque: they do not move)
+    /// A new process for the world's sessions.
+    process& add_process() { return procs.emplace_back(); }
+    bool paused(const process* p) const { return p != nullptr && now < p->paused_until; }
+    /// Process `p` stops for `d` ns from now (a pause that ends earlier is lengthened).
+    void pause(process& p, std::int64_t d) {
+        p.paused_until = std::max(p.paused_until, now + d);
+        at(p.paused_until, [] {}); // (its handlers run at the resume)
+    }
+    /// `fn` at `t`, or, if process `p` is paused then, at the end of its pause.
+    void at_in(process* p, std::int64_t t, std::function<void()> fn) {
+        at(t, [this, p, fn = std::move(fn)]() mutable { run_in(p, std::move(fn)); });
+    }
+    void run_in(process* p, std::function<void()> fn) {
+        if (!paused(p)) return fn();
+        at(p->paused_until, [this, p, fn = std::move(fn)]() mutable { run_in(p, std::move(fn)); });
+    }
     std::mt19937_64 rng;
     std::int64_t now = 1'000'000'000; // ns (not 0: the lease reads 0 as "never")
     std::uint64_t trace_hash = 1469598103934665603ULL;
@@ -82,8 +110,15 @@ public:
     /// Runs until `done()` or nothing is left to run, or virtual time passes `limit` ns.
     bool run(const std::function<bool()>& done, std::int64_t limit) {
         for (;;) {
-            io.poll();
-            io.restart();
+            for (std::size_t ran = 1; ran != 0;) { // (a handler of one may post to another)
+                ran = io.poll();
+                io.restart();
+                for (auto& p : procs)
+                    if (!paused(&p)) {
+                        ran += p.io.poll();
+                        p.io.restart();
+                    }
+            }
             if (done()) return true;
             if (events_.empty() || events_.begin()->first.first > limit) return false;
             auto it = events_.begin();
@@ -116,6 +151,9 @@ struct link_counts {
     long cuts = 0, gave_up = 0;
     long failovers = 0;   // leaders replaced (crashed, or cut off from both followers past syncLimit)
     long own_missing = 0; // listings a follower answered without a node of the session the leader had
+    long pauses = 0, stalls = 0,
+         freezes = 0;     // a client process's pauses, a connection's stalls, a server's freezes
+    long told_paused = 0; // holders whose lock read as lost while their process was paused
 };
 inline link_counts& counts() {
     static link_counts c;
@@ -315,8 +353,9 @@ public:
     void over_link(int at, bool to_leader, std::function<void()> fn);
 
     // -- faults --
-    /// Follower `at` is cut off from the leader for `d` ns.
-    void cut(int at, std::int64_t d);
+    /// Follower `at` is cut off from the leader for `d` ns. False if another cut, or a failover,
+    /// is under way (one fault of the ensemble at a time).
+    bool cut(int at, std::int64_t d);
     /// The leader is cut off from both followers for `down` ns: a crash and its restart (`notice`
     /// 0: the followers see its connections close at once), or a partition (`notice` syncLimit or
     /// more: the followers stop hearing its pings, and it stops hearing their acks). Until then it
@@ -431,8 +470,8 @@ private:
 /// watches (SetWatches).
 class sim_link final : public zklock::detail::zk_link, public std::enable_shared_from_this<sim_link> {
 public:
-    sim_link(scheduler& s, model_server& m, zklock::detail::zk_link_params p)
-        : s_(s), m_(m), p_(std::move(p)) {}
+    sim_link(scheduler& s, model_server& m, zklock::detail::zk_link_params p, process* proc = nullptr)
+        : s_(s), m_(m), p_(std::move(p)), proc_(proc) {}
     ~sim_link() override { close(); }
     bool init(const std::string&, int timeout_ms, const std::vector<credentials>&) override {
         timeout_ms_ = std::clamp(timeout_ms, 4'000, 40'000); // (tickTime 2 s: 2 to 20 ticks)
@@ -468,6 +507,13 @@ public:
     /// expired the session meanwhile (then ZOO_EXPIRED_SESSION_STATE, told at the reconnect).
     /// `rc`: ZCONNECTIONLOSS (a reset), or ZOPERATIONTIMEOUT (the C client's receive timeout).
     void drop(std::int64_t down, int rc = ZCONNECTIONLOSS);
+    /// The connection stalls for `d` ns one way or both (`up`: to the server; `down`: to the
+    /// client): what is sent meanwhile arrives after the stall, in order (TCP held back, not
+    /// broken; shorter than the C client's receive timeout, so nobody drops it).
+    void stall(bool up, bool down, std::int64_t d) {
+        if (up) stall_up_until_ = std::max(stall_up_until_, s_.now + d);
+        if (down) stall_down_until_ = std::max(stall_down_until_, s_.now + d);
+    }
     bool connected() const { return connected_; }
     std::int64_t session() const { return id_; }
     int timeout_ms() const { return timeout_ms_; }
@@ -488,10 +534,14 @@ private:
     /// session, the answer comes back; then the watches are set again there.
     void handshake(bool first);
     void connected_to(int server);
+    /// `fn` at `t` on the client's side: when its process runs (its C client reads the socket).
+    void at_client(std::int64_t t, std::function<void()> fn) { s_.at_in(proc_, t, std::move(fn)); }
 
     scheduler& s_;
     model_server& m_;
     zklock::detail::zk_link_params p_;
+    process* proc_ = nullptr;
+    std::int64_t stall_up_until_ = 0, stall_down_until_ = 0;
     int timeout_ms_ = 10'000;
     std::int64_t id_ = 0;
     int server_ = -1;
@@ -519,7 +569,7 @@ private:
 /// The platform: virtual clocks, the scheduler's timers, seeded randomness, links to the model.
 class sim_platform final : public zklock::detail::platform {
 public:
-    sim_platform(scheduler& s, model_server& m) : s_(s), m_(m) {}
+    sim_platform(scheduler& s, model_server& m, process* proc = nullptr) : s_(s), m_(m), proc_(proc) {}
     std::chrono::steady_clock::time_point steady_now() const noexcept override {
         return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(s_.now));
     }
@@ -537,7 +587,7 @@ public:
     std::string host_name() const override { return "sim"; }
     long process_id() const noexcept override { return 1; }
     std::shared_ptr<zklock::detail::zk_link> make_link(zklock::detail::zk_link_params p) override {
-        auto l = std::make_shared<sim_link>(s_, m_, std::move(p));
+        auto l = std::make_shared<sim_link>(s_, m_, std::move(p), proc_);
         l->on_write = [this](sim_link& x) { // (the world's hook as it is when the write goes)
             if (on_write) on_write(x);
         };
@@ -552,6 +602,7 @@ public:
 private:
     scheduler& s_;
     model_server& m_;
+    process* proc_; // (the process whose sessions it serves, or none)
 };
 
 } // namespace zklock::sim

@@ -226,7 +226,6 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     model_server m; // (first: it outlives the coroutines that io's destructor destroys, and their sessions)
     ledger ledger;  // (and the handlers it counts)
     scheduler s(seed);
-    auto plat = std::make_shared<sim_platform>(s, m);
     // -- the world, drawn (swarm) --
     const auto what = only_recipe >= 0 ? static_cast<recipe>(only_recipe)
                                        : static_cast<recipe>(s.rng() % static_cast<int>(recipe::count));
@@ -238,12 +237,15 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     const std::string path_b = "/locks/whole-b"; // (the multi-lock's second path)
     // the ensemble: one server, or a leader and two followers (then a follower's lag, the learner
     // links' delay and the leader's ping jitter are drawn too; the jitter stays within premise 1
-    // of docs/lease.md: answers at most 5T/16 apart, 1.25 s at the smallest T, 4 s)
+    // of docs/lease.md: answers at most 5T/16 apart, 1.25 s at the smallest T, 4 s; an answer
+    // comes tickTime/2 plus the jitter after the one before, give or take two learner-link hops,
+    // and half the ensembles use the whole budget)
     model_server::config ens;
     ens.servers = s.rng() % 3 == 0 ? 1 : 3;
     ens.forward_hi = s.draw(100'000, 5'000'000);
     ens.lag_hi = s.rng() % 4 == 0 ? s.draw(10'000'000, 300'000'000) : s.draw(100'000, 5'000'000);
-    ens.ping_jitter_hi = s.draw(0, 200'000'000);
+    const std::int64_t jitter_room = 250'000'000 - 2 * ens.forward_hi;
+    ens.ping_jitter_hi = s.rng() % 2 == 0 ? jitter_room : s.draw(0, jitter_room);
     m.start(s, ens);
     m.seed_node(data_path);
     zklock::mutex_options mo;
@@ -291,12 +293,21 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
 
+    // each session in a process of its own (its pauses are its own), on a platform of its own
     std::vector<std::unique_ptr<zklock::session>> ss;
+    std::vector<process*> procs;
+    std::vector<std::shared_ptr<sim_platform>> plats;
+    std::vector<std::int64_t> timeouts; // (each session's T, ns)
     for (int i = 0; i < sessions; ++i) {
         zklock::session_options o;
         o.connect = "127.0.0.1:2181";
-        o.session_timeout = std::chrono::milliseconds(4'000 + static_cast<int>(s.rng() % 6'000));
-        ss.push_back(std::make_unique<zklock::session>(s.io.get_executor(), o, plat));
+        // (T from 4 to 10 s, a third of them 4 s: where premise 1's jitter budget is tightest)
+        o.session_timeout =
+            std::chrono::milliseconds(s.rng() % 3 == 0 ? 4'000 : 4'000 + static_cast<int>(s.rng() % 6'000));
+        timeouts.push_back(std::chrono::nanoseconds(o.session_timeout).count());
+        procs.push_back(&s.add_process());
+        plats.push_back(std::make_shared<sim_platform>(s, m, procs.back()));
+        ss.push_back(std::make_unique<zklock::session>(procs.back()->io.get_executor(), o, plats.back()));
     }
     int finished = 0, closed = 0, drops = 0, operator_deleted = 0;
     std::vector<std::shared_ptr<hold>> holds;
@@ -406,12 +417,13 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     bool observer_done = true;
     if (what == recipe::election && frng() % 2 == 0) {
         observer_done = false;
-        auto& osess = *ss[static_cast<std::size_t>(frng() % static_cast<std::uint64_t>(sessions))];
+        const auto oi = static_cast<std::size_t>(frng() % static_cast<std::uint64_t>(sessions));
+        auto& osess = *ss[oi];
         asio::co_spawn(
-            s.io,
-            [&]() -> awaitable<void> {
+            procs[oi]->io,
+            [&, oi]() -> awaitable<void> {
                 zklock::election el(osess, path, eo);
-                zklock::detail::timer pause(plat, s.io.get_executor());
+                zklock::detail::timer pause(plats[oi], procs[oi]->io.get_executor());
                 std::optional<zklock::leader_info> last;
                 std::int64_t last_token = 0;
                 while (!observer_done) {
@@ -452,11 +464,12 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // The revoker (revocable worlds): on a drawn session, now and then, asks the holder of the
     // lock to let go (zklock::async_revoke), while the clients run.
     if (revocations) {
-        auto& rsess = *ss[static_cast<std::size_t>(frng() % static_cast<std::uint64_t>(sessions))];
+        const auto ri = static_cast<std::size_t>(frng() % static_cast<std::uint64_t>(sessions));
+        auto& rsess = *ss[ri];
         asio::co_spawn(
-            s.io,
-            [&]() -> awaitable<void> {
-                zklock::detail::timer pause(plat, s.io.get_executor());
+            procs[ri]->io,
+            [&, ri]() -> awaitable<void> {
+                zklock::detail::timer pause(plats[ri], procs[ri]->io.get_executor());
                 while (finished < clients) {
                     pause.expires_after(std::chrono::nanoseconds(s.draw(50'000'000, 800'000'000)));
                     co_await pause.async_wait(asio::as_tuple(use_awaitable));
@@ -476,10 +489,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     }
 
     for (int c = 0; c < clients; ++c) {
-        auto& sess = *ss[static_cast<std::size_t>(c % sessions)];
+        const auto si = static_cast<std::size_t>(c % sessions);
+        auto& sess = *ss[si];
         asio::co_spawn(
-            s.io,
-            [&, c]() -> awaitable<void> {
+            procs[si]->io,
+            [&, c, si]() -> awaitable<void> {
                 if (sess.state() != zklock::session_state::connected) {
                     auto [ec] = co_await sess.async_connect(asio::as_tuple(use_awaitable));
                     if (ec && sess.state() != zklock::session_state::connected) {
@@ -493,7 +507,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                 zklock::election el(sess, path, eo);
                 zklock::reentrant_mutex rm(sess, path, mo);
                 const std::uint64_t owner = 100 + static_cast<std::uint64_t>(c); // (one owner per client)
-                zklock::detail::timer pause(plat, s.io.get_executor());
+                zklock::detail::timer pause(plats[si], procs[si]->io.get_executor());
                 auto gone = [&] {
                     return sess.state() == zklock::session_state::expired ||
                            sess.state() == zklock::session_state::closed;
@@ -514,8 +528,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     const auto form = s.rng() % 5;
                     auto cancel = std::make_shared<asio::cancellation_signal>();
                     if (form == 2)
-                        s.at(s.now + s.draw(0, 60'000'000),
-                             [cancel] { cancel->emit(asio::cancellation_type::terminal); });
+                        s.at_in(procs[si], s.now + s.draw(0, 60'000'000),
+                                [cancel] { cancel->emit(asio::cancellation_type::terminal); });
                     if (what == recipe::multi) {
                         // a multi-lock of one or both of two paths, all or nothing (in path order)
                         const auto pick = s.rng() % 3;
@@ -797,12 +811,14 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     if (!m.alive(h->session)) fail(name(c) + " granted on a session the server has expired");
                     if (what == recipe::reentrant) {
                         // a nested acquire of the same owner: granted at once, the same grant
+                        // (an outer hold lost for good holds nothing: the acquire is a new one)
+                        const bool outer_lost = held.is_lost() && !held.is_suspended();
                         auto [e, inner] = co_await once<zklock::error_code, zklock::guard>(
                             ledger, "nested async_acquire",
                             [&](auto h) { rm.async_acquire(owner, std::move(h)); });
                         if (e && !faults)
                             fail(name(c) + "'s nested acquire failed with no fault: " + e.message());
-                        if (!e && inner.fencing_token() != held.fencing_token())
+                        if (!e && !outer_lost && inner.fencing_token() != held.fencing_token())
                             fail(name(c) + "'s nested acquire has another token: " +
                                  std::to_string(inner.fencing_token()) + ", the outer's " +
                                  std::to_string(held.fencing_token()));
@@ -910,8 +926,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     std::function<void()> fault = [&] {
         if (finished == clients) return;
         std::vector<std::shared_ptr<sim_link>> up;
-        for (auto& w : plat->links)
-            if (auto l = w.lock(); l && l->connected()) up.push_back(l);
+        for (auto& p : plats)
+            for (auto& w : p->links)
+                if (auto l = w.lock(); l && l->connected()) up.push_back(l);
         if (failovers && frng() % 6 == 0) {
             const auto kind = frng() % 3;
             // a crash, the restart within 15 s; or a cut of the leader past syncLimit (the
@@ -965,25 +982,122 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         s.at(s.now + s.draw(100'000'000, fault_gap_hi), fault);
     };
     if (faults) s.at(s.now + s.draw(1'000'000, 500'000'000), fault);
+    // A third of the faulty seeds (a stream of its own) pause a client's process now and then, or
+    // stall its connection one way or both, for T/20 to 2T/3 - 50 ms (under the C client's receive
+    // timeout: nobody drops the connection for it; docs/lease.md), mostly a holder's. While its
+    // process is paused, a holder learns of its loss when is_lost() turns true (the lease is read
+    // on the clock, docs/lease.md): the world reads it every 2 ms, as the holder's code would the
+    // moment it runs, and the oracles take that moment for the moment it was told.
+    std::mt19937_64 prng(seed * 0xD1B54A32D192ED03ULL + 0x9A05EULL);
+    const bool pauses = faults && prng() % 3 == 0;
+    const auto pause_gap_hi = static_cast<std::int64_t>(1'000'000'000 + prng() % 8'000'000'000);
+    auto session_of = [&](std::int64_t id) {
+        for (std::size_t j = 0; j < ss.size(); ++j)
+            if (ss[j]->session_id() == id) return static_cast<int>(j);
+        return -1;
+    };
+    std::function<void(std::size_t)> probe = [&](std::size_t i) {
+        for (auto& h : holds)
+            if (h->kept && h->told < 0 && h->gd && session_of(h->session) == static_cast<int>(i) &&
+                h->gd->is_lost()) {
+                h->told = s.now;
+                ++counts().told_paused;
+                log(name(h->client) + "'s lock reads as lost, its process paused");
+            }
+        if (s.paused(procs[i]))
+            s.at(std::min(s.now + 2'000'000, procs[i]->paused_until), [&, i] { probe(i); });
+    };
+    std::function<void()> pauser = [&] {
+        if (finished == clients) return;
+        auto i = static_cast<std::size_t>(prng() % static_cast<std::uint64_t>(sessions));
+        std::vector<std::size_t> holding;
+        for (auto& h : holds)
+            if (const int j = session_of(h->session); h->kept && j >= 0)
+                holding.push_back(static_cast<std::size_t>(j));
+        if (!holding.empty() && prng() % 4 != 0) i = holding[prng() % holding.size()];
+        const std::int64_t T = timeouts[i];
+        const std::int64_t d =
+            T / 20 +
+            static_cast<std::int64_t>(prng() % static_cast<std::uint64_t>(2 * T / 3 - 50'000'000 - T / 20));
+        const auto kind = prng() % (ens.servers > 1 ? 5 : 4);
+        if (kind == 4) {
+            // a server freezes (a long GC, a stopped VM): it answers nobody and hears from nobody,
+            // its learner link held both ways (past syncLimit the others give it up, or elect
+            // another leader); its clients' connections stall, and each one's receive timeout
+            // (2T/3 after its last read, a ping's answer at most T/3 before) drops it if the
+            // freeze lasts longer
+            const int srv = static_cast<int>(prng() % 3);
+            const std::int64_t fd = prng() % 4 == 0
+                                        ? 10'000'000'000 + static_cast<std::int64_t>(prng() % 4'000'000'000)
+                                        : 50'000'000 + static_cast<std::int64_t>(prng() % 6'000'000'000);
+            const bool frozen =
+                srv == m.leader()
+                    ? m.fail_leader(10'000'000'000 + static_cast<std::int64_t>(prng() % 2'000'000'000), fd)
+                    : m.cut(srv, fd);
+            if (frozen) {
+                ++counts().freezes;
+                log("server " + std::to_string(srv) + " freezes for " + std::to_string(fd / 1'000'000) +
+                    " ms");
+                for (std::size_t j = 0; j < plats.size(); ++j)
+                    for (auto& w : plats[j]->links)
+                        if (auto l = w.lock(); l && l->connected() && l->server() == srv) {
+                            const std::int64_t T = timeouts[j];
+                            const auto rto = 2 * T / 3 - static_cast<std::int64_t>(
+                                                             prng() % static_cast<std::uint64_t>(T / 3));
+                            l->stall(true, true, std::min(fd, rto));
+                            if (fd > rto)
+                                s.at(s.now + rto, [&, w] {
+                                    if (auto l = w.lock(); l && l->connected()) {
+                                        log("session " + std::to_string(l->session()) +
+                                            "'s receive timeout: its server is frozen");
+                                        l->drop(s.draw(10'000'000, 100'000'000), ZOPERATIONTIMEOUT);
+                                    }
+                                });
+                        }
+            }
+        } else if (kind == 0) {
+            ++counts().pauses;
+            log("session " + std::to_string(ss[i]->session_id()) + "'s process pauses for " +
+                std::to_string(d / 1'000'000) + " ms");
+            s.pause(*procs[i], d);
+            probe(i);
+        } else if (!plats[i]->links.empty()) {
+            if (auto l = plats[i]->links.back().lock(); l && l->connected()) {
+                ++counts().stalls;
+                log("session " + std::to_string(ss[i]->session_id()) + "'s connection stalls " +
+                    (kind == 1   ? "to the server"
+                     : kind == 2 ? "to the client"
+                                 : "both ways") +
+                    " for " + std::to_string(d / 1'000'000) + " ms");
+                l->stall(kind != 2, kind != 1, d);
+            }
+        }
+        s.at(s.now + static_cast<std::int64_t>(prng() % static_cast<std::uint64_t>(pause_gap_hi)) + 1,
+             pauser);
+    };
+    if (pauses) s.at(s.now + static_cast<std::int64_t>(prng() % 2'000'000'000) + 1, pauser);
     if (write_drops)
-        plat->on_write = [&](sim_link& l) {
-            if (s.rng() % write_drop_in != 0 || finished == clients) return;
-            s.at(s.now + s.draw(0, 4'000'000), [&, w = l.weak_from_this()] {
-                auto l = w.lock();
-                if (!l || !l->connected()) return;
-                ++drops;
-                const auto down = s.rng() % static_cast<std::uint64_t>(long_drop_in) == 0
-                                      ? s.draw(5'000'000'000, 15'000'000'000)
-                                      : s.draw(10'000'000, 3'000'000'000);
-                log("session " + std::to_string(l->session()) + " drops its connection for " +
-                    std::to_string(down / 1'000'000) + " ms, just after a write");
-                l->drop(down, s.rng() % 3 == 0 ? ZOPERATIONTIMEOUT : ZCONNECTIONLOSS);
-            });
-        };
+        for (auto& p : plats)
+            p->on_write = [&](sim_link& l) {
+                if (s.rng() % write_drop_in != 0 || finished == clients) return;
+                s.at(s.now + s.draw(0, 4'000'000), [&, w = l.weak_from_this()] {
+                    auto l = w.lock();
+                    if (!l || !l->connected()) return;
+                    ++drops;
+                    const auto down = s.rng() % static_cast<std::uint64_t>(long_drop_in) == 0
+                                          ? s.draw(5'000'000'000, 15'000'000'000)
+                                          : s.draw(10'000'000, 3'000'000'000);
+                    log("session " + std::to_string(l->session()) + " drops its connection for " +
+                        std::to_string(down / 1'000'000) + " ms, just after a write");
+                    l->drop(down, s.rng() % 3 == 0 ? ZOPERATIONTIMEOUT : ZCONNECTIONLOSS);
+                });
+            };
     const std::int64_t limit = s.now + 600'000'000'000; // 10 virtual minutes
     if (!s.run([&] { return finished == clients || !out.ok; }, limit) && out.ok)
         fail("stuck: " + std::to_string(finished) + " of " + std::to_string(clients) + " clients finished");
     if (!out.ok) return abandon(seed, out, with_faults);
+    for (auto* p : procs) // (a pause under way ends before the world acts on its sessions)
+        if (s.paused(p)) s.run([&] { return !s.paused(p); }, p->paused_until);
     if (!observer_done) { // (the candidates are done: the observer's wait is cancelled)
         observer_done = true;
         observer_stop.emit(asio::cancellation_type::terminal);
@@ -1205,9 +1319,12 @@ int main(int argc, char** argv) {
         ", %ld reads answered from a follower behind the leader, %ld writes that reached a server after "
         "their connection dropped, %ld refused as SESSIONMOVED, %ld watch events fired by SetWatches, %ld "
         "followers cut off (%ld past syncLimit), %ld leaders replaced, %ld listings by a follower without a "
-        "node of the session that the leader had",
+        "node of the session that the leader had, %ld pauses of a client's process (%ld holders' locks read "
+        "as "
+        "lost while paused), %ld stalls of a connection, %ld servers frozen",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
-        counts().gave_up, counts().failovers, counts().own_missing);
+        counts().gave_up, counts().failovers, counts().own_missing, counts().pauses, counts().told_paused,
+        counts().stalls, counts().freezes);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     if (!write_transitions_to.empty())
         write_transitions(write_transitions_to, 5,
