@@ -152,8 +152,9 @@ struct link_counts {
     long failovers = 0;   // leaders replaced (crashed, or cut off from both followers past syncLimit)
     long own_missing = 0; // listings a follower answered without a node of the session the leader had
     long pauses = 0, stalls = 0,
-         freezes = 0;     // a client process's pauses, a connection's stalls, a server's freezes
-    long told_paused = 0; // holders whose lock read as lost while their process was paused
+         freezes = 0;           // a client process's pauses, a connection's stalls, a server's freezes
+    long freezes_at_answer = 0; // (of those: right after the server answered a write)
+    long told_paused = 0;       // holders whose lock read as lost while their process was paused
 };
 inline link_counts& counts() {
     static link_counts c;
@@ -510,6 +511,7 @@ public:
     /// The connection stalls for `d` ns one way or both (`up`: to the server; `down`: to the
     /// client): what is sent meanwhile arrives after the stall, in order (TCP held back, not
     /// broken; shorter than the C client's receive timeout, so nobody drops it).
+    bool stalled() const { return stall_up_until_ > s_.now || stall_down_until_ > s_.now; }
     void stall(bool up, bool down, std::int64_t d) {
         if (up) stall_up_until_ = std::max(stall_up_until_, s_.now + d);
         if (down) stall_down_until_ = std::max(stall_down_until_, s_.now + d);
@@ -522,6 +524,10 @@ public:
     /// Called as a write (not a heartbeat) leaves the client: a world's hook for faults at that
     /// phase (a drop while a write is on its way or its reply is).
     std::function<void(sim_link&)> on_write;
+    /// Called as its server answers one of its writes with ZOK (the commit has passed that
+    /// server): a world's hook for faults at that phase (the server frozen before its next ping
+    /// answer carries the session's touches).
+    std::function<void(sim_link&)> on_write_answered;
 
 private:
     std::int64_t to_client_at();
@@ -591,13 +597,16 @@ public:
         l->on_write = [this](sim_link& x) { // (the world's hook as it is when the write goes)
             if (on_write) on_write(x);
         };
+        l->on_write_answered = [this](sim_link& x) {
+            if (on_write_answered) on_write_answered(x);
+        };
         links.push_back(l);
         return l;
     }
     /// Every link made, for the world's faults.
     std::vector<std::weak_ptr<sim_link>> links;
-    /// Given to every link made (sim_link::on_write).
-    std::function<void(sim_link&)> on_write;
+    /// Given to every link made (sim_link::on_write, sim_link::on_write_answered).
+    std::function<void(sim_link&)> on_write, on_write_answered;
 
 private:
     scheduler& s_;

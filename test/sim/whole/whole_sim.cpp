@@ -65,6 +65,7 @@
 
 #include "protocol/coverage.hpp"
 #include "protocol/protocol.hpp"
+#include "session/session_impl.hpp"
 #include "session/timer.hpp"
 
 #include <algorithm>
@@ -996,10 +997,18 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             if (ss[j]->session_id() == id) return static_cast<int>(j);
         return -1;
     };
+    // (a hold whose downgrade is in flight has handed its guard to the library: its session's
+    // lease, read on the clock, is what it holds by)
+    auto reads_lost = [&](const hold& h, std::size_t i) {
+        if (!h.downgrading) return h.gd->is_lost();
+        const auto v = ss[i]->impl()->lease_view();
+        return zklock::detail::session_lease::lapsed(v.vouched, s.now, v.timeout,
+                                                     zklock::loss_policy::default_lease_fraction);
+    };
     std::function<void(std::size_t)> probe = [&](std::size_t i) {
         for (auto& h : holds)
             if (h->kept && h->told < 0 && h->gd && session_of(h->session) == static_cast<int>(i) &&
-                h->gd->is_lost()) {
+                reads_lost(*h, i)) {
                 h->told = s.now;
                 ++counts().told_paused;
                 log(name(h->client) + "'s lock reads as lost, its process paused");
@@ -1007,6 +1016,78 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         if (s.paused(procs[i]))
             s.at(std::min(s.now + 2'000'000, procs[i]->paused_until), [&, i] { probe(i); });
     };
+    // (and once at the moment the lease's deadline passes, by the session's lease as it stands:
+    // frozen while the process is paused; a probe like the others, so the grid's 2 ms do not
+    // count against the margin)
+    auto probe_at_deadline = [&](std::size_t i) {
+        const auto v = ss[i]->impl()->lease_view();
+        if (v.vouched == 0) return;
+        const auto at = zklock::detail::session_lease::deadline(v.vouched, v.timeout,
+                                                                zklock::loss_policy::default_lease_fraction) +
+                        1;
+        if (at > s.now && at < procs[i]->paused_until)
+            s.at(at, [&, i] {
+                for (auto& h : holds)
+                    if (h->kept && h->told < 0 && h->gd && session_of(h->session) == static_cast<int>(i) &&
+                        reads_lost(*h, i)) {
+                        h->told = s.now;
+                        ++counts().told_paused;
+                        log(name(h->client) + "'s lock reads as lost, its process paused (at its deadline)");
+                    }
+            });
+    };
+    // A server freezes (a long GC, a stopped VM): it answers nobody and hears from nobody, its
+    // learner link held both ways (past syncLimit the others give it up, or elect another
+    // leader); its clients' connections stall, and each one's receive timeout (2T/3 after its
+    // last read, a ping's answer at most T/3 before) drops it if the freeze lasts longer.
+    auto freeze = [&](int srv, std::int64_t fd) {
+        const bool frozen =
+            srv == m.leader()
+                ? m.fail_leader(10'000'000'000 + static_cast<std::int64_t>(prng() % 2'000'000'000), fd)
+                : m.cut(srv, fd);
+        if (!frozen) return;
+        ++counts().freezes;
+        log("server " + std::to_string(srv) + " freezes for " + std::to_string(fd / 1'000'000) + " ms");
+        for (std::size_t j = 0; j < plats.size(); ++j)
+            for (auto& w : plats[j]->links)
+                if (auto l = w.lock(); l && l->connected() && l->server() == srv) {
+                    const std::int64_t T = timeouts[j];
+                    const auto rto =
+                        2 * T / 3 - static_cast<std::int64_t>(prng() % static_cast<std::uint64_t>(T / 3));
+                    l->stall(true, true, std::min(fd, rto));
+                    if (fd > rto)
+                        s.at(s.now + rto, [&, w] {
+                            if (auto l = w.lock(); l && l->connected()) {
+                                log("session " + std::to_string(l->session()) +
+                                    "'s receive timeout: its server is frozen");
+                                l->drop(s.draw(10'000'000, 100'000'000), ZOPERATIONTIMEOUT);
+                            }
+                        });
+                }
+    };
+    // The phase of docs/lease.md's rule (b): a session's server freezes right after it answered
+    // one of the session's writes, before its next ping answer carries what the session sent
+    // just before (armed after a pause or a stall, or now and then, for the next 1 to 3 writes
+    // answered with ZOK).
+    std::vector<int> freeze_after(static_cast<std::size_t>(sessions), 0);
+    if (pauses && ens.servers > 1)
+        for (auto& p : plats)
+            p->on_write_answered = [&](sim_link& l) {
+                const int i = session_of(l.session());
+                if (i < 0 || freeze_after[static_cast<std::size_t>(i)] == 0 ||
+                    --freeze_after[static_cast<std::size_t>(i)] != 0 || finished == clients)
+                    return;
+                const int srv = l.server();
+                const std::int64_t fd =
+                    prng() % 3 != 0 ? 10'000'000'000 + static_cast<std::int64_t>(prng() % 4'000'000'000)
+                                    : 1'000'000'000 + static_cast<std::int64_t>(prng() % 5'000'000'000);
+                s.at(s.now + static_cast<std::int64_t>(prng() % 20'000'000), [&, srv, fd] {
+                    log("(right after a write's answer)");
+                    const auto before = counts().freezes;
+                    freeze(srv, fd);
+                    counts().freezes_at_answer += counts().freezes - before;
+                });
+            };
     std::function<void()> pauser = [&] {
         if (finished == clients) return;
         auto i = static_cast<std::size_t>(prng() % static_cast<std::uint64_t>(sessions));
@@ -1020,49 +1101,24 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             T / 20 +
             static_cast<std::int64_t>(prng() % static_cast<std::uint64_t>(2 * T / 3 - 50'000'000 - T / 20));
         const auto kind = prng() % (ens.servers > 1 ? 5 : 4);
+        // (one pause, one stall of a process at a time: back to back they would make one longer
+        // than the C client's receive timeout, and a pause longer than the margin is outside
+        // every lease: docs/lease.md)
         if (kind == 4) {
-            // a server freezes (a long GC, a stopped VM): it answers nobody and hears from nobody,
-            // its learner link held both ways (past syncLimit the others give it up, or elect
-            // another leader); its clients' connections stall, and each one's receive timeout
-            // (2T/3 after its last read, a ping's answer at most T/3 before) drops it if the
-            // freeze lasts longer
-            const int srv = static_cast<int>(prng() % 3);
             const std::int64_t fd = prng() % 4 == 0
                                         ? 10'000'000'000 + static_cast<std::int64_t>(prng() % 4'000'000'000)
                                         : 50'000'000 + static_cast<std::int64_t>(prng() % 6'000'000'000);
-            const bool frozen =
-                srv == m.leader()
-                    ? m.fail_leader(10'000'000'000 + static_cast<std::int64_t>(prng() % 2'000'000'000), fd)
-                    : m.cut(srv, fd);
-            if (frozen) {
-                ++counts().freezes;
-                log("server " + std::to_string(srv) + " freezes for " + std::to_string(fd / 1'000'000) +
-                    " ms");
-                for (std::size_t j = 0; j < plats.size(); ++j)
-                    for (auto& w : plats[j]->links)
-                        if (auto l = w.lock(); l && l->connected() && l->server() == srv) {
-                            const std::int64_t T = timeouts[j];
-                            const auto rto = 2 * T / 3 - static_cast<std::int64_t>(
-                                                             prng() % static_cast<std::uint64_t>(T / 3));
-                            l->stall(true, true, std::min(fd, rto));
-                            if (fd > rto)
-                                s.at(s.now + rto, [&, w] {
-                                    if (auto l = w.lock(); l && l->connected()) {
-                                        log("session " + std::to_string(l->session()) +
-                                            "'s receive timeout: its server is frozen");
-                                        l->drop(s.draw(10'000'000, 100'000'000), ZOPERATIONTIMEOUT);
-                                    }
-                                });
-                        }
-            }
-        } else if (kind == 0) {
+            freeze(static_cast<int>(prng() % 3), fd);
+        } else if (kind == 0 && !s.paused(procs[i])) {
             ++counts().pauses;
             log("session " + std::to_string(ss[i]->session_id()) + "'s process pauses for " +
                 std::to_string(d / 1'000'000) + " ms");
             s.pause(*procs[i], d);
+            probe_at_deadline(i);
             probe(i);
+            if (prng() % 2 == 0) freeze_after[i] = 1 + static_cast<int>(prng() % 3);
         } else if (!plats[i]->links.empty()) {
-            if (auto l = plats[i]->links.back().lock(); l && l->connected()) {
+            if (auto l = plats[i]->links.back().lock(); l && l->connected() && !l->stalled() && kind != 0) {
                 ++counts().stalls;
                 log("session " + std::to_string(ss[i]->session_id()) + "'s connection stalls " +
                     (kind == 1   ? "to the server"
@@ -1070,6 +1126,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                                  : "both ways") +
                     " for " + std::to_string(d / 1'000'000) + " ms");
                 l->stall(kind != 2, kind != 1, d);
+                if (prng() % 2 == 0) freeze_after[i] = 1 + static_cast<int>(prng() % 3);
             }
         }
         s.at(s.now + static_cast<std::int64_t>(prng() % static_cast<std::uint64_t>(pause_gap_hi)) + 1,
@@ -1321,10 +1378,11 @@ int main(int argc, char** argv) {
         "followers cut off (%ld past syncLimit), %ld leaders replaced, %ld listings by a follower without a "
         "node of the session that the leader had, %ld pauses of a client's process (%ld holders' locks read "
         "as "
-        "lost while paused), %ld stalls of a connection, %ld servers frozen",
+        "lost while paused), %ld stalls of a connection, %ld servers frozen (%ld right after answering a "
+        "write)",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
         counts().gave_up, counts().failovers, counts().own_missing, counts().pauses, counts().told_paused,
-        counts().stalls, counts().freezes);
+        counts().stalls, counts().freezes, counts().freezes_at_answer);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     if (!write_transitions_to.empty())
         write_transitions(write_transitions_to, 5,
