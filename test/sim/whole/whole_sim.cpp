@@ -489,6 +489,36 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             ended_by("the revoker failed: "));
     }
 
+    // Monitors (a third of the fault seeds, a stream of their own): on a drawn session, now and
+    // then, a dashboard lists the lock's contenders (zklock::async_list_contenders: reads only),
+    // while the clients run. A holder's session that reads through a follower cut off from its
+    // leader gets answers that vouch for nothing (docs/lease.md): its lease must lapse all the same.
+    std::mt19937_64 mrng(seed * 0xA24BAED4963EE407ULL + 0x3017ULL);
+    const bool monitors = faults && mrng() % 3 == 0;
+    for (int k = 0; monitors && k < 1 + static_cast<int>(mrng() % 2); ++k) {
+        const auto mi = static_cast<std::size_t>(mrng() % static_cast<std::uint64_t>(sessions));
+        const std::int64_t every = 20'000'000 + static_cast<std::int64_t>(mrng() % 400'000'000);
+        asio::co_spawn(
+            procs[mi]->io,
+            [&, mi, every]() -> awaitable<void> {
+                zklock::detail::timer pause(plats[mi], procs[mi]->io.get_executor());
+                auto& msess = *ss[mi];
+                while (finished < clients) {
+                    pause.expires_after(std::chrono::nanoseconds(every));
+                    co_await pause.async_wait(asio::as_tuple(use_awaitable));
+                    if (msess.state() == zklock::session_state::expired ||
+                        msess.state() == zklock::session_state::closed)
+                        break;
+                    if (msess.state() != zklock::session_state::connected) continue;
+                    co_await once<zklock::error_code, std::vector<zklock::contender_info>>(
+                        ledger, "async_list_contenders",
+                        [&](auto h) { zklock::async_list_contenders(msess, path, std::move(h)); });
+                    ++counts().monitor_reads;
+                }
+            },
+            ended_by("a monitor failed: "));
+    }
+
     for (int c = 0; c < clients; ++c) {
         const auto si = static_cast<std::size_t>(c % sessions);
         auto& sess = *ss[si];
@@ -1376,13 +1406,12 @@ int main(int argc, char** argv) {
         ", %ld reads answered from a follower behind the leader, %ld writes that reached a server after "
         "their connection dropped, %ld refused as SESSIONMOVED, %ld watch events fired by SetWatches, %ld "
         "followers cut off (%ld past syncLimit), %ld leaders replaced, %ld listings by a follower without a "
-        "node of the session that the leader had, %ld pauses of a client's process (%ld holders' locks read "
-        "as "
-        "lost while paused), %ld stalls of a connection, %ld servers frozen (%ld right after answering a "
-        "write)",
+        "node of the session that the leader had, %ld pauses of a client's process (%ld holders' locks "
+        "read as lost while paused), %ld stalls of a connection, %ld servers frozen (%ld right after "
+        "answering a write), %ld listings by a monitor",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
         counts().gave_up, counts().failovers, counts().own_missing, counts().pauses, counts().told_paused,
-        counts().stalls, counts().freezes, counts().freezes_at_answer);
+        counts().stalls, counts().freezes, counts().freezes_at_answer, counts().monitor_reads);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     if (!write_transitions_to.empty())
         write_transitions(write_transitions_to, 5,
