@@ -155,6 +155,7 @@ struct link_counts {
          freezes = 0;           // a client process's pauses, a connection's stalls, a server's freezes
     long freezes_at_answer = 0; // (of those: right after the server answered a write)
     long monitor_reads = 0;     // listings of the contenders by a monitor (the world's)
+    long regains = 0;           // suspended locks held again (the world's)
     long told_paused = 0;       // holders whose lock read as lost while their process was paused
 };
 inline link_counts& counts() {

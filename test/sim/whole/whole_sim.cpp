@@ -114,6 +114,8 @@ struct hold {
     zklock::guard* gd = nullptr;   // the client's guard (valid while kept)
     std::int64_t revoked_at = -1;  // when a revocation request naming its node succeeded, or -1
     std::int64_t revoke_told = -1; // when its holder was told of one, or -1
+    std::int64_t czxid = 0;        // its node's incarnation when it was granted (the model's; 0: gone)
+    std::function<void(hold&)> on_regain; // (the world's oracle for a regain)
 };
 
 /// Every operation's handler runs exactly once (issue 62's oracle): each handler the world gives
@@ -169,6 +171,7 @@ void listen(const std::shared_ptr<hold>& h, scheduler& s, const std::function<vo
             if (v || !h->kept) return;
             log("client " + std::to_string(h->client) + " regained its lock");
             h->told = -1;
+            if (h->on_regain) h->on_regain(*h);
             listen(h, s, log, L);
         }));
     }));
@@ -194,6 +197,7 @@ const char* violation_class(const std::string& why) {
     if (has("ran twice") || has("never ran their handler")) return "handler";
     if (has("with no fault") || has("outer hold was lost by the inner release")) return "spurious";
     if (has("fencing token") || has("nested acquire has another token")) return "token";
+    if (has("on a node that is not its grant's")) return "regain";
     if (has("guarded write") || has("proclaim, sent while")) return "write";
     if (has("was told of its loss") || has("which holds and was not told") ||
         has("granted on a session the server has expired"))
@@ -489,6 +493,20 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             ended_by("the revoker failed: "));
     }
 
+    // A regain (the default loss policy: a suspended lock is held again once its lease is
+    // vouched again and its node is read back) stands on the very node it was granted: the same
+    // incarnation (czxid) and owner in the leader's tree, unless that node is gone since (its
+    // delete after the regain's read: the hold is then lost, and told so) or an operator deleted
+    // it (out of the premise).
+    std::function<void(hold&)> regain_check = [&](hold& h) {
+        ++counts().regains;
+        if (h.czxid == 0 || deleted_by_operator.count(h.node)) return;
+        const auto* n = m.find(h.node);
+        if (n && (n->czxid != h.czxid || n->owner != h.session))
+            fail(name(h.client) + " regained " + h.node + " on a node that is not its grant's (czxid " +
+                 std::to_string(n->czxid) + ", owner " + std::to_string(n->owner) + "; granted on czxid " +
+                 std::to_string(h.czxid) + ")");
+    };
     // Monitors (a third of the fault seeds, a stream of their own): on a drawn session, now and
     // then, a dashboard lists the lock's contenders (zklock::async_list_contenders: reads only),
     // while the clients run. A holder's session that reads through a follower cut off from its
@@ -611,7 +629,10 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                             auto h = std::make_shared<hold>();
                             h->client = c;
                             h->session = sess.session_id();
+                            h->on_regain = regain_check;
                             h->node = gd.node_path();
+                            if (const auto* n = m.find(h->node); n && n->owner == h->session)
+                                h->czxid = n->czxid;
                             h->lock_path = lp;
                             h->gd = &gd;
                             if (gd.is_lost()) h->told = s.now;
@@ -820,7 +841,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     auto h = std::make_shared<hold>();
                     h->client = c;
                     h->session = sess.session_id();
+                    h->on_regain = regain_check;
                     h->node = held.node_path();
+                    if (const auto* n = m.find(h->node); n && n->owner == h->session) h->czxid = n->czxid;
                     h->lock_path = path;
                     h->kind = kind;
                     holds.push_back(h);
@@ -910,6 +933,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                         log(name(c) + " downgraded: " + (e ? e.message() : g.node_path()));
                         if (g.owns_lock()) {
                             h->node = g.node_path();
+                            h->czxid = 0;
+                            if (const auto* n = m.find(h->node); n && n->owner == h->session)
+                                h->czxid = n->czxid;
                             listen(h, s, log, ledger);
                         } else
                             h->kept = false; // (failed: the write lock goes too, in the background)
@@ -1408,10 +1434,11 @@ int main(int argc, char** argv) {
         "followers cut off (%ld past syncLimit), %ld leaders replaced, %ld listings by a follower without a "
         "node of the session that the leader had, %ld pauses of a client's process (%ld holders' locks "
         "read as lost while paused), %ld stalls of a connection, %ld servers frozen (%ld right after "
-        "answering a write), %ld listings by a monitor",
+        "answering a write), %ld listings by a monitor, %ld regains",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
         counts().gave_up, counts().failovers, counts().own_missing, counts().pauses, counts().told_paused,
-        counts().stalls, counts().freezes, counts().freezes_at_answer, counts().monitor_reads);
+        counts().stalls, counts().freezes, counts().freezes_at_answer, counts().monitor_reads,
+        counts().regains);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     if (!write_transitions_to.empty())
         write_transitions(write_transitions_to, 5,
