@@ -507,6 +507,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                  std::to_string(n->czxid) + ", owner " + std::to_string(n->owner) + "; granted on czxid " +
                  std::to_string(h.czxid) + ")");
     };
+    // (the stream of the pauses, stalls and freezes below; drawn here, before the clients)
+    std::mt19937_64 prng(seed * 0xD1B54A32D192ED03ULL + 0x9A05EULL);
+    const bool pauses = faults && prng() % 3 == 0;
     // Monitors (a third of the fault seeds, a stream of their own): on a drawn session, now and
     // then, a dashboard lists the lock's contenders (zklock::async_list_contenders: reads only),
     // while the clients run. A holder's session that reads through a follower cut off from its
@@ -536,6 +539,11 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             },
             ended_by("a monitor failed: "));
     }
+
+    // Holds are mostly short, one in eight 1 to 12 s (past the session timeout: the heartbeat
+    // must keep the lease); one in three where pauses or monitors are drawn, so that their
+    // faults meet holders.
+    const std::uint64_t long_hold_in = pauses || monitors ? 3 : 8;
 
     for (int c = 0; c < clients; ++c) {
         const auto si = static_cast<std::size_t>(c % sessions);
@@ -643,8 +651,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                                 fail(name(c) + " granted on a session the server has expired");
                         }
                         ++out.grants;
-                        const auto hold_for =
-                            s.rng() % 8 == 0 ? s.draw(1'000'000'000, 12'000'000'000) : s.draw(0, 30'000'000);
+                        const auto hold_for = s.rng() % long_hold_in == 0
+                                                  ? s.draw(1'000'000'000, 12'000'000'000)
+                                                  : s.draw(0, 30'000'000);
                         pause.expires_after(std::chrono::nanoseconds(hold_for));
                         co_await pause.async_wait(asio::as_tuple(use_awaitable));
                         for (auto& gd : gs)
@@ -889,8 +898,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                     s.note(static_cast<std::uint64_t>(c) * 1000 + static_cast<std::uint64_t>(i));
                     // mostly short holds; one in eight past the session timeout (the heartbeat must
                     // keep the lease, and the node, for the holder)
-                    const auto hold_for =
-                        s.rng() % 8 == 0 ? s.draw(1'000'000'000, 12'000'000'000) : s.draw(0, 30'000'000);
+                    const auto hold_for = s.rng() % long_hold_in == 0 ? s.draw(1'000'000'000, 12'000'000'000)
+                                                                      : s.draw(0, 30'000'000);
                     pause.expires_after(std::chrono::nanoseconds(hold_for / 2));
                     co_await pause.async_wait(asio::as_tuple(use_awaitable));
                     if (commits && kind == hold::exclusive && s.rng() % 2 == 0) {
@@ -1045,8 +1054,6 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     // process is paused, a holder learns of its loss when is_lost() turns true (the lease is read
     // on the clock, docs/lease.md): the world reads it every 2 ms, as the holder's code would the
     // moment it runs, and the oracles take that moment for the moment it was told.
-    std::mt19937_64 prng(seed * 0xD1B54A32D192ED03ULL + 0x9A05EULL);
-    const bool pauses = faults && prng() % 3 == 0;
     const auto pause_gap_hi = static_cast<std::int64_t>(1'000'000'000 + prng() % 8'000'000'000);
     auto session_of = [&](std::int64_t id) {
         for (std::size_t j = 0; j < ss.size(); ++j)
