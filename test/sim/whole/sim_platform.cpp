@@ -59,11 +59,47 @@ void model_server::fire(replica& rp, std::multimap<std::string, replica::watch>&
     }
 }
 
+bool model_server::allowed(const node& n, std::int64_t s, std::int32_t perm) const {
+    if (n.acl.empty()) return true;
+    const auto ids = ids_.find(s);
+    for (const auto& e : n.acl) {
+        if ((e.perms & perm) == 0) continue;
+        if (e.scheme == "world" && e.id == "anyone") return true;
+        if (e.scheme == "digest" && ids != ids_.end() &&
+            std::find(ids->second.begin(), ids->second.end(), e.id) != ids->second.end())
+            return true;
+    }
+    ++counts().noauth;
+    return false;
+}
+
+void model_server::set_identity(std::int64_t id, const std::vector<zklock::credentials>& auth) {
+    auto& v = ids_[id];
+    v.clear();
+    for (const auto& c : auth)
+        if (c.scheme == "digest") v.push_back(c.secret);
+}
+
 int model_server::create(replica& rp, std::int64_t s, const std::string& path, const std::string& data,
-                         int flags, std::string& made) {
+                         int flags, std::string& made, const std::vector<zklock::acl_entry>* acl) {
     const std::string parent = replica::parent_of(path);
     auto p = rp.nodes.find(parent);
     if (p == rp.nodes.end()) return ZNONODE;
+    if (!allowed(p->second, s, zklock::perm::create))
+        return ZNOAUTH; // (PrepRequestProcessor: before the rest)
+    // the new node's ACL: an `auth` entry stands for each identity of the session (none: refused)
+    std::vector<zklock::acl_entry> node_acl;
+    if (acl && !(acl->size() == 1 && (*acl)[0].scheme == "world" && (*acl)[0].id == "anyone" &&
+                 (*acl)[0].perms == zklock::perm::all))
+        for (const auto& e : *acl) {
+            if (e.scheme != "auth") {
+                node_acl.push_back(e);
+                continue;
+            }
+            const auto ids = ids_.find(s);
+            if (ids == ids_.end() || ids->second.empty()) return ZINVALIDACL;
+            for (const auto& id : ids->second) node_acl.push_back({e.perms, "digest", id});
+        }
     if (p->second.owner != 0) return ZNOCHILDRENFOREPHEMERALS;
     std::string name = path;
     if (flags & ZOO_SEQUENCE) {
@@ -77,6 +113,7 @@ int model_server::create(replica& rp, std::int64_t s, const std::string& path, c
     n.czxid = n.mzxid = n.pzxid = rp.zxid;
     n.owner = (flags & ZOO_EPHEMERAL) ? s : 0;
     n.container = (flags & ZOO_CONTAINER) != 0;
+    n.acl = std::move(node_acl);
     rp.nodes[name] = n;
     auto& par = rp.nodes[parent];
     par.children.insert(name.substr(parent == "/" ? 1 : parent.size() + 1));
@@ -88,9 +125,10 @@ int model_server::create(replica& rp, std::int64_t s, const std::string& path, c
     return ZOK;
 }
 
-int model_server::remove(replica& rp, const std::string& path, int version) {
+int model_server::remove(replica& rp, std::int64_t s, const std::string& path, int version) {
     auto it = rp.nodes.find(path);
     if (it == rp.nodes.end() || path == "/") return ZNONODE;
+    if (s != 0 && !allowed(rp.nodes.at(replica::parent_of(path)), s, zklock::perm::remove)) return ZNOAUTH;
     if (version != -1 && version != it->second.version) return ZBADVERSION;
     if (!it->second.children.empty()) return ZNOTEMPTY;
     const std::string parent = replica::parent_of(path);
@@ -105,10 +143,11 @@ int model_server::remove(replica& rp, const std::string& path, int version) {
     return ZOK;
 }
 
-int model_server::set(replica& rp, const std::string& path, const std::string& data, int version,
-                      std::int32_t& new_version) {
+int model_server::set(replica& rp, std::int64_t s, const std::string& path, const std::string& data,
+                      int version, std::int32_t& new_version) {
     auto it = rp.nodes.find(path);
     if (it == rp.nodes.end()) return ZNONODE;
+    if (!allowed(it->second, s, zklock::perm::write)) return ZNOAUTH;
     if (version != -1 && version != it->second.version) return ZBADVERSION;
     it->second.data = data;
     it->second.mzxid = rp.zxid;
@@ -126,6 +165,10 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
             rc = ZNONODE;
             return;
         }
+        if (!allowed(it->second, s, zklock::perm::read)) {
+            rc = ZNOAUTH;
+            return;
+        }
         rc = ZOK;
         out.children.assign(it->second.children.begin(), it->second.children.end());
         out.cversion = it->second.cversion; // (the parent's stat gives the library only this)
@@ -134,7 +177,8 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
     switch (r.op) {
     case zk_op::create:
     case zk_op::create_and_list:
-        out.rc = create(rp, s, r.path, r.data, r.flags, out.path);
+        out.rc =
+            create(rp, s, r.path, r.data, r.flags, out.path, r.node_acl ? &r.node_acl->entries() : nullptr);
         if (out.rc == ZOK) out.stat = stat_of(rp.nodes[out.path]);
         // (the getChildren the C client sends right behind the create: answered by this server
         // once it applied the create, the session's read waiting behind its write)
@@ -157,6 +201,10 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
     case zk_op::exists: {
         auto it = rp.nodes.find(r.path);
         out.rc = it == rp.nodes.end() ? ZNONODE : ZOK;
+        if (it != rp.nodes.end() && r.op == zk_op::get_data && !allowed(it->second, s, zklock::perm::read)) {
+            out.rc = ZNOAUTH; // (exists checks nothing)
+            break;
+        }
         if (it != rp.nodes.end()) {
             out.stat = stat_of(it->second);
             if (r.op == zk_op::get_data) out.data = it->second.data;
@@ -169,11 +217,11 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
         break;
     }
     case zk_op::remove:
-        out.rc = remove(rp, r.path, r.version);
+        out.rc = remove(rp, s, r.path, r.version);
         break;
     case zk_op::set_data: {
         std::int32_t v = 0;
-        out.rc = set(rp, r.path, r.data, r.version, v);
+        out.rc = set(rp, s, r.path, r.data, r.version, v);
         if (out.rc == ZOK) {
             out.stat = stat_of(rp.nodes[r.path]);
             if (leader && on_set) on_set(s, r.path, r.data);
@@ -201,6 +249,7 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
             case transaction::kind::check: {
                 auto it = rp.nodes.find(o.path);
                 rc = it == rp.nodes.end()                                   ? ZNONODE
+                     : !allowed(it->second, s, zklock::perm::read)          ? ZNOAUTH
                      : (o.version != -1 && o.version != it->second.version) ? ZBADVERSION
                                                                             : ZOK;
                 break;
@@ -212,14 +261,14 @@ zk_result model_server::apply(replica& rp, std::int64_t s, const zk_request& r) 
                 if (o.mode == create_mode::persistent_sequential ||
                     o.mode == create_mode::ephemeral_sequential)
                     flags |= ZOO_SEQUENCE;
-                rc = create(rp, s, o.path, o.data, flags, out.multi[i].path);
+                rc = create(rp, s, o.path, o.data, flags, out.multi[i].path, &o.node_acl.entries());
                 break;
             }
             case transaction::kind::remove:
-                rc = remove(rp, o.path, o.version);
+                rc = remove(rp, s, o.path, o.version);
                 break;
             case transaction::kind::set_data:
-                rc = set(rp, o.path, o.data, o.version, out.multi[i].version);
+                rc = set(rp, s, o.path, o.data, o.version, out.multi[i].version);
                 if (rc == ZOK) sets_.emplace_back(s, std::make_pair(o.path, o.data));
                 break;
             }
@@ -284,7 +333,7 @@ void model_server::end_session(replica& rp, std::int64_t id) {
     std::vector<std::string> mine;
     for (auto& [p, n] : rp.nodes)
         if (n.owner == id) mine.push_back(p);
-    for (auto& p : mine) remove(rp, p, -1);
+    for (auto& p : mine) remove(rp, 0, p, -1);
     // (the server closes the session's connection: its client hears of the expiry at its reconnect)
     if (auto l = rp.links.find(id); l != rp.links.end()) {
         auto* link = l->second;
@@ -310,7 +359,7 @@ void model_server::seed_node(const std::string& path) {
     for (auto& rp : reps_) {
         rp.zxid = leader_zxid_;
         std::string made;
-        create(rp, 0, path, {}, 0, made);
+        create(rp, 0, path, {}, 0, made, nullptr);
     }
 }
 
@@ -751,10 +800,12 @@ void sim_link::handshake(bool first) {
             if (!self || self->closed_ || self->conn_ != attempt) return;
             auto& m = self->m_;
             bool alive = true;
-            if (first)
+            if (first) {
                 self->id_ = m.open_session(static_cast<std::int64_t>(self->timeout_ms_) * 1'000'000, at);
-            else
+                m.set_identity(self->id_, self->auth_); // (addAuth: before any request of it)
+            } else {
                 alive = m.revalidate(self->id_, at);
+            }
             m.over_link(at, false, [w, at, alive, attempt] {
                 auto self = w.lock();
                 if (!self || self->closed_ || self->conn_ != attempt) return;
@@ -791,6 +842,12 @@ void sim_link::connected_to(int at) {
     deliver([ev = p_.events, gen = p_.generation] {
         if (auto e = ev.lock()) e->on_session_event(gen, ZOO_CONNECTED_STATE);
     });
+    // the credentials go first on every connection, and the server answers them first: digest
+    // credentials are always accepted (a wrong password shows later, as NOAUTH)
+    if (!auth_.empty())
+        deliver([ev = p_.events, gen = p_.generation] {
+            if (auto e = ev.lock()) e->on_auth_result(gen, ZOK);
+        });
     // SetWatches first, with the last zxid seen: what changed meanwhile fires at the server
     std::vector<model_server::client_watch> ws;
     for (auto& [id, w] : watches_) ws.push_back(w);

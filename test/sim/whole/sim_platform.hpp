@@ -156,6 +156,7 @@ struct link_counts {
     long freezes_at_answer = 0; // (of those: right after the server answered a write)
     long monitor_reads = 0;     // listings of the contenders by a monitor (the world's)
     long regains = 0;           // suspended locks held again (the world's)
+    long noauth = 0;            // requests refused with ZNOAUTH
     long told_paused = 0;       // holders whose lock read as lost while their process was paused
 };
 inline link_counts& counts() {
@@ -217,6 +218,7 @@ struct replica {
         std::int32_t version = 0, cversion = 0;
         bool container = false;
         std::set<std::string> children;
+        std::vector<zklock::acl_entry> acl; // (empty: open, world:anyone with every permission)
     };
     struct watch {
         std::int64_t session;
@@ -310,6 +312,10 @@ public:
     // -- sessions (the leader's tracker) --
     /// A new session (createSession at the leader, from server `via`).
     std::int64_t open_session(std::int64_t timeout_ns, int via);
+    /// Session `id` presents `auth` on its connections (addAuth): its digest identities, each
+    /// the credentials' "user:password" itself (the model does not hash them: an ACL names an
+    /// identity as an `auth` entry expands it, or as the same string).
+    void set_identity(std::int64_t id, const std::vector<zklock::credentials>& auth);
     /// The leader heard from session `id` now (a handshake, a relay, a request to the leader).
     void touch(std::int64_t id) {
         if (auto it = alive_.find(id); it != alive_.end()) it->second.first = s_->now;
@@ -442,10 +448,13 @@ private:
     void end_session(replica& rp, std::int64_t id);
     void fire(replica& rp, std::multimap<std::string, replica::watch>& m, const std::string& path, int type);
     int create(replica& rp, std::int64_t s, const std::string& path, const std::string& data, int flags,
-               std::string& made);
-    int remove(replica& rp, const std::string& path, int version);
-    int set(replica& rp, const std::string& path, const std::string& data, int version,
+               std::string& made, const std::vector<zklock::acl_entry>* acl);
+    int remove(replica& rp, std::int64_t s, const std::string& path, int version);
+    int set(replica& rp, std::int64_t s, const std::string& path, const std::string& data, int version,
             std::int32_t& new_version);
+    /// Whether session `s` has permission `perm` on `n` (ZooKeeper 3.8's PrepRequestProcessor
+    /// and FinalRequestProcessor checkACL: world:anyone, or one of the session's digest ids).
+    bool allowed(const node& n, std::int64_t s, std::int32_t perm) const;
 
     scheduler* s_ = nullptr;
     config c_;
@@ -455,7 +464,8 @@ private:
     std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> alive_; // id -> (last news, T)
     std::map<std::int64_t, int> owner_;                                   // id -> its server
     std::map<std::int64_t, std::int64_t> sessions_; // the tree's sessions (not closed in the log): id -> T
-    int leader_ = 0;                                // -1: an election
+    std::map<std::int64_t, std::vector<std::string>> ids_; // a session's digest identities
+    int leader_ = 0;                                       // -1: an election
     std::uint64_t era_ = 0; // moves at each failover: what was on its way to or from the old leader is lost
     int expired_ = 0, reaped_ = 0;
     bool in_multi_ = false;
@@ -476,8 +486,9 @@ public:
     sim_link(scheduler& s, model_server& m, zklock::detail::zk_link_params p, process* proc = nullptr)
         : s_(s), m_(m), p_(std::move(p)), proc_(proc) {}
     ~sim_link() override { close(); }
-    bool init(const std::string&, int timeout_ms, const std::vector<credentials>&) override {
+    bool init(const std::string&, int timeout_ms, const std::vector<credentials>& auth) override {
         timeout_ms_ = std::clamp(timeout_ms, 4'000, 40'000); // (tickTime 2 s: 2 to 20 ticks)
+        auth_ = auth;
         return true;
     }
     void start() override;
@@ -550,6 +561,7 @@ private:
     zklock::detail::zk_link_params p_;
     process* proc_ = nullptr;
     std::int64_t stall_up_until_ = 0, stall_down_until_ = 0;
+    std::vector<credentials> auth_; // (presented on every connection)
     int timeout_ms_ = 10'000;
     std::int64_t id_ = 0;
     int server_ = -1;

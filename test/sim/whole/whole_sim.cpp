@@ -294,6 +294,16 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     const bool revocations =
         what == recipe::mutex && frng() % 2 == 0 && mo.strategy != zklock::lock_strategy::unique_node;
     mo.revocable = revocations;
+    // ACLs (a stream of their own): a third of the mutex and reentrant worlds protect the lock
+    // with acl::creator_all_world_read(), every session presenting the same digest credentials;
+    // in half of those with faults, one session has the wrong password (a misconfigured client:
+    // ZooKeeper accepts any digest at connect, and refuses its creates under the lock path with
+    // NOAUTH; once the path's container is reaped, its own create of the path locks the others
+    // out instead, until it is reaped again). Its failures are expected; nothing may hang or stay.
+    std::mt19937_64 arng(seed * 0x94D049BB133111EBULL + 0xAC1ULL);
+    const bool acls = (what == recipe::mutex || what == recipe::reentrant) && arng() % 3 == 0;
+    const bool intruder = acls && faults && arng() % 2 == 0;
+    if (acls) mo.node_acl = zklock::acl::creator_all_world_read();
     std::set<std::string> deleted_by_operator;
     // a lease's margin at the server's expiry: at least (0.5875 - f) T (docs/lease.md)
     const double margin_bound = 0.5875 - zklock::loss_policy::default_lease_fraction;
@@ -310,6 +320,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         o.session_timeout =
             std::chrono::milliseconds(s.rng() % 3 == 0 ? 4'000 : 4'000 + static_cast<int>(s.rng() % 6'000));
         timeouts.push_back(std::chrono::nanoseconds(o.session_timeout).count());
+        if (acls) o.auth = {zklock::digest("svc", intruder && i == sessions - 1 ? "wrong" : "secret")};
         procs.push_back(&s.add_process());
         plats.push_back(std::make_shared<sim_platform>(s, m, procs.back()));
         ss.push_back(std::make_unique<zklock::session>(procs.back()->io.get_executor(), o, plats.back()));
@@ -554,6 +565,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                 if (sess.state() != zklock::session_state::connected) {
                     auto [ec] = co_await sess.async_connect(asio::as_tuple(use_awaitable));
                     if (ec && sess.state() != zklock::session_state::connected) {
+                        log(name(c) + "'s session did not come up: " + ec.message());
+                        if (!faults)
+                            fail(name(c) + "'s session did not come up with no fault: " + ec.message());
                         ++finished; // (its session ended before it was up: a fault)
                         co_return;
                     }
@@ -1441,11 +1455,12 @@ int main(int argc, char** argv) {
         "followers cut off (%ld past syncLimit), %ld leaders replaced, %ld listings by a follower without a "
         "node of the session that the leader had, %ld pauses of a client's process (%ld holders' locks "
         "read as lost while paused), %ld stalls of a connection, %ld servers frozen (%ld right after "
-        "answering a write), %ld listings by a monitor, %ld regains",
+        "answering a write), %ld listings by a monitor, %ld regains, %ld ACL checks refused with NOAUTH (a "
+        "write: once per server)",
         counts().stale_reads, counts().late_writes, counts().moved, counts().setwatch_fired, counts().cuts,
         counts().gave_up, counts().failovers, counts().own_missing, counts().pauses, counts().told_paused,
         counts().stalls, counts().freezes, counts().freezes_at_answer, counts().monitor_reads,
-        counts().regains);
+        counts().regains, counts().noauth);
     std::printf("%s\n", replay ? ", each seed replayed identically" : "");
     if (!write_transitions_to.empty())
         write_transitions(write_transitions_to, 5,
