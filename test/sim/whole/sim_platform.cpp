@@ -993,7 +993,8 @@ void sim_link::send(zk_request r, zklock::detail::zk_handler h, lease_ns sent) {
             [w, rid, sent, v, write, conn, op, watch_id, path](zk_result res0, std::int64_t zxid) {
                 auto self = w.lock();
                 if (!self || self->closed_ || self->conn_ != conn) return;
-                if (write && res0.rc == ZOK && self->on_write_answered) self->on_write_answered(*self);
+                if (v == zklock::detail::vouch::commit && res0.rc == ZOK && self->on_write_answered)
+                    self->on_write_answered(*self);                        // (a heartbeat too)
                 if (!self || self->closed_ || self->conn_ != conn) return; // (the hook may drop it)
                 auto res = std::make_shared<zk_result>(std::move(res0));
                 self->at_client(self->to_client_at(), [w, res, rid, sent, v, write, conn, op, watch_id, path,

@@ -537,7 +537,7 @@ public:
     /// Called as a write (not a heartbeat) leaves the client: a world's hook for faults at that
     /// phase (a drop while a write is on its way or its reply is).
     std::function<void(sim_link&)> on_write;
-    /// Called as its server answers one of its writes with ZOK (the commit has passed that
+    /// Called as its server answers one of its writes (a heartbeat too) with ZOK (the commit has passed that
     /// server): a world's hook for faults at that phase (the server frozen before its next ping
     /// answer carries the session's touches).
     std::function<void(sim_link&)> on_write_answered;

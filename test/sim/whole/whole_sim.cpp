@@ -1144,8 +1144,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
     };
     // The phase of docs/lease.md's rule (b): a session's server freezes right after it answered
     // one of the session's writes, before its next ping answer carries what the session sent
-    // just before (armed after a pause or a stall, for the next 1 to 8 writes
-    // answered with ZOK).
+    // just before (armed, half the time, at each pause, stall or freeze, for the next 1 to 8
+    // writes or heartbeats answered with ZOK).
     std::vector<int> freeze_after(static_cast<std::size_t>(sessions), 0);
     if (pauses && ens.servers > 1)
         for (auto& p : plats)
@@ -1173,6 +1173,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             if (const int j = session_of(h->session); h->kept && j >= 0)
                 holding.push_back(static_cast<std::size_t>(j));
         if (!holding.empty() && prng() % 4 != 0) i = holding[prng() % holding.size()];
+        // (and, half the time, its server freezes right after its 1st to 8th commit answered)
+        if (freeze_after[i] == 0 && prng() % 2 == 0) freeze_after[i] = 1 + static_cast<int>(prng() % 8);
         const std::int64_t T = timeouts[i];
         const std::int64_t d =
             T / 20 +
@@ -1193,7 +1195,6 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
             s.pause(*procs[i], d);
             probe_at_deadline(i);
             probe(i);
-            if (prng() % 2 == 0) freeze_after[i] = 1 + static_cast<int>(prng() % 8);
         } else if (!plats[i]->links.empty()) {
             if (auto l = plats[i]->links.back().lock(); l && l->connected() && !l->stalled() && kind != 0) {
                 ++counts().stalls;
@@ -1203,7 +1204,6 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                                  : "both ways") +
                     " for " + std::to_string(d / 1'000'000) + " ms");
                 l->stall(kind != 2, kind != 1, d);
-                if (prng() % 2 == 0) freeze_after[i] = 1 + static_cast<int>(prng() % 8);
             }
         }
         s.at(s.now + static_cast<std::int64_t>(prng() % static_cast<std::uint64_t>(pause_gap_hi)) + 1,
