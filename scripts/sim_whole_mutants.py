@@ -578,7 +578,7 @@ EXPECT = {
     'sem-no-restart': {'stuck'},
     'sem-no-recovery': {'left', 'stuck'},
     'sem-no-barrier': {'left', 'stuck'},
-    'sem-count-before-the-path-check': {'spurious', 'stuck'},
+    'sem-count-before-the-path-check': {'overlap', 'spurious', 'stuck'},
     'cleanup-lost-delete-not-retried': {'left', 'stuck'},
     'cleanup-lost-marked-release-retried-plain': {'left', 'stuck'},
     'cleanup-sweep-finds-nothing': {'left'},
