@@ -599,7 +599,7 @@ EXPECT = {
 EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "timer-cancel-keeps-deadline",
                       "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire",
                       "no-barrier", "sem-no-barrier", "no-duplicate-cleanup", "no-barrier-nor-duplicate-cleanup",
-                      "stop-ignored-before-grant", "sem-count-before-the-path-check",
+                      "stop-ignored-before-grant",
                       "cleanup-lost-marked-release-retried-plain", "lease-gap-quarter",
                       "lease-no-revival-confirm", "regain-any-node", "regain-stale-commit"}
 
