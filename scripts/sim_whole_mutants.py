@@ -458,6 +458,14 @@ MUTANTS = [
      '        fail_if([](bool) { return true; }, handoff_reason::session_end, out);',
      '',
      'the session\'s end does not tell the local waiters', ['--faults', '--recipe', 'mutex']),
+    ('unique-recovered-skips-path-check', 'src/protocol/unique_fsm.hpp',
+     '                // before our node would not see it (the whole-library simulation\'s seed 3,663)\n'
+     '                return go(state::listing, unique_action::list);',
+     '                // before our node would not see it (the whole-library simulation\'s seed 3,663)\n'
+     '                return go(state::checking_lease, unique_action::check_lease);',
+     'unique_node: a node read back as ours after a lost create is granted without the path\'s '
+     'listing: a semaphore\'s leases beside it are not seen (the defect session 49\'s mixed paths found)',
+     ['--faults', '--recipe', 'semaphore']),
     ('lease-gap-quarter', 'src/session/lease.hpp',
      'double gap = ping_gap;       ///< G, as a fraction of T',
      'double gap = 0.25;       ///< G, as a fraction of T',
@@ -585,6 +593,7 @@ EXPECT = {
     'handoff-grant-on-arrival': {'token', 'overlap'},
     'handoff-no-requeue': {'stuck'},
     'handoff-session-end-keeps-waiters': {'handler', 'stuck'},
+    'unique-recovered-skips-path-check': {'overlap'},
     'lease-gap-quarter': {'lease'},
     'lease-gap-from-send': {'lease'},
     'lease-any-reply-vouches': {'lease', 'overlap'},

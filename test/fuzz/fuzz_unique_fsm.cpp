@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool try_only = (data[0] & 1) != 0;
     unique_fsm m("/l/lock", guid, try_only);
     auto a = m.start((data[0] & 2) != 0);
-    bool created = false, read_ours = false;
+    bool created = false, read_ours = false, path_checked = false;
     int parents = 0, lost_parent_rounds = 0, steps_after_end = 0;
     ua::kind last = ua::fail;
     unique_input last_in;
@@ -49,6 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (last != ua::check_lease || last_in.result != outcome::ok || last_in.stop)
                 violated("a grant not right after a lease check that succeeded without a stop");
             if (!m.owns_node()) violated("a grant without owning the node");
+            if (!path_checked) violated("a grant without a clean listing of the path once the node was ours");
             return 0;
         }
         if (m.owns_node() && !created && !read_ours)
@@ -74,6 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             if (r.result == outcome::ok && (b & 16)) read_ours = true;
         }
         if (a.what == ua::list && (b & 32)) r.children = {"lock", "leases"};
+        if (a.what == ua::list && r.result == outcome::ok && !(b & 32) && m.owns_node()) path_checked = true;
         if (a.what == ua::create && r.result == outcome::ok) created = true;
         // (a create that finds the node taken found the path there: the bound counts reaps in a
         // row, so a long wait may remake the path any number of times)

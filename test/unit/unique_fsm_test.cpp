@@ -62,6 +62,21 @@ TEST(UniqueFsm, OnePathOneLock) {
     }
 }
 
+TEST(UniqueFsm, ANodeFoundAfterALostCreateStillChecksThePath) {
+    // A semaphore's leases made before our create would not see our node: the listing after it
+    // is the only check, whether the create's reply came or the node was read back by its guid.
+    unique_fsm m("/l/lock", guid, false);
+    m.start(false);
+    EXPECT_EQ(m.resume(lost()).what, ua::read);
+    EXPECT_EQ(m.resume(read(guid + " zklock host pid 1", 77)).what, ua::list);
+    auto l = ok();
+    l.children = {"leases", "lock"};
+    const auto a = m.resume(l);
+    EXPECT_EQ(a.what, ua::fail);
+    EXPECT_EQ(a.why, acquire_action::strategy_conflict);
+    EXPECT_TRUE(m.owns_node()) << "our node goes";
+}
+
 TEST(UniqueFsm, ALoserWatchesTheNodeAndRacesAgainWhenItGoes) {
     unique_fsm m("/l/lock", guid, false);
     m.start(false);
@@ -80,9 +95,12 @@ TEST(UniqueFsm, ALostCreateIsRecognisedByItsGuidOnly) {
     unique_fsm m("/l/lock", guid, false);
     m.start(false);
     EXPECT_EQ(m.resume(lost()).what, ua::read) << "it may have been applied: read it";
-    EXPECT_EQ(m.resume(read(guid + " zklock host pid 1", 77)).what, ua::check_lease);
+    EXPECT_EQ(m.resume(read(guid + " zklock host pid 1", 77)).what, ua::list) << "one path, one lock";
     EXPECT_TRUE(m.owns_node());
     EXPECT_FALSE(m.end_watch_at_server()) << "our own node: the watch is only forgotten";
+    auto l = ok();
+    l.children = {"lock"};
+    EXPECT_EQ(m.resume(l).what, ua::check_lease);
     EXPECT_EQ(m.resume(ok()).what, ua::grant);
     EXPECT_EQ(m.czxid(), 77);
     // Someone else's node (another guid, the same session or not): waited on, never adopted.
