@@ -595,6 +595,17 @@ void model_server::disconnect(int at, std::int64_t id) {
     rp.drop_watches(id);
 }
 
+void model_server::forget(const sim_link* l) {
+    for (auto& rp : reps_)
+        for (auto it = rp.links.begin(); it != rp.links.end();)
+            if (it->second == l) {
+                rp.drop_watches(it->first);
+                it = rp.links.erase(it);
+            } else {
+                ++it;
+            }
+}
+
 void model_server::connect(int at, std::int64_t id, sim_link* l, const std::vector<client_watch>& ws,
                            std::int64_t rel_zxid) {
     auto& rp = reps_[static_cast<std::size_t>(at)];
@@ -785,6 +796,7 @@ void sim_link::handshake(bool first) {
     at_client(s_.now + reconnect_retry, [w = weak_from_this(), conn] {
         auto self = w.lock();
         if (!self || self->closed_ || self->connected_ || self->conn_ != conn || self->server_ >= 0) return;
+        self->m_.forget(self.get()); // (the attempt's connection is given up)
         ++self->conn_;
         self->handshake(self->id_ == 0);
     });
@@ -886,6 +898,7 @@ void sim_link::drop(std::int64_t down, int rc) {
     }
     if (!connected_) {                      // (a handshake on its way fails: the next attempt after `down`)
         if (id_ == 0 && conn_ == 0) return; // (not started)
+        m_.forget(this);                    // (a server that answered the attempt sees its connection close)
         const auto conn = ++conn_;
         at_client(s_.now + down, [w = weak_from_this(), conn] {
             auto self = w.lock();
@@ -1055,6 +1068,8 @@ void sim_link::watch_fired(std::uint64_t id, int type, std::int64_t zxid) {
 }
 
 void sim_link::close() {
+    m_.forget(this); // (no server keeps a connection of it: one that answered an attempt the
+                     // client had not read yet, a pause or a delay, would point at a link gone)
     if (closed_) return;
     closed_ = true;
     connected_ = false;

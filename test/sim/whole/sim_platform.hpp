@@ -340,6 +340,9 @@ public:
     /// Session `id`'s connection to server `at` closed: the server drops its watches and its
     /// pending requests' answers (what it forwarded goes on).
     void disconnect(int at, std::int64_t id);
+    /// Link `l` is closed or gone: no server keeps a connection of it (one that answered its
+    /// handshake before the client read the answer, or before the attempt was given up).
+    void forget(const sim_link* l);
     /// Session `id` connects to server `at` (after its handshake): its watches are set again with
     /// the client's last zxid (SetWatches: what changed since fires now, DataTree.setWatches).
     struct client_watch {
