@@ -18,8 +18,9 @@
 // syncLimit; the leader's failover (a crash, or a cut from both followers: it commits nothing,
 // then steps down; a follower wins the election and restarts every session with a whole T).
 // A client's process pauses (its sessions' handlers and its C client's reads and pings wait for
-// the resume), and a connection stalls one way or both (TCP held back).
-// Not yet: NOAUTH, sync, a frozen server, clock drift (issue 62).
+// the resume), and a connection stalls one way or both (TCP held back); ACLs, with NOAUTH (a
+// server's freeze is the world's: a cut of its learner link and stalls of its clients'
+// connections). No sync (zklock sends none). Not yet: clock drift (issue 62).
 #pragma once
 
 #include "session/platform.hpp"
@@ -156,7 +157,7 @@ struct link_counts {
     long freezes_at_answer = 0; // (of those: right after the server answered a write)
     long monitor_reads = 0;     // listings of the contenders by a monitor (the world's)
     long regains = 0;           // suspended locks held again (the world's)
-    long noauth = 0;            // requests refused with ZNOAUTH
+    long noauth = 0;            // ACL checks refused with ZNOAUTH (a write: once per server applying it)
     long told_paused = 0;       // holders whose lock read as lost while their process was paused
 };
 inline link_counts& counts() {
