@@ -605,7 +605,7 @@ EXPECT = {
 
 # The survivors explained in docs/internals.md ("The whole library under simulation"): any other
 # survivor fails the run (CI's rotation included).
-EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "timer-cancel-keeps-deadline",
+EXPECTED_SURVIVORS = {"fsm-deletes-dropped", "timer-cancel-keeps-deadline", "sem-deaf-to-reconnect",
                       "unique-maybe-owned-kept", "unwatch-one-not-resent", "unique-parent-bound-per-acquire",
                       "no-barrier", "sem-no-barrier", "no-duplicate-cleanup", "no-barrier-nor-duplicate-cleanup",
                       "stop-ignored-before-grant",

@@ -1090,7 +1090,8 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         return zklock::detail::session_lease::lapsed(v.vouched, s.now, v.timeout,
                                                      zklock::loss_policy::default_lease_fraction);
     };
-    std::function<void(std::size_t)> probe = [&](std::size_t i) {
+    // (the holds of session i that read as lost now are told now)
+    auto read_holds = [&](std::size_t i) {
         for (auto& h : holds)
             if (h->kept && h->told < 0 && h->gd && session_of(h->session) == static_cast<int>(i) &&
                 reads_lost(*h, i)) {
@@ -1098,6 +1099,9 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
                 ++counts().told_paused;
                 log(name(h->client) + "'s lock reads as lost, its process paused");
             }
+    };
+    std::function<void(std::size_t)> probe = [&](std::size_t i) {
+        read_holds(i);
         if (s.paused(procs[i]))
             s.at(std::min(s.now + 2'000'000, procs[i]->paused_until), [&, i] { probe(i); });
     };
@@ -1110,16 +1114,7 @@ outcome run_seed(std::uint64_t seed, bool verbose, bool with_faults, int only_re
         const auto at = zklock::detail::session_lease::deadline(v.vouched, v.timeout,
                                                                 zklock::loss_policy::default_lease_fraction) +
                         1;
-        if (at > s.now && at < procs[i]->paused_until)
-            s.at(at, [&, i] {
-                for (auto& h : holds)
-                    if (h->kept && h->told < 0 && h->gd && session_of(h->session) == static_cast<int>(i) &&
-                        reads_lost(*h, i)) {
-                        h->told = s.now;
-                        ++counts().told_paused;
-                        log(name(h->client) + "'s lock reads as lost, its process paused (at its deadline)");
-                    }
-            });
+        if (at > s.now && at < procs[i]->paused_until) s.at(at, [&, i] { read_holds(i); });
     };
     // A server freezes (a long GC, a stopped VM): it answers nobody and hears from nobody, its
     // learner link held both ways (past syncLimit the others give it up, or elect another
